@@ -1,0 +1,551 @@
+"""The abstraction engine (seed 000) as software-defined assets. Each asset is one box of the seed's diagram."""
+
+import json
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+
+import dagster as dg
+import pandas as pd
+
+from memory_pipeline.abstraction import clustering
+from memory_pipeline.abstraction.atoms import ExistingAtom, find_matching_atom
+from memory_pipeline.abstraction.clustering import RECENT_SKIP_REASON, MemoryCluster
+from memory_pipeline.abstraction.distill import Distillation, DistillationRejected, Member, validate_abstraction
+from memory_pipeline.abstraction.report import (
+    CompressionError,
+    CompressionRunReport,
+    decide_verdict,
+    markdown_table,
+    reduction_pct,
+)
+from memory_pipeline.resources import EmbedderResource, EngineConfig, LLMResource, MemoryStoreResource
+from memory_pipeline.store import repository as repo
+from memory_pipeline.store.db import utcnow
+from memory_pipeline.store.dedupe import archive_exact_duplicates
+from memory_pipeline.store.records import MemoryRecord
+
+GROUP = "abstraction"
+POOL = "memory_store"  # DuckDB allows one writer process: every asset that writes the store shares this pool.
+ARCHIVED_IMPORTANCE = 0.5
+SUMMARY_IMPORTANCE_FLOOR = 1.0
+ATOM_CONFIDENCE_NEW = 0.7
+ATOM_CONFIDENCE_STEP = 0.1
+ATOM_SUBJECT_THRESHOLD = 0.85
+ATOM_ACTION_THRESHOLD = 0.75
+EMBED_CHUNK = 512
+
+
+class ClusterSelection(dg.Config):
+    """Re-run one cluster by id (from a dry run's listing); it bypasses the fingerprint TTL."""
+
+    cluster_id: str = ""
+
+
+@dataclass
+class RunStart:
+    started_at: str
+    wall_started: float
+    tokens_before: int
+    memory_count_before: int
+    duplicates_archived: int
+
+
+@dataclass
+class ClusterOutcome:
+    """What happened to one cluster on its way through the engine."""
+
+    cluster: MemoryCluster
+    distillation: Distillation | None = None
+    skip_reason: str | None = None
+    summary_id: str | None = None
+    status: str = "pending"  # pending | skipped | compressed | failed
+    errors: list[CompressionError] = field(default_factory=list)
+
+
+def _error(cluster_id: str, stage: str, exc: BaseException | str) -> CompressionError:
+    return CompressionError(cluster_id, stage, str(exc), utcnow().isoformat() + "Z")
+
+
+@dg.asset(group_name=GROUP, pool=POOL, kinds={"duckdb"})
+def exact_duplicates(
+    context: dg.AssetExecutionContext, store: MemoryStoreResource, engine: EngineConfig
+) -> dg.Output[RunStart]:
+    """Exact-match dedupe first (the seed's cortex_dedupe), so no LLM call is spent on identical text.
+    Also takes the run's token baseline, before anything changes."""
+    db = store.open()
+    now = engine.now()
+    with db.transaction() as con:
+        tokens_before = repo.active_tokens(con)
+        count_before = repo.memory_count(con)
+        archived = archive_exact_duplicates(
+            con, critical_floor=engine.critical_floor, archived_importance=ARCHIVED_IMPORTANCE, now=now
+        )
+    context.log.info(f"exact dedupe: archived {len(archived)} duplicate(s) of older memories")
+    start = RunStart(utcnow().isoformat() + "Z", time.time(), tokens_before, count_before, len(archived))
+    return dg.Output(
+        start,
+        metadata={"duplicates_archived": len(archived), "tokens_before": tokens_before, "memories": count_before},
+    )
+
+
+@dg.asset(group_name=GROUP, pool=POOL, kinds={"duckdb", "numpy"}, deps=[exact_duplicates])
+def memory_embeddings(
+    context: dg.AssetExecutionContext, store: MemoryStoreResource, embedder: EmbedderResource, engine: EngineConfig
+) -> dg.MaterializeResult:
+    """Vectors only for memories that lack one for the configured model: nights cost what is new."""
+    db = store.open()
+    with db.connect() as con:
+        todo = repo.memories_without_embedding(con, embedder.model)
+    started = time.perf_counter()
+    done = 0
+    for lo in range(0, len(todo), EMBED_CHUNK):
+        chunk = todo.iloc[lo : lo + EMBED_CHUNK]
+        vectors = embedder.encode(chunk["content"].tolist())
+        with db.transaction() as con:
+            repo.upsert_embeddings(con, embedder.model, chunk["id"].tolist(), vectors, engine.now())
+        done += len(chunk)
+        context.log.info(f"embedded {done}/{len(todo)} memories with {embedder.model}")
+    seconds = time.perf_counter() - started
+    return dg.MaterializeResult(
+        metadata={
+            "embedded": done,
+            "model": embedder.model,
+            "seconds": round(seconds, 2),
+            "memories_per_second": round(done / seconds, 1) if done and seconds > 0 else 0.0,
+        }
+    )
+
+
+@dg.asset(group_name=GROUP, kinds={"duckdb"}, deps=[memory_embeddings])
+def eligible_memories(
+    context: dg.AssetExecutionContext, store: MemoryStoreResource, embedder: EmbedderResource, engine: EngineConfig
+) -> dg.Output[repo.EligibleSet]:
+    """Only what may be compressed: not critical, not fresh, not a summary, not archived, pinned or locked."""
+    fresh_before = engine.now() - timedelta(hours=engine.freshness_hours)
+    with store.open().connect() as con:
+        eligible = repo.load_eligible(con, embedder.model, engine.critical_floor, fresh_before)
+        reasons = repo.eligibility_counts(con, embedder.model, engine.critical_floor, fresh_before)
+    context.log.info(f"ClusterFinder: {len(eligible.frame)} eligible memories")
+    return dg.Output(eligible, metadata={"eligible": len(eligible.frame), **reasons})
+
+
+@dg.asset(group_name=GROUP, kinds={"numpy", "scipy"})
+def clusters(
+    context: dg.AssetExecutionContext,
+    store: MemoryStoreResource,
+    engine: EngineConfig,
+    eligible_memories: repo.EligibleSet,
+) -> dg.Output[list[MemoryCluster]]:
+    """Single linkage at the threshold = connected components of the threshold graph; largest first."""
+    started = time.perf_counter()
+    since = engine.now() - timedelta(days=engine.fingerprint_ttl_days)
+    with store.open().connect() as con:
+        recent = repo.recent_fingerprints(con, since, RECENT_SKIP_REASON.split("{")[0])
+    found = clustering.build_clusters(
+        eligible_memories.frame,
+        eligible_memories.vectors,
+        engine.similarity_threshold,
+        engine.min_cluster_size,
+        recent,
+        engine.fingerprint_ttl_days,
+    )
+    seconds = time.perf_counter() - started
+    skipped = sum(1 for c in found if c.skip_reason)
+    context.log.info(f"ClusterFinder: found {len(found)} clusters ({skipped} recently processed) in {seconds:.2f}s")
+    table = pd.DataFrame(
+        [
+            {
+                "cluster_id": c.cluster_id,
+                "members": c.member_count,
+                "avg_similarity": c.avg_similarity,
+                "category": c.dominant_category,
+                "tokens": c.total_tokens,
+                "skip": c.skip_reason or "",
+            }
+            for c in found
+        ]
+    )
+    return dg.Output(
+        found,
+        metadata={
+            "clusters_found": len(found),
+            "recently_processed": skipped,
+            "largest": max((c.member_count for c in found), default=0),
+            "seconds": round(seconds, 3),
+            "clusters": dg.MetadataValue.md(table.head(50).to_markdown(index=False)) if len(table) else "none",
+        },
+    )
+
+
+@dg.asset(group_name=GROUP, kinds={"anthropic"})
+def distillations(
+    context: dg.AssetExecutionContext,
+    config: ClusterSelection,
+    store: MemoryStoreResource,
+    engine: EngineConfig,
+    llm: LLMResource,
+    clusters: list[MemoryCluster],
+) -> dg.Output[list[ClusterOutcome]]:
+    """One abstraction per cluster. Every distiller's output passes the same validation; a rejection skips
+    the cluster with the precise reason and leaves its sources untouched."""
+    distiller = llm.get_distiller()
+    selected = clusters
+    if config.cluster_id:
+        selected = [c for c in clusters if c.cluster_id == config.cluster_id]
+        if not selected:
+            raise dg.Failure(f"cluster {config.cluster_id} is not among this run's {len(clusters)} clusters")
+        for c in selected:
+            c.skip_reason = None
+    outcomes: list[ClusterOutcome] = []
+    todo = [c for c in selected if not c.skip_reason]
+    db = store.open()
+    for i, cluster in enumerate(todo, start=1):
+        outcome = ClusterOutcome(cluster)
+        outcomes.append(outcome)
+        with db.connect() as con:
+            rows = repo.fetch_members(con, cluster.member_ids)
+        members = [Member(r.id, r.content, float(r.importance)) for r in rows.itertuples()]
+        context.log.info(
+            f"Distiller: cluster {i}/{len(todo)} ({cluster.member_count} members, category={cluster.dominant_category})"
+        )
+        try:
+            result = distiller.distill(
+                members, cluster.dominant_category, (cluster.oldest_member_at, cluster.newest_member_at)
+            )
+            result.compression_ratio = round(
+                validate_abstraction(
+                    result.abstraction,
+                    cluster.total_tokens,
+                    cluster.member_ids,
+                    engine.min_compression_ratio,
+                    engine.max_abstraction_tokens,
+                ),
+                3,
+            )
+            outcome.distillation = result
+        except DistillationRejected as exc:
+            outcome.skip_reason, outcome.status = str(exc), "skipped"
+        except Exception as exc:  # an LLM/API error skips the cluster, as the seed's failure table says
+            outcome.skip_reason, outcome.status = f"LLM error: {exc}", "skipped"
+            outcome.errors.append(_error(cluster.cluster_id, "distill", exc))
+    for c in selected:
+        if c.skip_reason:
+            outcomes.append(ClusterOutcome(c, skip_reason=c.skip_reason, status="skipped"))
+    accepted = [o for o in outcomes if o.distillation]
+    return dg.Output(
+        outcomes,
+        metadata={
+            "distiller": distiller.name,
+            "accepted": len(accepted),
+            "skipped": len(outcomes) - len(accepted),
+            "avg_ratio": round(sum(o.distillation.compression_ratio for o in accepted) / len(accepted), 2)
+            if accepted
+            else 0.0,
+        },
+    )
+
+
+@dg.asset(group_name=GROUP, pool=POOL, kinds={"duckdb"})
+def compressed_memories(
+    context: dg.AssetExecutionContext,
+    store: MemoryStoreResource,
+    embedder: EmbedderResource,
+    engine: EngineConfig,
+    distillations: list[ClusterOutcome],
+) -> dg.Output[list[ClusterOutcome]]:
+    """Phase 1 of the two-phase commit: each abstraction is written as a *pending* summary with its lineage
+    and its vector. Nothing is archived yet, so a crash here leaves only pending rows to reconcile."""
+    db = store.open()
+    run_id = context.run.run_id
+    now = engine.now()
+    with db.transaction() as con:
+        stale = repo.pending_summaries(con)
+        for summary_id, _ in stale:
+            repo.discard_pending(con, summary_id)
+        for o in distillations:
+            if o.status == "skipped":
+                repo.log_cluster(
+                    con,
+                    fingerprint=o.cluster.fingerprint,
+                    cluster_id=o.cluster.cluster_id,
+                    status="skipped",
+                    member_count=o.cluster.member_count,
+                    run_id=run_id,
+                    now=now,
+                    reason=o.skip_reason,
+                )
+    if stale:
+        context.log.warning(f"reconciled {len(stale)} pending summaries left by an interrupted run")
+    written = 0
+    for o in distillations:
+        if o.distillation is None:
+            continue
+        d, c = o.distillation, o.cluster
+        summary_id = "mem-" + uuid.uuid4().hex[:16]
+        record = MemoryRecord(
+            id=summary_id,
+            content=d.abstraction,
+            importance=max(SUMMARY_IMPORTANCE_FLOOR, c.max_importance),
+            created_at=now,
+            categories=[*c.top_categories, "compressed"],
+            kind="summary",
+            source=f"abstraction:{d.distiller}",
+            lifecycle="pending",
+            compressed_from={
+                "source_ids": c.member_ids,
+                "compression_ratio": d.compression_ratio,
+                "cluster_size": c.member_count,
+                "cluster_id": c.cluster_id,
+                "distilled_at": now.isoformat() + "Z",
+                "source_date_range": [c.oldest_member_at, c.newest_member_at],
+                "distiller": d.distiller,
+            },
+        )
+        vector = embedder.encode([d.abstraction])
+        try:
+            with db.transaction() as con:
+                repo.insert_memories(con, [record], run_id=run_id)
+                repo.upsert_embeddings(con, embedder.model, [summary_id], vector, now)
+        except Exception as exc:
+            o.status, o.skip_reason = "failed", f"write failed: {exc}"
+            o.errors.append(_error(c.cluster_id, "write", exc))
+            continue
+        o.summary_id = summary_id
+        written += 1
+        context.log.info(f"MemoryWriter: wrote pending summary {summary_id} for cluster {c.cluster_id}")
+    return dg.Output(distillations, metadata={"pending_written": written, "reconciled_stale": len(stale)})
+
+
+@dg.asset(group_name=GROUP, pool=POOL, kinds={"duckdb"})
+def archive_updates(
+    context: dg.AssetExecutionContext,
+    store: MemoryStoreResource,
+    engine: EngineConfig,
+    compressed_memories: list[ClusterOutcome],
+) -> dg.Output[list[ClusterOutcome]]:
+    """Phase 2: per cluster, one transaction archives the sources (importance → 0.5, prior kept), activates
+    the summary and logs the cluster. On failure the transaction rolls back, the pending summary is removed
+    and the cluster is logged `failed` — the sources are exactly as before."""
+    db = store.open()
+    run_id = context.run.run_id
+    now = engine.now()
+    archived = 0
+    for o in compressed_memories:
+        if o.summary_id is None or o.distillation is None:
+            continue
+        c = o.cluster
+        try:
+            with db.transaction() as con:
+                archived_here = repo.archive_sources(
+                    con,
+                    c.member_ids,
+                    cluster_id=c.cluster_id,
+                    archived_importance=ARCHIVED_IMPORTANCE,
+                    critical_floor=engine.critical_floor,
+                    now=now,
+                )
+                repo.activate_summary(con, o.summary_id)
+                repo.log_cluster(
+                    con,
+                    fingerprint=c.fingerprint,
+                    cluster_id=c.cluster_id,
+                    status="compressed",
+                    member_count=c.member_count,
+                    run_id=run_id,
+                    now=now,
+                    compressed_memory_id=o.summary_id,
+                    compression_ratio=o.distillation.compression_ratio,
+                )
+        except Exception as exc:
+            context.log.error(f"Archiver: cluster {c.cluster_id} rolled back: {exc}")
+            with db.transaction() as con:
+                repo.discard_pending(con, o.summary_id)
+                repo.log_cluster(
+                    con,
+                    fingerprint=c.fingerprint,
+                    cluster_id=c.cluster_id,
+                    status="failed",
+                    member_count=c.member_count,
+                    run_id=run_id,
+                    now=now,
+                    reason=str(exc),
+                )
+            o.status, o.summary_id = "failed", None
+            o.errors.append(_error(c.cluster_id, "archive", exc))
+            continue
+        o.status = "compressed"
+        archived += archived_here
+        context.log.info(f"Archiver: archived {archived_here} source memories of cluster {c.cluster_id}")
+    compressed = sum(1 for o in compressed_memories if o.status == "compressed")
+    return dg.Output(compressed_memories, metadata={"clusters_compressed": compressed, "memories_archived": archived})
+
+
+@dataclass
+class AtomResults:
+    created: int = 0
+    strengthened: int = 0
+    not_causal: int = 0
+    errors: list[CompressionError] = field(default_factory=list)
+
+
+@dg.asset(group_name=GROUP, pool=POOL, kinds={"duckdb"})
+def atoms(
+    context: dg.AssetExecutionContext,
+    store: MemoryStoreResource,
+    embedder: EmbedderResource,
+    engine: EngineConfig,
+    llm: LLMResource,
+    archive_updates: list[ClusterOutcome],
+) -> dg.Output[AtomResults]:
+    """Causal abstractions become {subject, action, outcome, consequences} atoms; a matching atom is
+    strengthened (+0.1, capped at 1.0) instead of duplicated. Failures here never undo compression."""
+    distiller = llm.get_distiller()
+    db = store.open()
+    run_id = context.run.run_id
+    results = AtomResults()
+    for o in archive_updates:
+        if o.status != "compressed" or o.distillation is None or not o.distillation.is_causal:
+            continue
+        try:
+            extracted = distiller.extract_atom(o.distillation.abstraction)
+            if extracted is None:
+                results.not_causal += 1
+                continue
+            with db.transaction() as con:
+                existing = [
+                    ExistingAtom(r.id, r.subject, r.action) for r in repo.all_atoms(con).itertuples()
+                ]
+                match = find_matching_atom(
+                    extracted, existing, embedder.encode, ATOM_SUBJECT_THRESHOLD, ATOM_ACTION_THRESHOLD
+                )
+                if match:
+                    repo.strengthen_atom(con, match, ATOM_CONFIDENCE_STEP, o.summary_id or "", run_id, engine.now())
+                    results.strengthened += 1
+                else:
+                    repo.create_atom(
+                        con, extracted, ATOM_CONFIDENCE_NEW, f"distilled:{o.distillation.distiller}",
+                        o.summary_id or "", run_id, engine.now(),
+                    )
+                    results.created += 1
+        except Exception as exc:
+            results.errors.append(_error(o.cluster.cluster_id, "enrich", exc))
+            context.log.warning(f"AtomEnricher: cluster {o.cluster.cluster_id}: {exc}")
+    return dg.Output(
+        results,
+        metadata={"atoms_created": results.created, "atoms_strengthened": results.strengthened,
+                  "not_causal": results.not_causal, "errors": len(results.errors)},
+    )
+
+
+@dg.asset(group_name=GROUP, pool=POOL, kinds={"duckdb", "json"})
+def report(
+    context: dg.AssetExecutionContext,
+    store: MemoryStoreResource,
+    engine: EngineConfig,
+    llm: LLMResource,
+    exact_duplicates: RunStart,
+    eligible_memories: repo.EligibleSet,
+    clusters: list[MemoryCluster],
+    atoms: AtomResults,
+    archive_updates: list[ClusterOutcome],
+) -> dg.MaterializeResult:
+    """The seed's CompressionRunReport: a JSON file per run, a row in the store, and numbers the UI plots."""
+    run_id = context.run.run_id
+    outcomes = archive_updates
+    compressed = [o for o in outcomes if o.status == "compressed" and o.distillation]
+    ratios = [o.distillation.compression_ratio for o in compressed if o.distillation]
+    errors = [e for o in outcomes for e in o.errors] + atoms.errors
+    distilled = [o.distillation for o in outcomes if o.distillation]
+    llm_calls = sum(1 for d in distilled if d.distiller.startswith("anthropic"))
+    llm_in = sum(d.input_tokens for d in distilled if d.distiller.startswith("anthropic"))
+    llm_out = sum(d.output_tokens for d in distilled if d.distiller.startswith("anthropic"))
+    db = store.open()
+    with db.connect() as con:
+        tokens_after = repo.active_tokens(con)
+        memory_count = repo.memory_count(con)
+        archived_by_run = int(
+            con.execute(
+                "SELECT coalesce(sum(member_count), 0) FROM compression_log WHERE run_id = ? AND status = 'compressed'",
+                [run_id],
+            ).fetchall()[0][0]
+        )
+    skip_reasons: dict[str, int] = {}
+    for o in outcomes:
+        if o.status == "skipped" and o.skip_reason:
+            key = o.skip_reason.split(":")[0] if o.skip_reason.startswith("LLM error") else o.skip_reason
+            key = "compression_ratio below floor" if "below floor" in key else key
+            skip_reasons[key] = skip_reasons.get(key, 0) + 1
+    finished = utcnow()
+    verdict, reason = decide_verdict(len(compressed), len(errors))
+    started = exact_duplicates.started_at
+    r = CompressionRunReport(
+        run_id=run_id,
+        started_at=started,
+        finished_at=finished.isoformat() + "Z",
+        duration_ms=int((time.time() - exact_duplicates.wall_started) * 1000),
+        memories_scanned=len(eligible_memories.frame),
+        clusters_found=len(clusters),
+        clusters_skipped=sum(1 for o in outcomes if o.status == "skipped"),
+        clusters_compressed=len(compressed),
+        memories_archived=archived_by_run,
+        abstractions_created=len(compressed),
+        atoms_created=atoms.created,
+        atoms_enriched=atoms.strengthened,
+        tokens_before=exact_duplicates.tokens_before,
+        tokens_after=tokens_after,
+        token_reduction_pct=reduction_pct(exact_duplicates.tokens_before, tokens_after),
+        avg_compression_ratio=round(sum(ratios) / len(ratios), 3) if ratios else 0.0,
+        max_compression_ratio=round(max(ratios), 3) if ratios else 0.0,
+        min_compression_ratio=round(min(ratios), 3) if ratios else 0.0,
+        total_llm_calls=llm_calls,
+        total_llm_input_tokens=llm_in,
+        total_llm_output_tokens=llm_out,
+        estimated_cost_usd=llm.cost_usd(llm_in, llm_out),
+        errors=errors,
+        verdict=verdict,
+        verdict_reason=reason,
+        distiller=distilled[0].distiller if distilled else llm.get_distiller().name,
+        clusters_failed=sum(1 for o in outcomes if o.status == "failed"),
+        exact_duplicates_archived=exact_duplicates.duplicates_archived,
+        skip_reasons=skip_reasons,
+    )
+    payload = r.to_dict() | {"memory_count": memory_count}
+    path = write_report(store.reports_dir, payload)
+    with db.transaction() as con:
+        con.execute(
+            "INSERT OR REPLACE INTO consolidation_runs VALUES (?, ?, ?, ?, ?)",
+            [run_id, pd.Timestamp(started.rstrip("Z")).to_pydatetime(), finished, verdict, json.dumps(payload)],
+        )
+    context.log.info(
+        f"Reporter: {verdict} — {r.abstractions_created} abstractions, {r.atoms_created} atoms created, "
+        f"{r.token_reduction_pct}% token reduction"
+    )
+    return dg.MaterializeResult(
+        metadata={
+            "verdict": verdict,
+            "report": dg.MetadataValue.md(markdown_table(r)),
+            "report_path": dg.MetadataValue.path(str(path)),
+            "tokens_before": r.tokens_before,
+            "tokens_after": r.tokens_after,
+            "token_reduction_pct": r.token_reduction_pct,
+            "clusters_found": r.clusters_found,
+            "clusters_compressed": r.clusters_compressed,
+            "memories_archived": r.memories_archived,
+            "avg_compression_ratio": r.avg_compression_ratio,
+            "estimated_cost_usd": r.estimated_cost_usd,
+            "errors": len(r.errors),
+        }
+    )
+
+
+def write_report(reports_dir: Path, payload: dict[str, object]) -> Path:
+    """Write-then-rename, so a crash never leaves half a report."""
+    reports_dir.mkdir(parents=True, exist_ok=True)
+    path = reports_dir / f"compression-{payload['run_id']}.json"
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(payload, indent=2, default=str), encoding="utf-8")
+    tmp.replace(path)
+    return path

@@ -1,0 +1,38 @@
+"""Matching an extracted atom against the atom graph (seed 000 §4.5 deduplication)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+Embed = Callable[[Sequence[str]], np.ndarray]
+
+
+@dataclass(frozen=True)
+class ExistingAtom:
+    id: str
+    subject: str
+    action: str
+
+
+def find_matching_atom(
+    candidate: dict[str, str],
+    atoms: Sequence[ExistingAtom],
+    embed: Embed,
+    subject_threshold: float,
+    action_threshold: float,
+) -> str | None:
+    """The best atom whose subject is ≥ `subject_threshold` similar and whose action is similar too."""
+    if not atoms:
+        return None
+    vectors = embed([candidate["subject"], candidate["action"]] + [a.subject for a in atoms] + [a.action for a in atoms])
+    n = len(atoms)
+    subject_sims = vectors[2 : 2 + n] @ vectors[0]
+    action_sims = vectors[2 + n :] @ vectors[1]
+    ok = (subject_sims >= subject_threshold) & (action_sims >= action_threshold)
+    if not ok.any():
+        return None
+    best = int(np.argmax(np.where(ok, subject_sims + action_sims, -np.inf)))
+    return atoms[best].id

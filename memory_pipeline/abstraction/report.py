@@ -1,0 +1,146 @@
+"""The CompressionRunReport of seed 000 §6, its verdict (§4.6) and health bands (§8.4)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass
+class CompressionError:
+    cluster_id: str
+    stage: str  # distill | write | archive | enrich
+    error: str
+    timestamp: str
+
+
+@dataclass
+class CompressionRunReport:
+    run_id: str
+    started_at: str
+    finished_at: str
+    duration_ms: int
+    memories_scanned: int
+    clusters_found: int
+    clusters_skipped: int
+    clusters_compressed: int
+    memories_archived: int
+    abstractions_created: int
+    atoms_created: int
+    atoms_enriched: int
+    tokens_before: int
+    tokens_after: int
+    token_reduction_pct: float
+    avg_compression_ratio: float
+    max_compression_ratio: float
+    min_compression_ratio: float
+    total_llm_calls: int
+    total_llm_input_tokens: int
+    total_llm_output_tokens: int
+    estimated_cost_usd: float
+    errors: list[CompressionError] = field(default_factory=list)
+    verdict: str = "FAIL"
+    verdict_reason: str | None = None
+    # Beyond the seed: what ran and what happened to each cluster.
+    distiller: str = ""
+    clusters_failed: int = 0
+    exact_duplicates_archived: int = 0
+    skip_reasons: dict[str, int] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def report_from_dict(data: dict[str, Any]) -> CompressionRunReport:
+    """A report read back from its JSON file (extra keys, like memory_count, are ignored)."""
+    fields = {k: v for k, v in data.items() if k in CompressionRunReport.__dataclass_fields__}
+    fields["errors"] = [CompressionError(**e) for e in data.get("errors", [])]
+    return CompressionRunReport(**fields)
+
+
+def decide_verdict(clusters_compressed: int, errors: int, fatal: str | None = None) -> tuple[str, str | None]:
+    if fatal:
+        return "FAIL", fatal
+    if clusters_compressed == 0:
+        return "FAIL", "no cluster was compressed (no useful work done)"
+    if errors:
+        return "PARTIAL", f"{errors} error(s) during the run"
+    return "PASS", None
+
+
+def reduction_pct(before: int, after: int) -> float:
+    return round(100.0 * (before - after) / before, 2) if before else 0.0
+
+
+@dataclass(frozen=True)
+class Band:
+    field: str
+    value: float
+    band: str  # good | warning | bad
+
+
+def health_bands(report: CompressionRunReport) -> list[Band]:
+    """Seed 000 §8.4. Ratios only mean something when something was compressed."""
+    bands: list[Band] = []
+
+    def grade(name: str, value: float, good: bool, warning: bool) -> None:
+        bands.append(Band(name, value, "good" if good else "warning" if warning else "bad"))
+
+    r = report.token_reduction_pct
+    grade("token_reduction_pct", r, r > 15, 5 <= r <= 15)
+    if report.clusters_compressed:
+        a = report.avg_compression_ratio
+        grade("avg_compression_ratio", a, a > 2.5, 1.5 <= a <= 2.5)
+    if report.clusters_found:
+        s = report.clusters_skipped / report.clusters_found
+        grade("skip_rate", round(s, 3), s < 0.2, 0.2 <= s <= 0.5)
+    e = len(report.errors)
+    grade("errors", e, e == 0, 1 <= e <= 2)
+    c = report.estimated_cost_usd
+    grade("estimated_cost_usd", c, c < 0.10, 0.10 <= c <= 0.25)
+    return bands
+
+
+def alert_priority(report: CompressionRunReport, max_minutes: float = 30.0) -> str:
+    """Seed 000 §8.3: 'action' when a person should look, else 'info'."""
+    if (
+        report.verdict == "FAIL"
+        or report.errors
+        or report.token_reduction_pct < 0
+        or report.duration_ms > max_minutes * 60_000
+    ):
+        return "action"
+    return "info"
+
+
+def markdown_table(report: CompressionRunReport) -> str:
+    rows = [(k, v) for k, v in report.to_dict().items() if k not in ("errors", "skip_reasons")]
+    lines = ["| field | value |", "| --- | --- |"] + [f"| {k} | {v} |" for k, v in rows]
+    for reason, n in report.skip_reasons.items():
+        lines.append(f"| skipped: {reason} | {n} |")
+    for err in report.errors:
+        lines.append(f"| error ({err.stage}) {err.cluster_id} | {err.error} |")
+    return "\n".join(lines)
+
+
+def summary_lines(report: CompressionRunReport) -> list[str]:
+    """What the CLI prints at the end of a run."""
+    return [
+        f"COMPRESSION RUN {report.verdict}: {report.abstractions_created} abstractions, "
+        f"{report.token_reduction_pct}% token reduction" + (f" ({report.verdict_reason})" if report.verdict_reason else ""),
+        f"  run_id               {report.run_id}",
+        f"  distiller            {report.distiller}",
+        f"  memories_scanned     {report.memories_scanned}",
+        f"  clusters found/compressed/skipped/failed  {report.clusters_found}/{report.clusters_compressed}/"
+        f"{report.clusters_skipped}/{report.clusters_failed}",
+        f"  clusters_compressed  {report.clusters_compressed}",
+        f"  memories_archived    {report.memories_archived} (+{report.exact_duplicates_archived} exact duplicates)",
+        f"  abstractions_created {report.abstractions_created}",
+        f"  atoms created/enriched {report.atoms_created}/{report.atoms_enriched}",
+        f"  tokens before/after  {report.tokens_before} → {report.tokens_after}",
+        f"  token_reduction_pct  {report.token_reduction_pct}",
+        f"  compression ratio avg/min/max {report.avg_compression_ratio}/{report.min_compression_ratio}/"
+        f"{report.max_compression_ratio}",
+        f"  estimated_cost_usd   {report.estimated_cost_usd}",
+        f"  errors               {len(report.errors)}",
+    ]

@@ -1,0 +1,56 @@
+"""The nightly consolidation job, its dry run, and its schedule (seed 000 §7.2: 03:30 America/New_York)."""
+
+import os
+
+import dagster as dg
+
+from memory_pipeline.abstraction.assets import (
+    GROUP,
+    archive_updates,
+    atoms,
+    clusters,
+    compressed_memories,
+    distillations,
+    eligible_memories,
+    exact_duplicates,
+    memory_embeddings,
+    report,
+)
+
+NIGHTLY_CRON = os.environ.get("NIGHTLY_CONSOLIDATION_CRON", "30 3 * * *")
+NIGHTLY_TZ = os.environ.get("NIGHTLY_CONSOLIDATION_TZ", "America/New_York")
+
+nightly_consolidation = dg.define_asset_job(
+    "nightly_consolidation",
+    selection=dg.AssetSelection.groups(GROUP),
+    description="Dedupe, embed, cluster, distil, write (phase 1), archive (phase 2), atoms, report.",
+    # One consolidation at a time: the run-level tag limit lives in dagster.yaml's run queue.
+    tags={"memory_pipeline/consolidation": "nightly"},
+)
+
+consolidation_dry_run = dg.define_asset_job(
+    "consolidation_dry_run",
+    selection=dg.AssetSelection.assets(eligible_memories, clusters),
+    description="Scan and cluster only; writes nothing to the store.",
+)
+
+# Listed so a reader sees the pipeline order in one place.
+PIPELINE = [
+    exact_duplicates,
+    memory_embeddings,
+    eligible_memories,
+    clusters,
+    distillations,
+    compressed_memories,
+    archive_updates,
+    atoms,
+    report,
+]
+
+nightly_schedule = dg.ScheduleDefinition(
+    name="nightly_consolidation_schedule",
+    job=nightly_consolidation,
+    cron_schedule=NIGHTLY_CRON,
+    execution_timezone=NIGHTLY_TZ,
+    default_status=dg.DefaultScheduleStatus.STOPPED,
+)

@@ -1,0 +1,68 @@
+"""Engine constants from the seed's environment variable names (seed 000 §7.1), validated."""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+DEFAULT_HOME = Path("data/workspace")
+
+
+class SettingsError(ValueError):
+    """A configuration value is malformed; the message names the variable."""
+
+
+# field name → (env var, type). The seed names the minimum-ratio floor COMPRESSION_MAX_RATIO; we keep it.
+ENV_NAMES: dict[str, tuple[str, type]] = {
+    "similarity_threshold": ("COMPRESSION_SIMILARITY_THRESHOLD", float),
+    "min_cluster_size": ("COMPRESSION_MIN_CLUSTER_SIZE", int),
+    "freshness_hours": ("COMPRESSION_FRESHNESS_HOURS", float),
+    "critical_floor": ("COMPRESSION_CRITICAL_FLOOR", float),
+    "rate_limit_per_min": ("COMPRESSION_RATE_LIMIT_PER_MIN", int),
+    "min_compression_ratio": ("COMPRESSION_MAX_RATIO", float),
+    "fingerprint_ttl_days": ("COMPRESSION_FINGERPRINT_TTL_DAYS", float),
+    "max_abstraction_tokens": ("COMPRESSION_MAX_ABSTRACTION_TOKENS", int),
+    "max_cost_usd": ("COMPRESSION_MAX_COST_USD", float),
+}
+
+# Lower bounds; the critical floor's comes from seed §10: below 2.0 it compresses what is really critical.
+_MINIMA: dict[str, float] = {
+    "similarity_threshold": 1e-9,
+    "min_cluster_size": 2,
+    "freshness_hours": 0,
+    "critical_floor": 2.0,
+    "rate_limit_per_min": 1,
+    "min_compression_ratio": 1.0,
+    "fingerprint_ttl_days": 0,
+    "max_abstraction_tokens": 1,
+    "max_cost_usd": 0,
+}
+
+
+def env_overrides(environ: dict[str, str] | None = None) -> dict[str, int | float]:
+    """The engine settings that the environment sets, parsed and checked."""
+    env = os.environ if environ is None else environ
+    values: dict[str, int | float] = {}
+    for field_name, (var, kind) in ENV_NAMES.items():
+        if var not in env:
+            continue
+        raw = env[var]
+        try:
+            value = kind(raw)
+        except ValueError:
+            raise SettingsError(f"{var}={raw!r}: expected {kind.__name__}") from None
+        if not math.isfinite(value):
+            raise SettingsError(f"{var}={raw!r}: must be finite")
+        if value < _MINIMA[field_name]:
+            raise SettingsError(f"{var}={raw!r}: must be ≥ {_MINIMA[field_name]:g}")
+        if field_name == "similarity_threshold" and value > 1:
+            raise SettingsError(f"{var}={raw!r}: must be ≤ 1")
+        values[field_name] = value
+    return values
+
+
+def workspace_home(environ: dict[str, str] | None = None) -> Path:
+    """The workspace folder: MEMORY_PIPELINE_HOME, else data/workspace under the current directory."""
+    env = os.environ if environ is None else environ
+    return Path(env.get("MEMORY_PIPELINE_HOME") or DEFAULT_HOME).expanduser().resolve()

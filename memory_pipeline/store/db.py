@@ -1,0 +1,85 @@
+"""Connections, migrations and transactions for the DuckDB memory store."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+
+import duckdb
+
+from memory_pipeline.store.migrations import MIGRATIONS
+
+
+class StoreError(RuntimeError):
+    """The store cannot be opened or is inconsistent; the message names the file."""
+
+
+def utcnow() -> datetime:
+    """Naive UTC: the store keeps TIMESTAMP columns in UTC without a zone."""
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+class MemoryStore:
+    """One DuckDB file. Connections are short-lived: DuckDB allows one writing process per file."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+
+    @contextmanager
+    def connect(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        if not self.path.parent.exists():
+            raise StoreError(f"workspace folder does not exist: {self.path.parent}")
+        try:
+            con = duckdb.connect(str(self.path))
+        except duckdb.Error as exc:
+            raise StoreError(f"cannot open memory store {self.path}: {exc}") from exc
+        try:
+            yield con
+        finally:
+            con.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """All-or-nothing: commit on success, roll back on any exception."""
+        with self.connect() as con:
+            con.begin()
+            try:
+                yield con
+            except BaseException:
+                con.rollback()
+                raise
+            con.commit()
+
+    def migrate(self) -> list[int]:
+        """Apply pending migrations, each in its own transaction. Returns the versions applied."""
+        applied: list[int] = []
+        with self.connect() as con:
+            con.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations "
+                "(version INTEGER PRIMARY KEY, name VARCHAR NOT NULL, applied_at TIMESTAMP NOT NULL)"
+            )
+            done = {row[0] for row in con.execute("SELECT version FROM schema_migrations").fetchall()}
+            for migration in MIGRATIONS:
+                if migration.version in done:
+                    continue
+                con.begin()
+                try:
+                    for statement in migration.statements:
+                        con.execute(statement)
+                    con.execute(
+                        "INSERT INTO schema_migrations VALUES (?, ?, ?)",
+                        [migration.version, migration.name, utcnow()],
+                    )
+                except BaseException:
+                    con.rollback()
+                    raise
+                con.commit()
+                applied.append(migration.version)
+        return applied
+
+    def schema_version(self) -> int:
+        with self.connect() as con:
+            rows = con.execute("SELECT max(version) FROM schema_migrations").fetchall()
+        return int(rows[0][0] or 0)

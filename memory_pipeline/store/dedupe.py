@@ -1,0 +1,40 @@
+"""Exact-match dedupe before semantic work (the seed's `cortex_dedupe`): keep the oldest, archive the rest."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import duckdb
+
+from memory_pipeline.store.invariants import DEDUPE_PREFIX
+
+
+def archive_exact_duplicates(
+    con: duckdb.DuckDBPyConnection, *, critical_floor: float, archived_importance: float, now: datetime
+) -> list[tuple[str, str]]:
+    """Archive active observations whose normalised text equals an older one's. Returns (archived, kept).
+
+    Protected memories (critical, pinned, locked) and summaries are never archived; the caller owns the
+    transaction.
+    """
+    rows = con.execute(
+        f"""
+        WITH candidates AS (
+            SELECT id, created_at, pinned, locked, importance,
+                   lower(regexp_replace(trim(content), '\\s+', ' ', 'g')) AS norm
+            FROM memories WHERE lifecycle = 'active' AND kind <> 'summary' AND compressed_from IS NULL
+        ),
+        ranked AS (
+            SELECT id, norm, pinned, locked, importance,
+                   first_value(id) OVER (PARTITION BY norm ORDER BY created_at, id) AS keeper
+            FROM candidates
+        )
+        UPDATE memories AS m SET prior_importance = m.importance, importance = ?, lifecycle = 'archived',
+               archived_by = '{DEDUPE_PREFIX}' || r.keeper, archived_at = ?
+        FROM ranked r
+        WHERE m.id = r.id AND r.id <> r.keeper AND NOT r.pinned AND NOT r.locked AND r.importance < ?
+        RETURNING id, archived_by
+        """,
+        [archived_importance, now, critical_floor],
+    ).fetchall()
+    return [(str(a), str(k)[len(DEDUPE_PREFIX) :]) for a, k in rows]

@@ -1,0 +1,73 @@
+"""The store's invariants (DESIGN §6) as queries that return the offending rows. Empty = holds."""
+
+from __future__ import annotations
+
+import duckdb
+
+DEDUPE_PREFIX = "dedupe:"
+
+_SOURCES = """
+    SELECT s.id AS summary_id, unnest(json_extract_string(s.compressed_from, '$.source_ids[*]')) AS source_id
+    FROM memories s WHERE s.compressed_from IS NOT NULL AND s.lifecycle = 'active'
+"""
+
+
+def _ids(con: duckdb.DuckDBPyConnection, sql: str, params: list[object] | None = None) -> list[str]:
+    return [str(r[0]) for r in con.execute(sql, params or []).fetchall()]
+
+
+def protected_archived(con: duckdb.DuckDBPyConnection, critical_floor: float) -> list[str]:
+    """Critical (by importance before archiving), pinned or locked memories that were archived by us."""
+    return _ids(
+        con,
+        """SELECT id FROM memories WHERE lifecycle = 'archived' AND archived_by IS NOT NULL
+           AND (pinned OR locked OR coalesce(prior_importance, importance) >= ?)""",
+        [critical_floor],
+    )
+
+
+def recompressed_summaries(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Summaries that were archived into, or listed as a source of, another summary."""
+    return _ids(
+        con,
+        f"""SELECT id FROM memories WHERE (kind = 'summary' OR compressed_from IS NOT NULL)
+              AND archived_by IS NOT NULL AND NOT starts_with(archived_by, '{DEDUPE_PREFIX}')
+            UNION
+            SELECT src.source_id FROM ({_SOURCES}) src JOIN memories m ON m.id = src.source_id
+            WHERE m.kind = 'summary' OR m.compressed_from IS NOT NULL""",
+    )
+
+
+def archived_without_summary(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Archived memories that no active summary lists (exact duplicates point at their kept twin instead)."""
+    return _ids(
+        con,
+        f"""SELECT m.id FROM memories m
+            WHERE m.lifecycle = 'archived' AND NOT starts_with(coalesce(m.archived_by, ''), '{DEDUPE_PREFIX}')
+              AND m.id NOT IN (SELECT source_id FROM ({_SOURCES}))
+            UNION
+            SELECT m.id FROM memories m LEFT JOIN memories k ON k.id = substr(m.archived_by, {len(DEDUPE_PREFIX) + 1})
+            WHERE m.lifecycle = 'archived' AND starts_with(coalesce(m.archived_by, ''), '{DEDUPE_PREFIX}')
+              AND (k.id IS NULL OR k.lifecycle <> 'active')""",
+    )
+
+
+def summaries_with_unarchived_sources(con: duckdb.DuckDBPyConnection) -> list[str]:
+    return _ids(
+        con,
+        f"""SELECT DISTINCT src.summary_id FROM ({_SOURCES}) src LEFT JOIN memories m ON m.id = src.source_id
+            WHERE m.id IS NULL OR m.lifecycle <> 'archived'""",
+    )
+
+
+def pending_rows(con: duckdb.DuckDBPyConnection) -> list[str]:
+    return _ids(con, "SELECT id FROM memories WHERE lifecycle = 'pending'")
+
+
+def row_count_high_water(con: duckdb.DuckDBPyConnection) -> tuple[int, int]:
+    """(current memory count, the largest count any earlier run recorded): counts only grow."""
+    current = int(con.execute("SELECT count(*) FROM memories").fetchall()[0][0])
+    recorded = con.execute(
+        "SELECT max(CAST(json_extract(report, '$.memory_count') AS BIGINT)) FROM consolidation_runs"
+    ).fetchall()[0][0]
+    return current, int(recorded or 0)

@@ -1,0 +1,103 @@
+"""Versioned, idempotent schema migrations. Append only: never edit a released migration."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+    statements: tuple[str, ...]
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(
+        1,
+        "memories, embeddings, compression_log, atoms",
+        (
+            """
+            CREATE TABLE IF NOT EXISTS memories (
+                id               VARCHAR PRIMARY KEY,
+                content          VARCHAR NOT NULL,
+                importance       DOUBLE NOT NULL,
+                categories       VARCHAR[] NOT NULL,
+                tags             VARCHAR[] NOT NULL,
+                nexus_keys       VARCHAR[] NOT NULL,
+                kind             VARCHAR NOT NULL,
+                source           VARCHAR,
+                session_id       VARCHAR,
+                created_at       TIMESTAMP NOT NULL,
+                token_count      INTEGER NOT NULL,
+                pinned           BOOLEAN NOT NULL,
+                locked           BOOLEAN NOT NULL,
+                lifecycle        VARCHAR NOT NULL,
+                compressed_from  JSON,
+                archived_by      VARCHAR,
+                archived_at      TIMESTAMP,
+                prior_importance DOUBLE,
+                created_by_run   VARCHAR
+            )
+            """,
+            """
+            CREATE TABLE IF NOT EXISTS embeddings (
+                memory_id  VARCHAR NOT NULL,
+                model      VARCHAR NOT NULL,
+                dim        INTEGER NOT NULL,
+                vector     FLOAT[] NOT NULL,
+                created_at TIMESTAMP NOT NULL,
+                PRIMARY KEY (memory_id, model)
+            )
+            """,
+            """
+            CREATE TABLE IF NOT EXISTS compression_log (
+                id                   VARCHAR PRIMARY KEY,
+                cluster_fingerprint  VARCHAR NOT NULL,
+                cluster_id           VARCHAR NOT NULL,
+                compressed_memory_id VARCHAR,
+                status               VARCHAR NOT NULL,
+                reason               VARCHAR,
+                member_count         INTEGER NOT NULL,
+                compression_ratio    DOUBLE,
+                run_id               VARCHAR NOT NULL,
+                created_at           TIMESTAMP NOT NULL
+            )
+            """,
+            "CREATE INDEX IF NOT EXISTS idx_compression_log_fingerprint ON compression_log(cluster_fingerprint)",
+            "CREATE INDEX IF NOT EXISTS idx_compression_log_run ON compression_log(run_id)",
+            """
+            CREATE TABLE IF NOT EXISTS atoms (
+                id           VARCHAR PRIMARY KEY,
+                subject      VARCHAR NOT NULL,
+                action       VARCHAR NOT NULL,
+                outcome      VARCHAR NOT NULL,
+                consequences VARCHAR NOT NULL,
+                confidence   DOUBLE NOT NULL,
+                origin       VARCHAR NOT NULL,
+                created_at   TIMESTAMP NOT NULL,
+                updated_at   TIMESTAMP NOT NULL
+            )
+            """,
+            """
+            CREATE TABLE IF NOT EXISTS atom_sources (
+                atom_id          VARCHAR NOT NULL,
+                memory_id        VARCHAR NOT NULL,
+                run_id           VARCHAR NOT NULL,
+                action           VARCHAR NOT NULL,
+                confidence_delta DOUBLE NOT NULL,
+                created_at       TIMESTAMP NOT NULL
+            )
+            """,
+            """
+            CREATE TABLE IF NOT EXISTS consolidation_runs (
+                run_id      VARCHAR PRIMARY KEY,
+                started_at  TIMESTAMP NOT NULL,
+                finished_at TIMESTAMP,
+                verdict     VARCHAR,
+                report      JSON
+            )
+            """,
+        ),
+    ),
+)

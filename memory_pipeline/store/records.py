@@ -1,0 +1,192 @@
+"""The memory record as it enters the store, and the validation every importer shares."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from memory_pipeline.tokens import estimate_tokens
+
+LIFECYCLES = ("active", "pending", "archived", "rolled_back")
+MAX_REPORTED_ERRORS = 20
+
+
+class RecordError(ValueError):
+    """One bad field in one record; `where` is `file:line` or `file:table row N`."""
+
+    def __init__(self, where: str, field_name: str, problem: str) -> None:
+        super().__init__(f"{where}: field '{field_name}': {problem}")
+        self.where = where
+        self.field_name = field_name
+        self.problem = problem
+
+
+class ImportRejected(ValueError):
+    """The whole import was rejected; nothing was written."""
+
+    def __init__(self, source: str, errors: list[RecordError]) -> None:
+        shown = "\n  ".join(str(e) for e in errors[:MAX_REPORTED_ERRORS])
+        more = len(errors) - MAX_REPORTED_ERRORS
+        tail = f"\n  … and {more} more" if more > 0 else ""
+        super().__init__(f"import of {source} rejected ({len(errors)} error(s)); nothing was written:\n  {shown}{tail}")
+        self.errors = errors
+
+
+@dataclass
+class MemoryRecord:
+    id: str
+    content: str
+    importance: float
+    created_at: datetime  # naive UTC
+    categories: list[str] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)
+    nexus_keys: list[str] = field(default_factory=list)
+    kind: str = "observation"
+    source: str | None = None
+    session_id: str | None = None
+    pinned: bool = False
+    locked: bool = False
+    lifecycle: str = "active"
+    compressed_from: dict[str, Any] | None = None
+    archived_by: str | None = None
+    archived_at: datetime | None = None
+    prior_importance: float | None = None
+    embedding: list[float] | None = None
+
+    @property
+    def token_count(self) -> int:
+        return estimate_tokens(self.content)
+
+
+def parse_timestamp(value: Any, where: str, name: str) -> datetime:
+    """ISO-8601 (a trailing Z is fine) → naive UTC. Naive input is taken as UTC."""
+    if isinstance(value, datetime):
+        ts = value
+    elif isinstance(value, str) and value.strip():
+        text = value.strip().replace("Z", "+00:00")
+        if " " in text and "T" not in text:
+            text = text.replace(" ", "T", 1)
+        try:
+            ts = datetime.fromisoformat(text)
+        except ValueError:
+            raise RecordError(where, name, f"not an ISO-8601 timestamp: {value!r}") from None
+    else:
+        raise RecordError(where, name, f"expected an ISO-8601 timestamp, got {value!r}")
+    if ts.tzinfo is not None:
+        ts = ts.astimezone(UTC).replace(tzinfo=None)
+    return ts
+
+
+def _string_list(value: Any, where: str, name: str) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        text = value.strip()
+        if text.startswith("["):
+            try:
+                value = json.loads(text)
+            except json.JSONDecodeError:
+                raise RecordError(where, name, f"invalid JSON list: {value!r}") from None
+        else:
+            return [part.strip() for part in text.split(",") if part.strip()]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise RecordError(where, name, f"expected a list of strings, got {value!r}")
+    return [v.strip() for v in value if v.strip()]
+
+
+def _number(value: Any, where: str, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise RecordError(where, name, f"expected a number, got {value!r}")
+    try:
+        number = float(value)
+    except ValueError:
+        raise RecordError(where, name, f"expected a number, got {value!r}") from None
+    if not math.isfinite(number):
+        raise RecordError(where, name, f"must be a finite number, got {value!r}")
+    return number
+
+
+def _flag(value: Any, where: str, name: str) -> bool:
+    if value is None:
+        return False
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    raise RecordError(where, name, f"expected true/false, got {value!r}")
+
+
+def _optional_str(value: Any, where: str, name: str) -> str | None:
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise RecordError(where, name, f"expected a string, got {value!r}")
+    return value
+
+
+def parse_record(obj: Any, where: str, embedding_dim: int | None = None) -> MemoryRecord:
+    """Validate one raw record (a JSON object or a SQLite row as a dict)."""
+    if not isinstance(obj, dict):
+        raise RecordError(where, "<record>", f"expected a JSON object, got {type(obj).__name__}")
+    rid = obj.get("id")
+    if not isinstance(rid, str) or not rid.strip():
+        raise RecordError(where, "id", f"required non-empty string, got {rid!r}")
+    content = obj.get("content")
+    if not isinstance(content, str) or not content.strip():
+        raise RecordError(where, "content", "required non-empty string")
+    if "\x00" in content:
+        raise RecordError(where, "content", "contains a NUL character")
+    importance = _number(obj.get("importance", 1.0), where, "importance")
+    if importance < 0:
+        raise RecordError(where, "importance", f"must be ≥ 0, got {importance}")
+    if "created_at" not in obj:
+        raise RecordError(where, "created_at", "required")
+    created_at = parse_timestamp(obj["created_at"], where, "created_at")
+    lifecycle = obj.get("lifecycle") or ("archived" if obj.get("archived_by") else "active")
+    if lifecycle not in LIFECYCLES:
+        raise RecordError(where, "lifecycle", f"must be one of {', '.join(LIFECYCLES)}, got {lifecycle!r}")
+    compressed_from = obj.get("compressed_from")
+    if isinstance(compressed_from, str) and compressed_from.strip():
+        try:
+            compressed_from = json.loads(compressed_from)
+        except json.JSONDecodeError:
+            raise RecordError(where, "compressed_from", "invalid JSON") from None
+    if compressed_from in ("", None):
+        compressed_from = None
+    elif not isinstance(compressed_from, dict) or not isinstance(compressed_from.get("source_ids"), list):
+        raise RecordError(where, "compressed_from", "expected an object with a 'source_ids' list")
+    kind = obj.get("kind") or ("summary" if compressed_from else "observation")
+    if not isinstance(kind, str):
+        raise RecordError(where, "kind", f"expected a string, got {kind!r}")
+    archived_at = obj.get("archived_at")
+    prior = obj.get("prior_importance")
+    embedding = obj.get("embedding")
+    if embedding is not None:
+        if not isinstance(embedding, list) or not embedding:
+            raise RecordError(where, "embedding", "expected a non-empty list of numbers")
+        embedding = [_number(v, where, "embedding") for v in embedding]
+        if embedding_dim is not None and len(embedding) != embedding_dim:
+            raise RecordError(where, "embedding", f"dimension {len(embedding)}, expected {embedding_dim}")
+    return MemoryRecord(
+        id=rid.strip(),
+        content=content,
+        importance=importance,
+        created_at=created_at,
+        categories=_string_list(obj.get("categories", obj.get("category")), where, "categories"),
+        tags=_string_list(obj.get("tags"), where, "tags"),
+        nexus_keys=_string_list(obj.get("nexus_keys"), where, "nexus_keys"),
+        kind=kind,
+        source=_optional_str(obj.get("source"), where, "source"),
+        session_id=_optional_str(obj.get("session_id"), where, "session_id"),
+        pinned=_flag(obj.get("pinned"), where, "pinned"),
+        locked=_flag(obj.get("locked"), where, "locked"),
+        lifecycle=lifecycle,
+        compressed_from=compressed_from,
+        archived_by=_optional_str(obj.get("archived_by"), where, "archived_by"),
+        archived_at=parse_timestamp(archived_at, where, "archived_at") if archived_at else None,
+        prior_importance=_number(prior, where, "prior_importance") if prior is not None else None,
+        embedding=embedding,
+    )

@@ -1,0 +1,359 @@
+"""Queries and writes on the memory store. Plain functions over a DuckDB connection, no Dagster."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+import duckdb
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from memory_pipeline.store.records import MemoryRecord
+
+_MEMORY_SCHEMA = pa.schema(
+    [
+        ("id", pa.string()),
+        ("content", pa.string()),
+        ("importance", pa.float64()),
+        ("categories", pa.list_(pa.string())),
+        ("tags", pa.list_(pa.string())),
+        ("nexus_keys", pa.list_(pa.string())),
+        ("kind", pa.string()),
+        ("source", pa.string()),
+        ("session_id", pa.string()),
+        ("created_at", pa.timestamp("us")),
+        ("token_count", pa.int32()),
+        ("pinned", pa.bool_()),
+        ("locked", pa.bool_()),
+        ("lifecycle", pa.string()),
+        ("compressed_from", pa.string()),
+        ("archived_by", pa.string()),
+        ("archived_at", pa.timestamp("us")),
+        ("prior_importance", pa.float64()),
+        ("created_by_run", pa.string()),
+    ]
+)
+
+
+def insert_memories(con: duckdb.DuckDBPyConnection, records: Sequence[MemoryRecord], run_id: str | None = None) -> int:
+    """Bulk insert; the caller owns the transaction."""
+    if not records:
+        return 0
+    columns: dict[str, list[Any]] = {name: [] for name in _MEMORY_SCHEMA.names}
+    for r in records:
+        columns["id"].append(r.id)
+        columns["content"].append(r.content)
+        columns["importance"].append(r.importance)
+        columns["categories"].append(r.categories)
+        columns["tags"].append(r.tags)
+        columns["nexus_keys"].append(r.nexus_keys)
+        columns["kind"].append(r.kind)
+        columns["source"].append(r.source)
+        columns["session_id"].append(r.session_id)
+        columns["created_at"].append(r.created_at)
+        columns["token_count"].append(r.token_count)
+        columns["pinned"].append(r.pinned)
+        columns["locked"].append(r.locked)
+        columns["lifecycle"].append(r.lifecycle)
+        columns["compressed_from"].append(json.dumps(r.compressed_from) if r.compressed_from else None)
+        columns["archived_by"].append(r.archived_by)
+        columns["archived_at"].append(r.archived_at)
+        columns["prior_importance"].append(r.prior_importance)
+        columns["created_by_run"].append(run_id)
+    incoming = pa.table(columns, schema=_MEMORY_SCHEMA)  # noqa: F841 - scanned by DuckDB by name
+    con.execute(f"INSERT INTO memories ({', '.join(_MEMORY_SCHEMA.names)}) SELECT * FROM incoming")
+    return len(records)
+
+
+def existing_ids(con: duckdb.DuckDBPyConnection, ids: Sequence[str]) -> set[str]:
+    if not ids:
+        return set()
+    frame = pd.DataFrame({"id": list(ids)})  # noqa: F841 - scanned by DuckDB by name
+    return {row[0] for row in con.execute("SELECT m.id FROM memories m JOIN frame f USING (id)").fetchall()}
+
+
+def memory_count(con: duckdb.DuckDBPyConnection) -> int:
+    return int(con.execute("SELECT count(*) FROM memories").fetchall()[0][0])
+
+
+def active_tokens(con: duckdb.DuckDBPyConnection) -> int:
+    """Tokens an agent would inject: active memories only (archived ones are out of context)."""
+    return int(con.execute("SELECT coalesce(sum(token_count), 0) FROM memories WHERE lifecycle = 'active'").fetchall()[0][0])
+
+
+# ---------------------------------------------------------------- embeddings
+
+
+def memories_without_embedding(con: duckdb.DuckDBPyConnection, model: str) -> pd.DataFrame:
+    """Memories that still need a vector for `model` (archived ones included: they stay retrievable)."""
+    return con.execute(
+        """
+        SELECT m.id, m.content FROM memories m
+        LEFT JOIN embeddings e ON e.memory_id = m.id AND e.model = ?
+        WHERE e.memory_id IS NULL AND m.lifecycle <> 'pending'
+        ORDER BY m.id
+        """,
+        [model],
+    ).df()
+
+
+def upsert_embeddings(
+    con: duckdb.DuckDBPyConnection, model: str, ids: Sequence[str], vectors: np.ndarray, now: datetime
+) -> int:
+    if len(ids) == 0:
+        return 0
+    if vectors.ndim != 2 or vectors.shape[0] != len(ids):
+        raise ValueError(f"vectors shape {vectors.shape} does not match {len(ids)} ids")
+    dim = int(vectors.shape[1])
+    flat = pa.array(np.ascontiguousarray(vectors, dtype=np.float32).reshape(-1))
+    offsets = pa.array(np.arange(0, (len(ids) + 1) * dim, dim, dtype=np.int32))
+    batch = pa.table(  # noqa: F841 - scanned by DuckDB by name
+        {
+            "memory_id": pa.array(list(ids), pa.string()),
+            "model": pa.array([model] * len(ids), pa.string()),
+            "dim": pa.array([dim] * len(ids), pa.int32()),
+            "vector": pa.ListArray.from_arrays(offsets, flat),
+            "created_at": pa.array([now] * len(ids), pa.timestamp("us")),
+        }
+    )
+    con.execute("DELETE FROM embeddings WHERE model = ? AND memory_id IN (SELECT memory_id FROM batch)", [model])
+    con.execute("INSERT INTO embeddings SELECT * FROM batch")
+    return len(ids)
+
+
+def _vectors_from_arrow(column: pa.ChunkedArray, n: int) -> np.ndarray:
+    if n == 0:
+        return np.zeros((0, 0), dtype=np.float32)
+    flat = column.combine_chunks().flatten().to_numpy(zero_copy_only=False).astype(np.float32, copy=False)
+    return flat.reshape(n, -1)
+
+
+def vectors_for(con: duckdb.DuckDBPyConnection, model: str, ids: Sequence[str]) -> np.ndarray:
+    """Vectors in the order of `ids`; every id must have one."""
+    frame = pd.DataFrame({"memory_id": list(ids), "pos": range(len(ids))})  # noqa: F841
+    table = con.sql(
+        "SELECT e.vector FROM frame f JOIN embeddings e ON e.memory_id = f.memory_id AND e.model = ? ORDER BY f.pos",
+        params=[model],
+    ).to_arrow_table()
+    if table.num_rows != len(ids):
+        raise LookupError(f"{len(ids) - table.num_rows} of {len(ids)} memories have no '{model}' embedding")
+    return _vectors_from_arrow(table.column("vector"), table.num_rows)
+
+
+# ---------------------------------------------------------------- eligibility
+
+
+@dataclass(frozen=True)
+class EligibleSet:
+    """Memories the engine may compress, with their vectors (row i of `vectors` is `frame.iloc[i]`)."""
+
+    frame: pd.DataFrame
+    vectors: np.ndarray
+
+
+ELIGIBLE_WHERE = """
+    m.lifecycle = 'active' AND m.kind <> 'summary' AND m.compressed_from IS NULL
+    AND NOT m.pinned AND NOT m.locked AND m.importance < ? AND m.created_at < ?
+"""
+
+
+def load_eligible(
+    con: duckdb.DuckDBPyConnection, model: str, critical_floor: float, fresh_before: datetime
+) -> EligibleSet:
+    table = con.sql(
+        f"""
+        SELECT m.id, m.importance, m.categories, m.token_count, m.created_at, e.vector
+        FROM memories m JOIN embeddings e ON e.memory_id = m.id AND e.model = ?
+        WHERE {ELIGIBLE_WHERE}
+        ORDER BY m.id
+        """,
+        params=[model, critical_floor, fresh_before],
+    ).to_arrow_table()
+    vectors = _vectors_from_arrow(table.column("vector"), table.num_rows)
+    frame = table.drop_columns(["vector"]).to_pandas()
+    return EligibleSet(frame=frame, vectors=vectors)
+
+
+def eligibility_counts(
+    con: duckdb.DuckDBPyConnection, model: str, critical_floor: float, fresh_before: datetime
+) -> dict[str, int]:
+    """Why memories are not eligible, for the asset's metadata."""
+    row = con.execute(
+        """
+        SELECT count(*),
+          count(*) FILTER (WHERE lifecycle <> 'active'),
+          count(*) FILTER (WHERE lifecycle = 'active' AND (kind = 'summary' OR compressed_from IS NOT NULL)),
+          count(*) FILTER (WHERE lifecycle = 'active' AND importance >= ?),
+          count(*) FILTER (WHERE lifecycle = 'active' AND (pinned OR locked)),
+          count(*) FILTER (WHERE lifecycle = 'active' AND created_at >= ?),
+          count(*) FILTER (WHERE lifecycle = 'active' AND id NOT IN (SELECT memory_id FROM embeddings WHERE model = ?))
+        FROM memories
+        """,
+        [critical_floor, fresh_before, model],
+    ).fetchall()[0]
+    keys = ("memories_total", "not_active", "summaries", "critical", "pinned_or_locked", "fresh", "no_embedding")
+    return dict(zip(keys, (int(v) for v in row), strict=True))
+
+
+def recent_fingerprints(con: duckdb.DuckDBPyConnection, since: datetime, ttl_skip_prefix: str) -> set[str]:
+    """Fingerprints attempted since `since`. A TTL skip (reason starting with `ttl_skip_prefix`) is not an
+    attempt, so logging it does not extend the TTL forever."""
+    rows = con.execute(
+        "SELECT DISTINCT cluster_fingerprint FROM compression_log "
+        "WHERE created_at >= ? AND NOT (status = 'skipped' AND coalesce(reason, '') LIKE ?)",
+        [since, ttl_skip_prefix + "%"],
+    ).fetchall()
+    return {r[0] for r in rows}
+
+
+def fetch_members(con: duckdb.DuckDBPyConnection, ids: Sequence[str]) -> pd.DataFrame:
+    frame = pd.DataFrame({"id": list(ids), "pos": range(len(ids))})  # noqa: F841
+    return con.execute(
+        "SELECT m.* FROM frame f JOIN memories m USING (id) ORDER BY f.pos"
+    ).df()
+
+
+# ---------------------------------------------------------------- two-phase commit
+
+
+def log_cluster(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    fingerprint: str,
+    cluster_id: str,
+    status: str,
+    member_count: int,
+    run_id: str,
+    now: datetime,
+    reason: str | None = None,
+    compressed_memory_id: str | None = None,
+    compression_ratio: float | None = None,
+) -> None:
+    con.execute(
+        "INSERT INTO compression_log VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            uuid.uuid4().hex,
+            fingerprint,
+            cluster_id,
+            compressed_memory_id,
+            status,
+            reason,
+            member_count,
+            compression_ratio,
+            run_id,
+            now,
+        ],
+    )
+
+
+def archive_sources(
+    con: duckdb.DuckDBPyConnection,
+    member_ids: Sequence[str],
+    *,
+    cluster_id: str,
+    archived_importance: float,
+    critical_floor: float,
+    now: datetime,
+) -> int:
+    """Phase 2, step 1. Guards re-check what ClusterFinder filtered: a row that changed since is refused."""
+    frame = pd.DataFrame({"id": list(member_ids)})  # noqa: F841
+    rows = con.execute(
+        """
+        UPDATE memories SET prior_importance = importance, importance = ?, lifecycle = 'archived',
+               archived_by = ?, archived_at = ?
+        WHERE id IN (SELECT id FROM frame) AND lifecycle = 'active' AND kind <> 'summary'
+          AND compressed_from IS NULL AND NOT pinned AND NOT locked AND importance < ?
+        RETURNING id
+        """,
+        [archived_importance, cluster_id, now, critical_floor],
+    ).fetchall()
+    if len(rows) != len(member_ids):
+        raise RuntimeError(
+            f"cluster {cluster_id}: {len(member_ids) - len(rows)} of {len(member_ids)} sources are no longer "
+            "archivable (changed since clustering)"
+        )
+    return len(rows)
+
+
+def activate_summary(con: duckdb.DuckDBPyConnection, summary_id: str) -> None:
+    rows = con.execute(
+        "UPDATE memories SET lifecycle = 'active' WHERE id = ? AND lifecycle = 'pending' RETURNING id", [summary_id]
+    ).fetchall()
+    if not rows:
+        raise RuntimeError(f"summary {summary_id} is not pending")
+
+
+def discard_pending(con: duckdb.DuckDBPyConnection, summary_id: str) -> None:
+    """Compensating action for a failed phase 2: the pending summary and its vector go."""
+    con.execute("DELETE FROM embeddings WHERE memory_id = ?", [summary_id])
+    con.execute("DELETE FROM memories WHERE id = ? AND lifecycle = 'pending'", [summary_id])
+
+
+def pending_summaries(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str | None]]:
+    return [(r[0], r[1]) for r in con.execute("SELECT id, created_by_run FROM memories WHERE lifecycle = 'pending'").fetchall()]
+
+
+# ---------------------------------------------------------------- atoms
+
+
+def all_atoms(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
+    return con.execute("SELECT * FROM atoms ORDER BY created_at, id").df()
+
+
+def strengthen_atom(
+    con: duckdb.DuckDBPyConnection, atom_id: str, delta: float, summary_id: str, run_id: str, now: datetime
+) -> None:
+    con.execute(
+        "UPDATE atoms SET confidence = least(1.0, confidence + ?), updated_at = ? WHERE id = ?", [delta, now, atom_id]
+    )
+    con.execute(
+        "INSERT INTO atom_sources VALUES (?, ?, ?, 'strengthened', ?, ?)", [atom_id, summary_id, run_id, delta, now]
+    )
+
+
+def create_atom(
+    con: duckdb.DuckDBPyConnection,
+    fields: dict[str, str],
+    confidence: float,
+    origin: str,
+    summary_id: str,
+    run_id: str,
+    now: datetime,
+) -> str:
+    atom_id = "atom-" + uuid.uuid4().hex[:16]
+    con.execute(
+        "INSERT INTO atoms VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            atom_id,
+            fields["subject"],
+            fields["action"],
+            fields["outcome"],
+            fields["consequences"],
+            confidence,
+            origin,
+            now,
+            now,
+        ],
+    )
+    con.execute(
+        "INSERT INTO atom_sources VALUES (?, ?, ?, 'created', ?, ?)", [atom_id, summary_id, run_id, confidence, now]
+    )
+    return atom_id
+
+
+def summaries_of_run(con: duckdb.DuckDBPyConnection, run_id: str) -> pd.DataFrame:
+    return con.execute(
+        "SELECT id, content, compressed_from FROM memories WHERE created_by_run = ? AND kind = 'summary' "
+        "AND lifecycle = 'active' ORDER BY id",
+        [run_id],
+    ).df()
+
+
+def since_days(now: datetime, days: float) -> datetime:
+    return now - timedelta(days=days)
