@@ -153,6 +153,9 @@ class OfflineDistiller:
         for m in members:
             doc_freq.update(set(content_words(m.content)))
         shared = {w: c for w, c in doc_freq.items() if c >= 2}
+        # The pattern is causal when at least half the members state a cause; then the causal sentences
+        # are preferred so the abstraction (and the atom drawn from it) keeps the cause.
+        causal = 2 * sum(1 for m in members if is_causal_text(m.content)) >= len(members)
 
         candidates: list[tuple[float, int, str, set[str]]] = []
         for order, m in enumerate(members):
@@ -162,6 +165,8 @@ class OfflineDistiller:
                     continue
                 weight = sum(shared.get(w, 0) for w in words)
                 score = weight / (len(words) ** 0.5) + 0.01 * m.importance
+                if causal and is_causal_text(sentence):
+                    score *= 1.5
                 candidates.append((score, order, sentence, words))
         candidates.sort(key=lambda c: (-c[0], c[1], c[2]))
 
@@ -189,7 +194,7 @@ class OfflineDistiller:
         return Distillation(
             abstraction=abstraction,
             compression_ratio=round(source_tokens / max(1, out_tokens), 3),
-            is_causal=is_causal_text(body),
+            is_causal=causal and is_causal_text(body),
             input_tokens=source_tokens,
             output_tokens=out_tokens,
             llm_latency_ms=0.0,
@@ -223,13 +228,24 @@ _VERBISH = re.compile(
     re.IGNORECASE,
 )
 _LEADING = re.compile(r"^(?:the|a|an|my|our)\s+", re.IGNORECASE)
+_PARTICIPLE = re.compile(r"^(?:\w+ing|\w+ed|is|are|was|were|has|have|had|can|will|should)$", re.IGNORECASE)
+AGENT = "the agent"
 
 
 def _split_subject(clause: str) -> tuple[str, str]:
+    """Subject = the words before the first verb-like word. A plural noun ("wallets") is not taken for a
+    verb when a participle follows it; a clause that opens with a gerund is something the agent did."""
     words = clause.strip().rstrip(".").split()
+    if words and words[0].lower().endswith("ing"):
+        return AGENT, " ".join(words)
     for i, word in enumerate(words[1:5], start=1):
-        if _VERBISH.match(word.strip(",")):
-            return " ".join(words[:i]), " ".join(words[i:])
+        w = word.strip(",")
+        if not _VERBISH.match(w):
+            continue
+        following = words[i + 1].strip(",") if i + 1 < len(words) else ""
+        if not _PARTICIPLE.match(w) and w.lower().endswith("s") and _PARTICIPLE.match(following):
+            continue
+        return " ".join(words[:i]), " ".join(words[i:])
     return " ".join(words[:2]), " ".join(words[2:]) or " ".join(words)
 
 
