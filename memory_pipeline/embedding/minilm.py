@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import json
+import os
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -33,6 +34,18 @@ _ONE = _F32(1.0)
 _INV_SQRT2 = _F32(1.0 / np.sqrt(2.0))
 # Additive mask for padded keys: large but finite so no inf/nan arithmetic.
 _MASK_NEG = _F32(-1e9)
+
+
+def _usable_cpus() -> int:
+    """CPUs this process may run on (respects affinity / container cpusets)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+# Split erf over this many threads, for arrays at least this large.
+_ERF_THREADS = max(1, min(8, _usable_cpus()))
+_ERF_MIN_SPLIT = 1 << 16
 # torch.nn.functional.normalize eps, as used by sentence-transformers' Normalize.
 _NORM_EPS = _F32(1e-12)
 
@@ -51,9 +64,7 @@ def default_model_dir() -> Path:
         )
     model_dir = Path(next(iter(spec.submodule_search_locations))) / "model"
     if not (model_dir / "model.safetensors").is_file():
-        raise RuntimeError(
-            f"{model_dir} has no model.safetensors; reinstall with: {_INSTALL_HINT}"
-        )
+        raise RuntimeError(f"{model_dir} has no model.safetensors; reinstall with: {_INSTALL_HINT}")
     return model_dir
 
 
@@ -90,25 +101,52 @@ class _Model:
     ln_eps: np.float32
 
 
-def _layer_norm(
-    x: np.ndarray, g: np.ndarray, b: np.ndarray, eps: np.float32
-) -> np.ndarray:
-    """LayerNorm over the last axis (biased variance, as torch)."""
-    mu = x.mean(axis=-1, keepdims=True)
-    xc = x - mu
-    var = np.mean(xc * xc, axis=-1, keepdims=True)
-    return xc / np.sqrt(var + eps) * g + b
+def _layer_norm(x: np.ndarray, g: np.ndarray, b: np.ndarray, eps: np.float32) -> np.ndarray:
+    """LayerNorm over the last axis (biased variance, as torch); overwrites x."""
+    x -= x.mean(axis=-1, keepdims=True)
+    var = np.mean(np.square(x), axis=-1, keepdims=True)
+    var += eps
+    np.sqrt(var, out=var)
+    x /= var
+    x *= g
+    x += b
+    return x
 
 
-def _gelu(x: np.ndarray) -> np.ndarray:
-    """Exact (erf) GELU, BERT's ``hidden_act="gelu"``; tanh approx would drift.
+def _erf_inplace(x: np.ndarray) -> None:
+    """erf over a C-contiguous array, split across cores.
 
-    scipy.special is imported here, not at module level: it costs ~0.25 s, which
-    would otherwise be paid by every process that merely imports this module.
+    Exact erf dominates the forward pass (~40% single-threaded) while BLAS
+    already uses every core for the matmuls, so split it too: scipy's ufunc
+    releases the GIL. scipy.special is imported here, not at module level: it
+    costs ~0.25 s, paid otherwise by every process that merely imports us.
     """
     from scipy.special import erf  # float32 in -> float32 out
 
-    return _HALF * x * (_ONE + erf(x * _INV_SQRT2))
+    flat = x.reshape(-1)  # a view: x is freshly allocated and contiguous
+    if _ERF_THREADS == 1 or flat.size < _ERF_MIN_SPLIT:
+        erf(flat, out=flat)
+        return
+    chunks = np.array_split(flat, _ERF_THREADS)
+    workers = [threading.Thread(target=erf, args=(c,), kwargs={"out": c}) for c in chunks[1:]]
+    for w in workers:
+        w.start()
+    erf(chunks[0], out=chunks[0])
+    for w in workers:
+        w.join()
+
+
+def _gelu_x2(x: np.ndarray) -> np.ndarray:
+    """2 * GELU(x) with exact erf (BERT's ``hidden_act="gelu"``; tanh would drift).
+
+    The factor 0.5 is folded (exactly: a power of two) into the next weight
+    matrix at load time, saving a pass over the largest activation.
+    """
+    t = x * _INV_SQRT2
+    _erf_inplace(t)
+    t += _ONE
+    t *= x
+    return t
 
 
 def _softmax_inplace(x: np.ndarray) -> np.ndarray:
@@ -130,12 +168,8 @@ class MiniLMEncoder:
     model_name = "sentence-transformers/all-MiniLM-L6-v2"
     dim = 384
 
-    def __init__(
-        self, model_dir: Path | None = None, max_seq_length: int = 256
-    ) -> None:
-        self.model_dir = (
-            Path(model_dir) if model_dir is not None else default_model_dir()
-        )
+    def __init__(self, model_dir: Path | None = None, max_seq_length: int = 256) -> None:
+        self.model_dir = Path(model_dir) if model_dir is not None else default_model_dir()
         if not (self.model_dir / "model.safetensors").is_file():
             raise RuntimeError(f"No model.safetensors in {self.model_dir}")
         if max_seq_length < 2:
@@ -168,9 +202,7 @@ class MiniLMEncoder:
                 raise RuntimeError("only mean pooling is implemented")
         max_pos = int(cfg["max_position_embeddings"])
         if self.max_seq_length > max_pos:
-            raise ValueError(
-                f"max_seq_length {self.max_seq_length} > {max_pos} positions"
-            )
+            raise ValueError(f"max_seq_length {self.max_seq_length} > {max_pos} positions")
 
         tok = Tokenizer.from_file(str(self.model_dir / "tokenizer.json"))
         # The shipped tokenizer.json pads AND truncates to a fixed 128; the
@@ -201,16 +233,15 @@ class MiniLMEncoder:
                         [t(a + f"self.{n}.weight") for n in ("query", "key", "value")],
                         axis=1,
                     ),
-                    qkv_b=np.concatenate(
-                        [w[a + f"self.{n}.bias"] for n in ("query", "key", "value")]
-                    ),
+                    qkv_b=np.concatenate([w[a + f"self.{n}.bias"] for n in ("query", "key", "value")]),
                     attn_out_w=t(a + "output.dense.weight"),
                     attn_out_b=w[a + "output.dense.bias"],
                     attn_ln_g=w[a + "output.LayerNorm.weight"],
                     attn_ln_b=w[a + "output.LayerNorm.bias"],
                     ffn_in_w=t(p + "intermediate.dense.weight"),
                     ffn_in_b=w[p + "intermediate.dense.bias"],
-                    ffn_out_w=t(p + "output.dense.weight"),
+                    # x _HALF: completes _gelu_x2 (exact, power-of-two scale).
+                    ffn_out_w=t(p + "output.dense.weight") * _HALF,
                     ffn_out_b=w[p + "output.dense.bias"],
                     ffn_ln_g=w[p + "output.LayerNorm.weight"],
                     ffn_ln_b=w[p + "output.LayerNorm.bias"],
@@ -260,9 +291,7 @@ class MiniLMEncoder:
             out[idx] = self._forward(model, input_ids, mask)
         return out
 
-    def _forward(
-        self, m: _Model, input_ids: np.ndarray, mask: np.ndarray
-    ) -> np.ndarray:
+    def _forward(self, m: _Model, input_ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
         """BERT encoder + masked mean pooling + L2 normalisation for one batch."""
         b, n = input_ids.shape
         d = self.dim
@@ -276,27 +305,27 @@ class MiniLMEncoder:
         attn_bias = ((_ONE - mask) * _MASK_NEG)[:, None, None, :]
 
         for lyr in m.layers:
-            qkv = (x @ lyr.qkv_w + lyr.qkv_b).reshape(b, n, 3, heads, dh)
-            q = qkv[:, :, 0].transpose(0, 2, 1, 3) * scale  # (b, h, n, dh)
+            qkv = x @ lyr.qkv_w
+            qkv += lyr.qkv_b
+            qkv = qkv.reshape(b, n, 3, heads, dh)
+            q = qkv[:, :, 0].transpose(0, 2, 1, 3)  # (b, h, n, dh)
             k = qkv[:, :, 1].transpose(0, 2, 3, 1)  # (b, h, dh, n)
             v = qkv[:, :, 2].transpose(0, 2, 1, 3)  # (b, h, n, dh)
             scores = q @ k
+            scores *= scale
             scores += attn_bias
             ctx = _softmax_inplace(scores) @ v  # (b, h, n, dh)
             ctx = ctx.transpose(0, 2, 1, 3).reshape(b * n, d)
-            x = _layer_norm(
-                ctx @ lyr.attn_out_w + lyr.attn_out_b + x,
-                lyr.attn_ln_g,
-                lyr.attn_ln_b,
-                m.ln_eps,
-            )
-            h = _gelu(x @ lyr.ffn_in_w + lyr.ffn_in_b)
-            x = _layer_norm(
-                h @ lyr.ffn_out_w + lyr.ffn_out_b + x,
-                lyr.ffn_ln_g,
-                lyr.ffn_ln_b,
-                m.ln_eps,
-            )
+            y = ctx @ lyr.attn_out_w
+            y += lyr.attn_out_b
+            y += x
+            x = _layer_norm(y, lyr.attn_ln_g, lyr.attn_ln_b, m.ln_eps)
+            h = x @ lyr.ffn_in_w
+            h += lyr.ffn_in_b
+            y = _gelu_x2(h) @ lyr.ffn_out_w
+            y += lyr.ffn_out_b
+            y += x
+            x = _layer_norm(y, lyr.ffn_ln_g, lyr.ffn_ln_b, m.ln_eps)
 
         tokens = x.reshape(b, n, d)
         summed = (mask[:, None, :] @ tokens)[:, 0]  # masked sum over tokens

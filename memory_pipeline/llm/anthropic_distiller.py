@@ -19,7 +19,8 @@ from memory_pipeline.tokens import estimate_tokens
 
 
 class AnthropicDistiller:
-    """One Messages call per cluster, temperature 0, the system prompt marked for prompt caching."""
+    """One Messages call per cluster, the system prompt marked for prompt caching. (SDK 2.x's
+    `messages.create` has no `temperature` parameter, so none is sent.)"""
 
     name = "anthropic"
 
@@ -34,7 +35,6 @@ class AnthropicDistiller:
         response = self.client.messages.create(
             model=self.model,
             max_tokens=self.max_tokens,
-            temperature=0,
             system=[{"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}],
             messages=[{"role": "user", "content": user}],
         )

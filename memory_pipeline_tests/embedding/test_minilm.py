@@ -39,16 +39,11 @@ def test_matches_sentence_transformers(
     ours = encoder.encode(sentences)
 
     assert ours.shape == ref.shape == (len(sentences), encoder.dim)
-    cos = np.sum(ours * ref, axis=1) / (
-        np.linalg.norm(ours, axis=1) * np.linalg.norm(ref, axis=1)
-    )
+    cos = np.sum(ours * ref, axis=1) / (np.linalg.norm(ours, axis=1) * np.linalg.norm(ref, axis=1))
     max_abs = float(np.abs(ours - ref).max())
     record_property("max_abs_diff", max_abs)
     record_property("min_cosine", float(cos.min()))
-    print(
-        f"\nMiniLM vs sentence-transformers: min cosine {cos.min():.8f}, "
-        f"max abs diff {max_abs:.3e}"
-    )
+    print(f"\nMiniLM vs sentence-transformers: min cosine {cos.min():.8f}, max abs diff {max_abs:.3e}")
 
     bad = {sentences[i][:40]: float(cos[i]) for i in np.flatnonzero(cos < 0.999)}
     assert not bad, f"cosine < 0.999 for: {bad}"
@@ -98,9 +93,7 @@ def test_truncates_at_max_seq_length(encoder: MiniLMEncoder) -> None:
 
 
 @pytest.mark.parametrize("empty", [[], ()])
-def test_empty_input(
-    encoder: MiniLMEncoder, empty: list[str] | tuple[str, ...]
-) -> None:
+def test_empty_input(encoder: MiniLMEncoder, empty: list[str] | tuple[str, ...]) -> None:
     out = encoder.encode(empty)
     assert out.shape == (0, 384)
     assert out.dtype == np.float32

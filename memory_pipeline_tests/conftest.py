@@ -1,0 +1,53 @@
+import shutil
+from datetime import UTC, datetime
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from memory_pipeline.definitions import build_definitions
+from memory_pipeline.resources import EmbedderResource, EngineConfig, LLMResource, MemoryStoreResource
+from memory_pipeline.sample_data import write_sample_jsonl
+from memory_pipeline.store import MemoryStore
+from memory_pipeline.store.importers import import_jsonl
+
+SAMPLE_NOW = datetime(2026, 11, 1, 3, 30, tzinfo=UTC)
+
+
+def resources_for(home: Path, **engine: object) -> dict[str, dg.ConfigurableResource]:
+    return {
+        "store": MemoryStoreResource(home=str(home)),
+        "embedder": EmbedderResource(),
+        "llm": LLMResource(mode="offline"),
+        "engine": EngineConfig(as_of=SAMPLE_NOW.isoformat(), **engine),  # type: ignore[arg-type]
+    }
+
+
+def run_job(home: Path, job: str = "nightly_consolidation", run_config: dict | None = None, **engine: object):
+    defs = build_definitions(resources_for(home, **engine))
+    return defs.resolve_job_def(job).execute_in_process(
+        instance=dg.DagsterInstance.ephemeral(), run_config=run_config or {}, raise_on_error=False
+    )
+
+
+@pytest.fixture(scope="session")
+def embedded_sample(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The sample workspace, imported and embedded once per session (the slow part)."""
+    home = tmp_path_factory.mktemp("sample")
+    sample = write_sample_jsonl(home / "sample.jsonl", SAMPLE_NOW)
+    assert sample >= 1500
+    import_jsonl(MemoryStore(home / "memory.duckdb"), home / "sample.jsonl")
+    result = run_job(home, "consolidation_dry_run")  # no embeddings yet: builds nothing, writes nothing
+    assert result.success
+    from memory_pipeline.abstraction.assets import memory_embeddings
+
+    materialized = dg.materialize([memory_embeddings], resources=resources_for(home))
+    assert materialized.success
+    return home
+
+
+@pytest.fixture
+def workspace(embedded_sample: Path, tmp_path: Path) -> Path:
+    home = tmp_path / "workspace"
+    shutil.copytree(embedded_sample, home)
+    return home
