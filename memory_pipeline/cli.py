@@ -59,7 +59,9 @@ def _print_report(home: Path, run_id: str) -> dict[str, Any] | None:
 def cmd_run(args: argparse.Namespace) -> int:
     home = workspace_home()
     if not (home / "memory.duckdb").exists():
-        print(f"no memory store in {home}: run `memory-pipeline demo` or `memory-pipeline import PATH`", file=sys.stderr)
+        print(
+            f"no memory store in {home}: run `memory-pipeline demo` or `memory-pipeline import PATH`", file=sys.stderr
+        )
         return 2
     if args.dry_run:
         result = _run_job(home, "consolidation_dry_run", {}, args.as_of)
@@ -70,7 +72,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"DRY RUN: {len(found)} clusters (nothing written)")
         for c in found:
             skip = f"  [skip: {c.skip_reason}]" if c.skip_reason else ""
-            print(f"  {c.cluster_id}  {c.member_count:3d} members  sim={c.avg_similarity:.3f}  {c.dominant_category}{skip}")
+            sim = f"sim={c.avg_similarity:.3f}"
+            print(f"  {c.cluster_id}  {c.member_count:3d} members  {sim}  {c.dominant_category}{skip}")
         return 0
     run_config: dict[str, Any] = {}
     if args.cluster_id:
@@ -104,7 +107,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     sample = REPO_ROOT / "data" / "sample" / "memories.jsonl"
     if not sample.parent.exists():
         sample = home / "sample-memories.jsonl"
-    count = write_sample_jsonl(sample, datetime.now(UTC))
+    write_sample_jsonl(sample, datetime.now(UTC))
     summary = import_jsonl(MemoryStore(home / "memory.duckdb"), sample)
     print(f"sample workspace: {summary.memories} memories from {sample} into {home / 'memory.duckdb'}")
     return cmd_run(argparse.Namespace(dry_run=False, cluster_id="", as_of=""))
@@ -138,7 +141,9 @@ def cmd_status(args: argparse.Namespace) -> int:
     store.migrate()
     with store.connect() as con:
         lifecycle = dict(con.execute("SELECT lifecycle, count(*) FROM memories GROUP BY 1 ORDER BY 1").fetchall())
-        summaries = con.execute("SELECT count(*) FROM memories WHERE kind = 'summary' AND lifecycle = 'active'").fetchall()
+        summaries = con.execute(
+            "SELECT count(*) FROM memories WHERE kind = 'summary' AND lifecycle = 'active'"
+        ).fetchall()
         atoms = con.execute("SELECT count(*), coalesce(avg(confidence), 0) FROM atoms").fetchall()[0]
         tokens = con.execute("SELECT coalesce(sum(token_count), 0) FROM memories WHERE lifecycle = 'active'").fetchall()
         last = con.execute(
@@ -160,7 +165,9 @@ def cmd_status(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="memory-pipeline", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("demo", help="build the sample workspace and run the nightly consolidation").set_defaults(fn=cmd_demo)
+    sub.add_parser("demo", help="build the sample workspace and run the nightly consolidation").set_defaults(
+        fn=cmd_demo
+    )
     run = sub.add_parser("run", help="run the nightly consolidation now")
     run.add_argument("--dry-run", action="store_true", help="scan and cluster only; write nothing")
     run.add_argument("--cluster-id", default="", help="re-run one cluster (ids from --dry-run)")

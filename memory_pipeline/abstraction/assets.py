@@ -4,10 +4,11 @@ import json
 import time
 import uuid
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import dagster as dg
+import duckdb
 import pandas as pd
 
 from memory_pipeline.abstraction import clustering
@@ -23,7 +24,7 @@ from memory_pipeline.abstraction.report import (
 )
 from memory_pipeline.resources import EmbedderResource, EngineConfig, LLMResource, MemoryStoreResource
 from memory_pipeline.store import repository as repo
-from memory_pipeline.store.db import utcnow
+from memory_pipeline.store.db import atomic, utcnow
 from memory_pipeline.store.dedupe import archive_exact_duplicates
 from memory_pipeline.store.records import MemoryRecord
 
@@ -81,7 +82,11 @@ def exact_duplicates(
         tokens_before = repo.active_tokens(con)
         count_before = repo.memory_count(con)
         archived = archive_exact_duplicates(
-            con, critical_floor=engine.critical_floor, archived_importance=ARCHIVED_IMPORTANCE, now=now
+            con,
+            critical_floor=engine.critical_floor,
+            archived_importance=ARCHIVED_IMPORTANCE,
+            fresh_before=now - timedelta(hours=engine.freshness_hours),
+            now=now,
         )
     context.log.info(f"exact dedupe: archived {len(archived)} duplicate(s) of older memories")
     start = RunStart(utcnow().isoformat() + "Z", time.time(), tokens_before, count_before, len(archived))
@@ -248,6 +253,29 @@ def distillations(
     )
 
 
+def _summary_record(c: MemoryCluster, d: Distillation, now: datetime) -> MemoryRecord:
+    """Seed 000 §4.3: top-2 source categories + `compressed`, importance max(sources) floored at 1.0."""
+    return MemoryRecord(
+        id="mem-" + uuid.uuid4().hex[:16],
+        content=d.abstraction,
+        importance=max(SUMMARY_IMPORTANCE_FLOOR, c.max_importance),
+        created_at=now,
+        categories=[*c.top_categories, "compressed"],
+        kind="summary",
+        source=f"abstraction:{d.distiller}",
+        lifecycle="pending",
+        compressed_from={
+            "source_ids": c.member_ids,
+            "compression_ratio": d.compression_ratio,
+            "cluster_size": c.member_count,
+            "cluster_id": c.cluster_id,
+            "distilled_at": now.isoformat() + "Z",
+            "source_date_range": [c.oldest_member_at, c.newest_member_at],
+            "distiller": d.distiller,
+        },
+    )
+
+
 @dg.asset(group_name=GROUP, pool=POOL, kinds={"duckdb"})
 def compressed_memories(
     context: dg.AssetExecutionContext,
@@ -279,43 +307,22 @@ def compressed_memories(
                 )
     if stale:
         context.log.warning(f"reconciled {len(stale)} pending summaries left by an interrupted run")
-    written = 0
-    for o in distillations:
-        if o.distillation is None:
-            continue
-        d, c = o.distillation, o.cluster
-        summary_id = "mem-" + uuid.uuid4().hex[:16]
-        record = MemoryRecord(
-            id=summary_id,
-            content=d.abstraction,
-            importance=max(SUMMARY_IMPORTANCE_FLOOR, c.max_importance),
-            created_at=now,
-            categories=[*c.top_categories, "compressed"],
-            kind="summary",
-            source=f"abstraction:{d.distiller}",
-            lifecycle="pending",
-            compressed_from={
-                "source_ids": c.member_ids,
-                "compression_ratio": d.compression_ratio,
-                "cluster_size": c.member_count,
-                "cluster_id": c.cluster_id,
-                "distilled_at": now.isoformat() + "Z",
-                "source_date_range": [c.oldest_member_at, c.newest_member_at],
-                "distiller": d.distiller,
-            },
-        )
-        vector = embedder.encode([d.abstraction])
-        try:
-            with db.transaction() as con:
-                repo.insert_memories(con, [record], run_id=run_id)
-                repo.upsert_embeddings(con, embedder.model, [summary_id], vector, now)
-        except Exception as exc:
+    accepted = [o for o in distillations if o.distillation is not None]
+    records = [_summary_record(o.cluster, o.distillation, now) for o in accepted if o.distillation]
+    vectors = embedder.encode([r.content for r in records])
+    try:
+        with db.transaction() as con:
+            repo.insert_memories(con, records, run_id=run_id)
+            repo.upsert_embeddings(con, embedder.model, [r.id for r in records], vectors, now)
+    except Exception as exc:
+        for o in accepted:
             o.status, o.skip_reason = "failed", f"write failed: {exc}"
-            o.errors.append(_error(c.cluster_id, "write", exc))
-            continue
-        o.summary_id = summary_id
-        written += 1
-        context.log.info(f"MemoryWriter: wrote pending summary {summary_id} for cluster {c.cluster_id}")
+            o.errors.append(_error(o.cluster.cluster_id, "write", exc))
+        records = []
+    for o, r in zip(accepted, records, strict=False):
+        o.summary_id = r.id
+    context.log.info(f"MemoryWriter: wrote {len(records)} pending summaries")
+    written = len(records)
     return dg.Output(distillations, metadata={"pending_written": written, "reconciled_stale": len(stale)})
 
 
@@ -333,54 +340,68 @@ def archive_updates(
     run_id = context.run.run_id
     now = engine.now()
     archived = 0
-    for o in compressed_memories:
-        if o.summary_id is None or o.distillation is None:
-            continue
-        c = o.cluster
-        try:
-            with db.transaction() as con:
-                archived_here = repo.archive_sources(
-                    con,
-                    c.member_ids,
-                    cluster_id=c.cluster_id,
-                    archived_importance=ARCHIVED_IMPORTANCE,
-                    critical_floor=engine.critical_floor,
-                    now=now,
-                )
-                repo.activate_summary(con, o.summary_id)
-                repo.log_cluster(
-                    con,
-                    fingerprint=c.fingerprint,
-                    cluster_id=c.cluster_id,
-                    status="compressed",
-                    member_count=c.member_count,
-                    run_id=run_id,
-                    now=now,
-                    compressed_memory_id=o.summary_id,
-                    compression_ratio=o.distillation.compression_ratio,
-                )
-        except Exception as exc:
-            context.log.error(f"Archiver: cluster {c.cluster_id} rolled back: {exc}")
-            with db.transaction() as con:
-                repo.discard_pending(con, o.summary_id)
-                repo.log_cluster(
-                    con,
-                    fingerprint=c.fingerprint,
-                    cluster_id=c.cluster_id,
-                    status="failed",
-                    member_count=c.member_count,
-                    run_id=run_id,
-                    now=now,
-                    reason=str(exc),
-                )
-            o.status, o.summary_id = "failed", None
-            o.errors.append(_error(c.cluster_id, "archive", exc))
-            continue
-        o.status = "compressed"
-        archived += archived_here
-        context.log.info(f"Archiver: archived {archived_here} source memories of cluster {c.cluster_id}")
+    with db.connect() as con:
+        for o in compressed_memories:
+            if o.summary_id is None or o.distillation is None:
+                continue
+            archived += _commit_cluster(context, con, o, engine.critical_floor, run_id, now)
     compressed = sum(1 for o in compressed_memories if o.status == "compressed")
     return dg.Output(compressed_memories, metadata={"clusters_compressed": compressed, "memories_archived": archived})
+
+
+def _commit_cluster(
+    context: dg.AssetExecutionContext,
+    con: duckdb.DuckDBPyConnection,
+    o: ClusterOutcome,
+    critical_floor: float,
+    run_id: str,
+    now: datetime,
+) -> int:
+    """One cluster's phase-2 transaction; on failure, the compensating action and a `failed` log entry."""
+    c, summary_id, d = o.cluster, o.summary_id, o.distillation
+    assert summary_id is not None and d is not None
+    try:
+        with atomic(con):
+            archived = repo.archive_sources(
+                con,
+                c.member_ids,
+                cluster_id=c.cluster_id,
+                archived_importance=ARCHIVED_IMPORTANCE,
+                critical_floor=critical_floor,
+                now=now,
+            )
+            repo.activate_summary(con, summary_id)
+            repo.log_cluster(
+                con,
+                fingerprint=c.fingerprint,
+                cluster_id=c.cluster_id,
+                status="compressed",
+                member_count=c.member_count,
+                run_id=run_id,
+                now=now,
+                compressed_memory_id=summary_id,
+                compression_ratio=d.compression_ratio,
+            )
+    except Exception as exc:
+        context.log.error(f"Archiver: cluster {c.cluster_id} rolled back: {exc}")
+        with atomic(con):
+            repo.discard_pending(con, summary_id)
+            repo.log_cluster(
+                con,
+                fingerprint=c.fingerprint,
+                cluster_id=c.cluster_id,
+                status="failed",
+                member_count=c.member_count,
+                run_id=run_id,
+                now=now,
+                reason=str(exc),
+            )
+        o.status, o.summary_id = "failed", None
+        o.errors.append(_error(c.cluster_id, "archive", exc))
+        return 0
+    o.status = "compressed"
+    context.log.info(f"Archiver: archived {archived} source memories of cluster {c.cluster_id}")
+    return archived
 
 
 @dataclass
@@ -415,9 +436,7 @@ def atoms(
                 results.not_causal += 1
                 continue
             with db.transaction() as con:
-                existing = [
-                    ExistingAtom(r.id, r.subject, r.action) for r in repo.all_atoms(con).itertuples()
-                ]
+                existing = [ExistingAtom(r.id, r.subject, r.action) for r in repo.all_atoms(con).itertuples()]
                 match = find_matching_atom(
                     extracted, existing, embedder.encode, ATOM_SUBJECT_THRESHOLD, ATOM_ACTION_THRESHOLD
                 )
@@ -426,8 +445,13 @@ def atoms(
                     results.strengthened += 1
                 else:
                     repo.create_atom(
-                        con, extracted, ATOM_CONFIDENCE_NEW, f"distilled:{o.distillation.distiller}",
-                        o.summary_id or "", run_id, engine.now(),
+                        con,
+                        extracted,
+                        ATOM_CONFIDENCE_NEW,
+                        f"distilled:{o.distillation.distiller}",
+                        o.summary_id or "",
+                        run_id,
+                        engine.now(),
                     )
                     results.created += 1
         except Exception as exc:
@@ -435,8 +459,12 @@ def atoms(
             context.log.warning(f"AtomEnricher: cluster {o.cluster.cluster_id}: {exc}")
     return dg.Output(
         results,
-        metadata={"atoms_created": results.created, "atoms_strengthened": results.strengthened,
-                  "not_causal": results.not_causal, "errors": len(results.errors)},
+        metadata={
+            "atoms_created": results.created,
+            "atoms_strengthened": results.strengthened,
+            "not_causal": results.not_causal,
+            "errors": len(results.errors),
+        },
     )
 
 

@@ -27,7 +27,9 @@ def find_matching_atom(
     """The best atom whose subject is ≥ `subject_threshold` similar and whose action is similar too."""
     if not atoms:
         return None
-    vectors = embed([candidate["subject"], candidate["action"]] + [a.subject for a in atoms] + [a.action for a in atoms])
+    vectors = embed(
+        [candidate["subject"], candidate["action"]] + [a.subject for a in atoms] + [a.action for a in atoms]
+    )
     n = len(atoms)
     subject_sims = vectors[2 : 2 + n] @ vectors[0]
     action_sims = vectors[2 + n :] @ vectors[1]

@@ -44,10 +44,13 @@ def no_memory_deleted(store: MemoryStoreResource, exact_duplicates: RunStart) ->
     )
 
 
-@dg.asset_check(asset=archive_updates, blocking=True, description="Critical, pinned and locked memories are never archived.")
+@dg.asset_check(
+    asset=archive_updates, blocking=True, description="Critical, pinned and locked memories are never archived."
+)
 def protected_memories_untouched(store: MemoryStoreResource, engine: EngineConfig) -> dg.AssetCheckResult:
     return _violations(
-        "protected memories archived", _query(store, lambda con: invariants.protected_archived(con, engine.critical_floor))
+        "protected memories archived",
+        _query(store, lambda con: invariants.protected_archived(con, engine.critical_floor)),
     )
 
 
@@ -59,7 +62,7 @@ def no_summary_recompressed(store: MemoryStoreResource) -> dg.AssetCheckResult:
 @dg.asset_check(
     asset=archive_updates,
     blocking=True,
-    description="Every archived memory is listed by an active summary, and every active summary's sources are archived.",
+    description="Every archived memory is listed by an active summary; every active summary's sources are archived.",
 )
 def lineage_consistent(store: MemoryStoreResource) -> dg.AssetCheckResult:
     orphans = _query(store, invariants.archived_without_summary)
@@ -85,7 +88,9 @@ def _load_report(store: MemoryStoreResource, run_id: str) -> CompressionRunRepor
 
 
 @dg.asset_check(asset=report, description="Token reduction must never be negative (seed §8.3: should not happen).")
-def token_reduction_not_negative(context: dg.AssetCheckExecutionContext, store: MemoryStoreResource) -> dg.AssetCheckResult:
+def token_reduction_not_negative(
+    context: dg.AssetCheckExecutionContext, store: MemoryStoreResource
+) -> dg.AssetCheckResult:
     r = _load_report(store, context.run.run_id)
     return dg.AssetCheckResult(
         passed=r.token_reduction_pct >= 0, severity=ERROR, metadata={"token_reduction_pct": r.token_reduction_pct}

@@ -143,7 +143,9 @@ def avg_pairwise_similarity(vectors: np.ndarray) -> float:
     m = v.shape[0]
     if m < 2:
         return 1.0
-    total = float(np.square(v.sum(axis=0, dtype=np.float64)).sum()) - float(np.einsum("ij,ij->", v, v, dtype=np.float64))
+    total = float(np.square(v.sum(axis=0, dtype=np.float64)).sum()) - float(
+        np.einsum("ij,ij->", v, v, dtype=np.float64)
+    )
     return total / (m * (m - 1))
 
 
@@ -180,9 +182,7 @@ def build_clusters(
                 max_importance=float(members["importance"].max()),
                 oldest_member_at=_iso(members["created_at"].min()),
                 newest_member_at=_iso(members["created_at"].max()),
-                skip_reason=(
-                    RECENT_SKIP_REASON.format(days=ttl_days) if fp in recently_processed else None
-                ),
+                skip_reason=(RECENT_SKIP_REASON.format(days=ttl_days) if fp in recently_processed else None),
             )
         )
     out.sort(key=lambda c: (-c.member_count, c.fingerprint))

@@ -174,7 +174,7 @@ class OfflineDistiller:
         chosen: list[tuple[int, str]] = []
         covered: set[str] = set()
         used = 0
-        for score, order, sentence, words in candidates:
+        for _, _, sentence, words in candidates:
             cost = estimate_tokens(sentence)
             if chosen and used + cost > budget:
                 continue

@@ -127,7 +127,8 @@ def summary_lines(report: CompressionRunReport) -> list[str]:
     """What the CLI prints at the end of a run."""
     return [
         f"COMPRESSION RUN {report.verdict}: {report.abstractions_created} abstractions, "
-        f"{report.token_reduction_pct}% token reduction" + (f" ({report.verdict_reason})" if report.verdict_reason else ""),
+        f"{report.token_reduction_pct}% token reduction"
+        + (f" ({report.verdict_reason})" if report.verdict_reason else ""),
         f"  run_id               {report.run_id}",
         f"  distiller            {report.distiller}",
         f"  memories_scanned     {report.memories_scanned}",

@@ -21,6 +21,18 @@ def utcnow() -> datetime:
     return datetime.now(UTC).replace(tzinfo=None)
 
 
+@contextmanager
+def atomic(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConnection]:
+    """One transaction on an open connection: commit on success, roll back on any exception."""
+    con.begin()
+    try:
+        yield con
+    except BaseException:
+        con.rollback()
+        raise
+    con.commit()
+
+
 class MemoryStore:
     """One DuckDB file. Connections are short-lived: DuckDB allows one writing process per file."""
 
@@ -42,15 +54,9 @@ class MemoryStore:
 
     @contextmanager
     def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        """All-or-nothing: commit on success, roll back on any exception."""
-        with self.connect() as con:
-            con.begin()
-            try:
-                yield con
-            except BaseException:
-                con.rollback()
-                raise
-            con.commit()
+        """All-or-nothing on a fresh connection."""
+        with self.connect() as con, atomic(con):
+            yield con
 
     def migrate(self) -> list[int]:
         """Apply pending migrations, each in its own transaction. Returns the versions applied."""
@@ -64,18 +70,13 @@ class MemoryStore:
             for migration in MIGRATIONS:
                 if migration.version in done:
                     continue
-                con.begin()
-                try:
+                with atomic(con):
                     for statement in migration.statements:
                         con.execute(statement)
                     con.execute(
                         "INSERT INTO schema_migrations VALUES (?, ?, ?)",
                         [migration.version, migration.name, utcnow()],
                     )
-                except BaseException:
-                    con.rollback()
-                    raise
-                con.commit()
                 applied.append(migration.version)
         return applied
 

@@ -10,12 +10,17 @@ from memory_pipeline.store.invariants import DEDUPE_PREFIX
 
 
 def archive_exact_duplicates(
-    con: duckdb.DuckDBPyConnection, *, critical_floor: float, archived_importance: float, now: datetime
+    con: duckdb.DuckDBPyConnection,
+    *,
+    critical_floor: float,
+    archived_importance: float,
+    fresh_before: datetime,
+    now: datetime,
 ) -> list[tuple[str, str]]:
     """Archive active observations whose normalised text equals an older one's. Returns (archived, kept).
 
-    Protected memories (critical, pinned, locked) and summaries are never archived; the caller owns the
-    transaction.
+    Protected memories (critical, pinned, locked, fresh) and summaries are never archived, though they can
+    be the kept twin; the caller owns the transaction.
     """
     rows = con.execute(
         f"""
@@ -25,7 +30,7 @@ def archive_exact_duplicates(
             FROM memories WHERE lifecycle = 'active' AND kind <> 'summary' AND compressed_from IS NULL
         ),
         ranked AS (
-            SELECT id, norm, pinned, locked, importance,
+            SELECT id, norm, pinned, locked, importance, created_at,
                    first_value(id) OVER (PARTITION BY norm ORDER BY created_at, id) AS keeper
             FROM candidates
         )
@@ -33,8 +38,9 @@ def archive_exact_duplicates(
                archived_by = '{DEDUPE_PREFIX}' || r.keeper, archived_at = ?
         FROM ranked r
         WHERE m.id = r.id AND r.id <> r.keeper AND NOT r.pinned AND NOT r.locked AND r.importance < ?
+          AND r.created_at < ?
         RETURNING id, archived_by
         """,
-        [archived_importance, now, critical_floor],
+        [archived_importance, now, critical_floor, fresh_before],
     ).fetchall()
     return [(str(a), str(k)[len(DEDUPE_PREFIX) :]) for a, k in rows]

@@ -60,7 +60,9 @@ def _finish(
         for model, group in by_model.items():
             dims = {len(r.embedding or []) for r in group}
             if len(dims) != 1:
-                raise ImportRejected(source, [RecordError(first_seen[group[0].id], "embedding", f"mixed dimensions {sorted(dims)}")])
+                raise ImportRejected(
+                    source, [RecordError(first_seen[group[0].id], "embedding", f"mixed dimensions {sorted(dims)}")]
+                )
             vectors = np.array([r.embedding for r in group], dtype=np.float32)
             repo.upsert_embeddings(con, model, [r.id for r in group], vectors, utcnow())
     return ImportSummary(source, len(records), len(embedded))
@@ -155,7 +157,11 @@ def import_brain_db(store: MemoryStore, path: Path) -> ImportSummary:
         vectors: dict[str, tuple[str, Any]] = {}
         if "embeddings" in tables:
             for i, row in enumerate(con.execute("SELECT * FROM embeddings"), start=1):
-                mid = row["memory_id"].decode("utf-8", "replace") if isinstance(row["memory_id"], bytes) else str(row["memory_id"])
+                mid = (
+                    row["memory_id"].decode("utf-8", "replace")
+                    if isinstance(row["memory_id"], bytes)
+                    else str(row["memory_id"])
+                )
                 model = row["model"].decode() if "model" in row.keys() and row["model"] else f"imported:{path.name}"
                 vectors[mid] = (f"{path}: embeddings row {i}", (model, row["vector"]))
         for i, row in enumerate(con.execute("SELECT * FROM memories ORDER BY rowid"), start=1):
@@ -172,7 +178,9 @@ def import_brain_db(store: MemoryStore, path: Path) -> ImportSummary:
                     obj[key] = value
                 if mid_vec := vectors.get(str(obj.get("id"))):
                     vec_where, (model, raw) = mid_vec
-                    obj["embedding"] = _decode_vector(raw.decode() if isinstance(raw, bytes) and raw[:1] == b"[" else raw, vec_where)
+                    obj["embedding"] = _decode_vector(
+                        raw.decode() if isinstance(raw, bytes) and raw[:1] == b"[" else raw, vec_where
+                    )
                     models[str(obj["id"])] = model
                 parsed.append((where, parse_record(obj, where)))
             except RecordError as exc:

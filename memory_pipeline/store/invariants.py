@@ -39,7 +39,8 @@ def recompressed_summaries(con: duckdb.DuckDBPyConnection) -> list[str]:
 
 
 def archived_without_summary(con: duckdb.DuckDBPyConnection) -> list[str]:
-    """Archived memories that no active summary lists (exact duplicates point at their kept twin instead)."""
+    """Archived memories that no active summary lists. An exact duplicate points at its kept twin instead,
+    which must be active or itself listed by an active summary."""
     return _ids(
         con,
         f"""SELECT m.id FROM memories m
@@ -48,7 +49,7 @@ def archived_without_summary(con: duckdb.DuckDBPyConnection) -> list[str]:
             UNION
             SELECT m.id FROM memories m LEFT JOIN memories k ON k.id = substr(m.archived_by, {len(DEDUPE_PREFIX) + 1})
             WHERE m.lifecycle = 'archived' AND starts_with(coalesce(m.archived_by, ''), '{DEDUPE_PREFIX}')
-              AND (k.id IS NULL OR k.lifecycle <> 'active')""",
+              AND (k.id IS NULL OR (k.lifecycle <> 'active' AND k.id NOT IN (SELECT source_id FROM ({_SOURCES}))))""",
     )
 
 

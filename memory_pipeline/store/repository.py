@@ -84,7 +84,9 @@ def memory_count(con: duckdb.DuckDBPyConnection) -> int:
 
 def active_tokens(con: duckdb.DuckDBPyConnection) -> int:
     """Tokens an agent would inject: active memories only (archived ones are out of context)."""
-    return int(con.execute("SELECT coalesce(sum(token_count), 0) FROM memories WHERE lifecycle = 'active'").fetchall()[0][0])
+    return int(
+        con.execute("SELECT coalesce(sum(token_count), 0) FROM memories WHERE lifecycle = 'active'").fetchall()[0][0]
+    )
 
 
 # ---------------------------------------------------------------- embeddings
@@ -214,9 +216,7 @@ def recent_fingerprints(con: duckdb.DuckDBPyConnection, since: datetime, ttl_ski
 
 def fetch_members(con: duckdb.DuckDBPyConnection, ids: Sequence[str]) -> pd.DataFrame:
     frame = pd.DataFrame({"id": list(ids), "pos": range(len(ids))})  # noqa: F841
-    return con.execute(
-        "SELECT m.* FROM frame f JOIN memories m USING (id) ORDER BY f.pos"
-    ).df()
+    return con.execute("SELECT m.* FROM frame f JOIN memories m USING (id) ORDER BY f.pos").df()
 
 
 # ---------------------------------------------------------------- two-phase commit
@@ -296,7 +296,10 @@ def discard_pending(con: duckdb.DuckDBPyConnection, summary_id: str) -> None:
 
 
 def pending_summaries(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str | None]]:
-    return [(r[0], r[1]) for r in con.execute("SELECT id, created_by_run FROM memories WHERE lifecycle = 'pending'").fetchall()]
+    return [
+        (r[0], r[1])
+        for r in con.execute("SELECT id, created_by_run FROM memories WHERE lifecycle = 'pending'").fetchall()
+    ]
 
 
 # ---------------------------------------------------------------- atoms

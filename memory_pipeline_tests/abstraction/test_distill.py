@@ -14,14 +14,30 @@ from memory_pipeline.abstraction.distill import (
 from memory_pipeline.tokens import estimate_tokens
 
 FAMILY = [
-    Member("m-1", "Whale wallets accumulated BTC for three days before the price jumped 6%. I should watch on-chain "
-           "flows more closely.", 1.2),
-    Member("m-2", "Large holders kept buying bitcoin quietly; two days later BTC rallied hard. Accumulation by whales "
-           "preceded the move again.", 1.4),
-    Member("m-3", "Noticed whale addresses adding BTC all week, and the price rose afterwards. This pattern keeps "
-           "repeating before rallies.", 0.9),
-    Member("m-4", "Whale accumulation of BTC showed up on-chain ahead of Friday's pump. Whale wallets buying led to a "
-           "price rise within 48 hours.", 1.1),
+    Member(
+        "m-1",
+        "Whale wallets accumulated BTC for three days before the price jumped 6%. I should watch on-chain "
+        "flows more closely.",
+        1.2,
+    ),
+    Member(
+        "m-2",
+        "Large holders kept buying bitcoin quietly; two days later BTC rallied hard. Accumulation by whales "
+        "preceded the move again.",
+        1.4,
+    ),
+    Member(
+        "m-3",
+        "Noticed whale addresses adding BTC all week, and the price rose afterwards. This pattern keeps "
+        "repeating before rallies.",
+        0.9,
+    ),
+    Member(
+        "m-4",
+        "Whale accumulation of BTC showed up on-chain ahead of Friday's pump. Whale wallets buying led to a "
+        "price rise within 48 hours.",
+        1.1,
+    ),
 ]
 
 

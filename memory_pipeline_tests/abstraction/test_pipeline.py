@@ -5,8 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_pipeline.store import MemoryStore
-from memory_pipeline.store import invariants
+from memory_pipeline.store import MemoryStore, invariants
 from memory_pipeline.store import repository as repo
 from memory_pipeline_tests.conftest import run_job
 
@@ -85,8 +84,9 @@ def test_nightly_run_compresses_and_keeps_every_invariant(workspace: Path) -> No
             row = con.execute("SELECT importance, categories FROM memories WHERE id = ?", [s.id]).fetchall()[0]
             assert row[0] == max(1.0, max(prior))
             assert row[1][-1] == "compressed" and 2 <= len(row[1]) <= 3
-            assert s.id in {r[0] for r in con.execute(
-                "SELECT memory_id FROM embeddings WHERE memory_id = ?", [s.id]).fetchall()}
+            assert s.id in {
+                r[0] for r in con.execute("SELECT memory_id FROM embeddings WHERE memory_id = ?", [s.id]).fetchall()
+            }
         assert invariants.pending_rows(con) == []
 
 

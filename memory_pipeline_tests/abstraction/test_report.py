@@ -12,11 +12,28 @@ from memory_pipeline.tokens import estimate_tokens
 
 def make_report(**overrides: object) -> CompressionRunReport:
     base = dict(
-        run_id="r", started_at="s", finished_at="f", duration_ms=1000, memories_scanned=100, clusters_found=10,
-        clusters_skipped=1, clusters_compressed=9, memories_archived=40, abstractions_created=9, atoms_created=2,
-        atoms_enriched=0, tokens_before=1000, tokens_after=700, token_reduction_pct=30.0, avg_compression_ratio=3.0,
-        max_compression_ratio=5.0, min_compression_ratio=1.6, total_llm_calls=0, total_llm_input_tokens=0,
-        total_llm_output_tokens=0, estimated_cost_usd=0.0,
+        run_id="r",
+        started_at="s",
+        finished_at="f",
+        duration_ms=1000,
+        memories_scanned=100,
+        clusters_found=10,
+        clusters_skipped=1,
+        clusters_compressed=9,
+        memories_archived=40,
+        abstractions_created=9,
+        atoms_created=2,
+        atoms_enriched=0,
+        tokens_before=1000,
+        tokens_after=700,
+        token_reduction_pct=30.0,
+        avg_compression_ratio=3.0,
+        max_compression_ratio=5.0,
+        min_compression_ratio=1.6,
+        total_llm_calls=0,
+        total_llm_input_tokens=0,
+        total_llm_output_tokens=0,
+        estimated_cost_usd=0.0,
     )
     base.update(overrides)
     return CompressionRunReport(**base)  # type: ignore[arg-type]
@@ -38,10 +55,19 @@ def test_reduction_pct() -> None:
 def test_health_bands() -> None:
     good = {b.field: b.band for b in health_bands(make_report())}
     assert set(good.values()) == {"good"}
-    bad = {b.field: b.band for b in health_bands(make_report(token_reduction_pct=-1.0, clusters_skipped=6,
-                                                              estimated_cost_usd=0.3, avg_compression_ratio=2.0))}
-    assert bad == {"token_reduction_pct": "bad", "skip_rate": "bad", "estimated_cost_usd": "bad",
-                   "avg_compression_ratio": "warning", "errors": "good"}
+    bad = {
+        b.field: b.band
+        for b in health_bands(
+            make_report(token_reduction_pct=-1.0, clusters_skipped=6, estimated_cost_usd=0.3, avg_compression_ratio=2.0)
+        )
+    }
+    assert bad == {
+        "token_reduction_pct": "bad",
+        "skip_rate": "bad",
+        "estimated_cost_usd": "bad",
+        "avg_compression_ratio": "warning",
+        "errors": "good",
+    }
 
 
 def test_alert_priority() -> None:

@@ -12,8 +12,13 @@ from memory_pipeline.store.importers import import_brain_db, import_jsonl, impor
 from memory_pipeline.store.migrations import MIGRATIONS
 from memory_pipeline.store.records import ImportRejected
 
-GOOD = {"id": "m-1", "content": "Whales bought BTC.", "importance": 1.2, "categories": ["trading"],
-        "created_at": "2026-10-01T10:00:00Z"}
+GOOD = {
+    "id": "m-1",
+    "content": "Whales bought BTC.",
+    "importance": 1.2,
+    "categories": ["trading"],
+    "created_at": "2026-10-01T10:00:00Z",
+}
 
 
 def write_jsonl(path: Path, rows: list[object]) -> Path:
@@ -40,8 +45,13 @@ def test_missing_workspace_is_a_clear_error(tmp_path: Path) -> None:
 
 def test_jsonl_import_round_trip(tmp_path: Path) -> None:
     store = MemoryStore(tmp_path / "m.duckdb")
-    second = GOOD | {"id": "m-2", "categories": "ops, meta", "pinned": True, "embedding": [0.1, 0.2],
-                     "embedding_model": "toy"}
+    second = GOOD | {
+        "id": "m-2",
+        "categories": "ops, meta",
+        "pinned": True,
+        "embedding": [0.1, 0.2],
+        "embedding_model": "toy",
+    }
     summary = import_jsonl(store, write_jsonl(tmp_path / "in.jsonl", [GOOD, "", second]))
     assert (summary.memories, summary.embeddings) == (2, 1)
     with store.connect() as con:
@@ -115,8 +125,10 @@ def test_brain_db_import(tmp_path: Path) -> None:
     store = MemoryStore(tmp_path / "m.duckdb")
     db = make_brain_db(
         tmp_path / "brain.db",
-        [("a", "first memory", 1.0, '["trading","meta"]', "2026-10-01 10:00:00"),
-         ("b", "second memory", 2.7, "ops", "2026-10-02T10:00:00Z")],
+        [
+            ("a", "first memory", 1.0, '["trading","meta"]', "2026-10-01 10:00:00"),
+            ("b", "second memory", 2.7, "ops", "2026-10-02T10:00:00Z"),
+        ],
         {"a": struct.pack("<3f", 0.5, 0.25, 0.125), "b": "[1.0, 0.0, 0.0]"},
     )
     summary = import_path(store, db)
