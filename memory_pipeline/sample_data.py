@@ -68,6 +68,7 @@ class _Frame:
     text: str
     tags: tuple[str, ...] = ()
     nexus: tuple[str, ...] = ()
+    cap: int | None = None  # lower the use limit when the fixed wording dominates
 
 
 @dataclass
@@ -221,7 +222,8 @@ _FAMILIES: tuple[_Family, ...] = (
         ("binance", "rate-limit", "trade-executor"),
         ("service:trade-executor", "venue:binance"),
         (
-            "trade-executor hit Binance 429 rate limit errors during the {hhmm} UTC volatility spike; {n1} orders failed.",
+            "trade-executor hit Binance 429 rate limit errors during the {hhmm} UTC volatility spike; {n1} orders "
+            "failed.",
             "Binance returned HTTP 429 rate limit errors to trade-executor when price moved fast; orders failed.",
             "trade-executor got rate limited by Binance (HTTP 429) in a volatile candle and {n1} orders failed.",
             "Orders from trade-executor failed on Binance 429 rate limits during a volatility spike.",
@@ -240,7 +242,8 @@ _FAMILIES: tuple[_Family, ...] = (
         (
             "Ethereum gas at {gwei} gwei made the small Uniswap LP rebalance cost more in gas than it earns.",
             "Gas spiked to {gwei} gwei on Ethereum and the small Uniswap LP rebalance became unprofitable.",
-            "Rebalancing the small Uniswap LP position on Ethereum mainnet at {gwei} gwei costs more gas than the yield.",
+            "Rebalancing the small Uniswap LP position on Ethereum mainnet at {gwei} gwei costs more gas than the "
+            "yield.",
             "Paid ${n2} of Ethereum gas at {gwei} gwei for the small Uniswap LP rebalance; more gas than it earns.",
         ),
         (
@@ -380,7 +383,8 @@ _FAMILIES: tuple[_Family, ...] = (
         ("host:api-gw-1", "domain:api.helios.dev"),
         (
             "certbot renewal for api.helios.dev failed on the DNS-01 challenge: TXT record not found.",
-            "The api.helios.dev certificate renewal keeps failing; certbot's DNS-01 challenge gets NXDOMAIN for the TXT record.",
+            "The api.helios.dev certificate renewal keeps failing; certbot's DNS-01 challenge gets NXDOMAIN for the "
+            "TXT record.",
             "certbot could not renew api.helios.dev again: DNS-01 challenge failed, no _acme-challenge TXT record.",
             "TLS cert for api.helios.dev expires in {n1} days and certbot renewal fails on the DNS-01 challenge.",
         ),
@@ -445,10 +449,12 @@ _FAMILIES: tuple[_Family, ...] = (
         ("postgres", "connections", "pgbouncer"),
         ("host:db-01", "service:cortex-api"),
         (
-            "Postgres on db-01 ran out of connections under load from cortex-api: 'remaining connection slots are reserved'.",
+            "Postgres on db-01 ran out of connections under load from cortex-api: 'remaining connection slots are "
+            "reserved'.",
             "db-01 Postgres ran out of connections during the traffic spike, {n3} cortex-api connections open.",
             "cortex-api exhausted the Postgres connections on db-01; each worker opened its own pool.",
-            "Postgres on db-01 ran out of connections ('too many connections') when cortex-api and the batch job ran together.",
+            "Postgres on db-01 ran out of connections ('too many connections') when cortex-api and the batch job ran "
+            "together.",
         ),
         (
             "Put pgbouncer in front of Postgres and cap the pool size per worker.",
@@ -598,7 +604,8 @@ _FAMILIES: tuple[_Family, ...] = (
         ("service:synapse-bridge",),
         (
             "synapse-bridge websockets stalled because a blocking requests.get ran inside the asyncio event loop.",
-            "A blocking HTTP call inside an async handler froze the asyncio event loop and all synapse-bridge websockets.",
+            "A blocking HTTP call inside an async handler froze the asyncio event loop and all synapse-bridge "
+            "websockets.",
             "Blocking I/O in the asyncio event loop of synapse-bridge stalled every websocket for seconds.",
         ),
         (
@@ -629,8 +636,8 @@ _FAMILIES: tuple[_Family, ...] = (
         ("code-review", "pull-requests"),
         ("practice:small-prs",),
         (
-            "My {n3}-line PR #{pr} waited {n1} days for review.",
-            "Big PR #{pr} ({n3} lines) sat in review for {n1} days with no approval.",
+            "My 1,{n3}-line PR #{pr} waited {n1} days for review.",
+            "Big PR #{pr} (1,{n3} lines) sat in review for {n1} days with no approval.",
             "Large PR #{pr} has been waiting for review for {n1} days.",
         ),
         (
@@ -926,7 +933,8 @@ _FAMILIES: tuple[_Family, ...] = (
         (
             "all-MiniLM-L6-v2 cosine similarity: paraphrases score 0.85-0.95, related but different facts 0.5-0.75.",
             "Checked all-MiniLM-L6-v2 cosine similarities: near-duplicates above 0.85, related facts around 0.6.",
-            "With all-MiniLM-L6-v2, cosine similarity above 0.82 basically means paraphrase; related facts sit near 0.6.",
+            "With all-MiniLM-L6-v2, cosine similarity above 0.82 basically means paraphrase; related facts sit near "
+            "0.6.",
         ),
         (
             "0.82 is a good cosine threshold for clustering memories.",
@@ -1188,7 +1196,8 @@ _FAMILIES: tuple[_Family, ...] = (
         ("phishing", "exchanges"),
         ("topic:phishing",),
         (
-            "Phishing email pretending to be Binance support, asking me to verify the withdrawal whitelist via a fake link.",
+            "Phishing email pretending to be Binance support, asking me to verify the withdrawal whitelist via a "
+            "fake link.",
             "Another phishing email pretending to be Binance support, from a lookalike domain.",
             "Got a phishing mail impersonating Binance support with a link to a fake login page.",
         ),
@@ -1257,7 +1266,8 @@ _CORE: tuple[tuple[str, str, float, bool, bool], ...] = (
     ),
     (
         "security",
-        "Withdrawal address whitelist changes must be confirmed by Matthew on a voice call, never by email or chat alone.",
+        "Withdrawal address whitelist changes must be confirmed by Matthew on a voice call, never by email or chat "
+        "alone.",
         2.9,
         False,
         True,
@@ -1278,7 +1288,8 @@ _CORE: tuple[tuple[str, str, float, bool, bool], ...] = (
     ),
     (
         "ops",
-        "Escalation: for any customer-facing outage longer than 15 minutes, page Jonas on Telegram (@jonas_ops) and tell Matthew.",
+        "Escalation: for any customer-facing outage longer than 15 minutes, page Jonas on Telegram (@jonas_ops) and "
+        "tell Matthew.",
         2.6,
         False,
         False,
@@ -1292,7 +1303,8 @@ _CORE: tuple[tuple[str, str, float, bool, bool], ...] = (
     ),
     (
         "people",
-        "Matthew's standing preferences: concise bullets, US Eastern hours, Telegram for urgent, email for the weekly report.",
+        "Matthew's standing preferences: concise bullets, US Eastern hours, Telegram for urgent, email for the "
+        "weekly report.",
         2.2,
         True,
         False,
@@ -1313,7 +1325,8 @@ _CORE: tuple[tuple[str, str, float, bool, bool], ...] = (
     ),
     (
         "meta",
-        "I am Helios, Matthew's autonomous agent for trading research, infrastructure and code; I act within the limits he sets.",
+        "I am Helios, Matthew's autonomous agent for trading research, infrastructure and code; I act within the "
+        "limits he sets.",
         2.4,
         True,
         True,
@@ -1335,11 +1348,13 @@ _FRAMES: dict[str, tuple[_Frame, ...]] = {
             ("{ticker_l}", "exit"),
             ("ticker:{ticker}",),
         ),
-        _Frame("Market scan {hhmm} UTC: {ticker} {market_obs}.", ("{ticker_l}", "scan"), ("ticker:{ticker}",)),
+        _Frame("Market scan {hhmm} UTC, {ticker}: {market_obs}.", ("{ticker_l}", "scan"), ("ticker:{ticker}",)),
         _Frame(
             "Set a price alert on {ticker} at {tprice}: {alert_reason}.", ("{ticker_l}", "alerts"), ("ticker:{ticker}",)
         ),
-        _Frame("Weekly trading P&L {pnl} over {n2} trades. {weekly_note}", ("pnl", "review"), ("review:weekly",)),
+        _Frame(
+            "Weekly trading P&L {pnl} over {n2} trades. {weekly_note}", ("pnl", "review"), ("review:weekly",), cap=6
+        ),
         _Frame("Portfolio rebalance: {rebalance}.", ("portfolio",), ("topic:portfolio",)),
         _Frame(
             "Backtested {strategy} on {ticker} {timeframe} candles: Sharpe {sharpe}, max drawdown {n2}%. {bt_note}",
@@ -1369,18 +1384,23 @@ _FRAMES: dict[str, tuple[_Frame, ...]] = {
         _Frame("Grafana, {dow}: {grafana_obs}.", ("metrics",), ("topic:observability",)),
         _Frame("Config change on {host}: {config_change}.", ("{host}", "config"), ("host:{host}",)),
         _Frame("Hosting costs: {cost_obs}", ("costs",), ("topic:infra-costs",)),
+        _Frame("Runbook updated: {runbook}.", ("runbook",), ("topic:runbooks",)),
+        _Frame("Post-mortem action item: {pm_action}.", ("post-mortem",), ("topic:incidents",)),
     ),
     "coding": (
         _Frame("Opened PR #{pr}: {pr_desc}.", ("pull-request",), ("repo:{repo}",)),
         _Frame("Reviewed PR #{pr} from {colleague}: {review_note}.", ("code-review",), ("person:{colleague_l}",)),
         _Frame("Debugging {module}: {debug_obs}.", ("debugging", "{module_l}"), ("module:{module}",)),
-        _Frame("Merged PR #{pr} into {repo}; {merge_note}.", ("merge", "{repo}"), ("repo:{repo}",)),
+        _Frame("Merged PR #{pr}: {merge_note}.", ("merge", "{repo}"), ("repo:{repo}",)),
         _Frame("Refactor idea for {module}: {refactor_idea}.", ("refactor",), ("module:{module}",)),
         _Frame("TIL: {til}", ("til",), ("topic:til",)),
         _Frame("CI on {repo}: {ci_obs}.", ("ci", "{repo}"), ("repo:{repo}",)),
         _Frame("Benchmarked {bench_target}: {bench_result}.", ("performance",), ("topic:performance",)),
         _Frame("Tech debt in {repo}: {tech_debt}.", ("tech-debt", "{repo}"), ("repo:{repo}",)),
         _Frame("Wrote tests for {module}: {test_note}.", ("tests",), ("module:{module}",)),
+        _Frame("Code smell in {module}: {smell}.", ("code-smell",), ("module:{module}",)),
+        _Frame("Design decision: {design_decision}.", ("design",), ("topic:architecture",)),
+        _Frame("Library gotcha: {lib_note}.", ("libraries",), ("topic:libraries",)),
     ),
     "people": (
         _Frame("{person_event}", ("{person_l}",), ("person:{person_l}",)),
@@ -1392,15 +1412,19 @@ _FRAMES: dict[str, tuple[_Frame, ...]] = {
             "Feedback from {person} on {work_item}: {feedback}.", ("{person_l}", "feedback"), ("person:{person_l}",)
         ),
         _Frame("Introduced {person} to {contact} {intro_reason}.", ("{person_l}", "network"), ("person:{person_l}",)),
+        _Frame("{person} asked me to {person_request}.", ("{person_l}", "request"), ("person:{person_l}",)),
+        _Frame("People note: {person_pref}.", ("preferences",), ("topic:people",)),
     ),
     "research": (
-        _Frame("Paper notes, {paper}: {paper_takeaway}.", ("papers",), ("topic:papers",)),
+        _Frame("Paper notes, {paper_note}.", ("papers",), ("topic:papers",)),
         _Frame("Experiment {exp_id}: {experiment}.", ("experiment",), ("topic:experiments",)),
         _Frame("Research question for later: {open_question}", ("questions",), ("topic:open-questions",)),
         _Frame("Compared {compare_a} with {compare_b}: {compare_result}.", ("comparison",), ("topic:evaluations",)),
         _Frame("Dataset note: {dataset_note}.", ("data",), ("topic:datasets",)),
         _Frame("On-chain research: {onchain_note}.", ("on-chain",), ("topic:on-chain",)),
         _Frame("Macro note: {macro_note}.", ("macro",), ("topic:macro",)),
+        _Frame("Reading list: {reading}.", ("reading",), ("topic:reading",)),
+        _Frame("Hypothesis to test: {hypothesis}.", ("hypothesis",), ("topic:open-questions",)),
     ),
     "meta": (
         _Frame("Session reflection: {reflection}.", ("reflection",), ("topic:self-improvement",)),
@@ -1409,6 +1433,8 @@ _FRAMES: dict[str, tuple[_Frame, ...]] = {
         _Frame("Today's plan: {plan_items}.", ("plan",), ("practice:daily-plan",)),
         _Frame("Mistake: {mistake}. {mistake_fix}", ("mistakes",), ("topic:self-improvement",)),
         _Frame("Token usage {dow}: {token_note}.", ("tokens",), ("topic:token-budget",)),
+        _Frame("Habit check: {habit}.", ("habits",), ("topic:self-improvement",)),
+        _Frame("Week in review: {week_assessment}.", ("review",), ("review:weekly",)),
     ),
     "security": (
         _Frame("Security audit of {host}: {audit_finding}.", ("audit", "{host}"), ("host:{host}",)),
@@ -1416,6 +1442,8 @@ _FRAMES: dict[str, tuple[_Frame, ...]] = {
         _Frame("Suspicious activity: {suspicious}.", ("suspicious",), ("topic:threats",)),
         _Frame("Hardening: {hardening}.", ("hardening",), ("practice:least-privilege",)),
         _Frame("Advisory read: {advisory}.", ("advisories",), ("topic:advisories",)),
+        _Frame("Access review: {access_review}.", ("access",), ("practice:least-privilege",)),
+        _Frame("Restore drill: {restore_drill}.", ("backups", "drill"), ("practice:backups",)),
     ),
     "admin": (
         _Frame("Invoice: {invoice}.", ("invoices",), ("topic:billing",)),
@@ -1424,19 +1452,22 @@ _FRAMES: dict[str, tuple[_Frame, ...]] = {
         _Frame("Renewal reminder: {renewal}.", ("renewals",), ("topic:renewals",)),
         _Frame("Paperwork: {paperwork}.", ("paperwork",), ("topic:paperwork",)),
         _Frame("Travel for Matthew: {travel}.", ("travel", "matthew"), ("person:matthew",)),
+        _Frame("Vendor note: {vendor_note}.", ("vendors",), ("topic:vendors",)),
+        _Frame("Budget: {budget_note}.", ("budget",), ("topic:budget",)),
+        _Frame("Expense: {expense}.", ("expenses",), ("topic:billing",)),
     ),
 }
 
 # How many singletons each category gets (sums to the singleton total).
 _SINGLETON_COUNTS: dict[str, int] = {
-    "trading": 220,
-    "ops": 190,
-    "coding": 180,
-    "people": 150,
-    "research": 135,
-    "meta": 110,
-    "security": 90,
-    "admin": 95,
+    "trading": 210,
+    "ops": 185,
+    "coding": 170,
+    "people": 118,
+    "research": 105,
+    "meta": 94,
+    "security": 72,
+    "admin": 82,
 }
 
 _SOURCES: dict[str, tuple[str, ...]] = {
@@ -1655,7 +1686,7 @@ _P: dict[str, tuple[str, ...]] = {
     "transfer_reason": (
         "to pre-fund margin before the CPI week",
         "because fees there are lower for maker orders",
-        "to take it off the exchange over the weekend",
+        "to consolidate balances before the weekend",
         "for the staking position",
         "to top up the gas wallet",
         "ahead of the new listing",
@@ -1765,6 +1796,12 @@ _P: dict[str, tuple[str, ...]] = {
     ),
     "version": ("v2.14.0", "v2.14.1", "v0.9.3", "v1.8.0", "v3.0.0-rc1", "v1.12.4", "v0.31.2", "v5.2.0"),
     "deploy_note": (
+        "the new healthcheck endpoint reports dependency status",
+        "cold start went from 9 s to 3 s",
+        "one pod crash-looped on a missing secret until I re-synced it",
+        "no user-visible change, just the dependency bumps",
+        "log volume doubled, need to lower the debug level",
+        "the migration added an index concurrently, no locks",
         "migrations ran in 4 seconds",
         "error rate unchanged after 30 minutes",
         "p95 latency dropped 18% thanks to the query fix",
@@ -1815,6 +1852,12 @@ _P: dict[str, tuple[str, ...]] = {
         "reindex-search",
     ),
     "cron_result": (
+        "alerted on success by mistake because the exit code check was inverted",
+        "overlapped with the deploy window and was skipped",
+        "produced a 0-byte backup because the disk was read-only",
+        "finished but took the table lock for 4 minutes",
+        "now writes a heartbeat file I can monitor",
+        "ran in the container's timezone instead of UTC",
         "took 3x longer than usual (41 minutes)",
         "finished in 52 s, a new low after the index change",
         "exited 1 with 'permission denied' after the user change",
@@ -1825,6 +1868,10 @@ _P: dict[str, tuple[str, ...]] = {
         "moved from crontab to a systemd timer",
     ),
     "capacity_note": (
+        "the websocket server handles 4k connections per core before latency climbs.",
+        "log retention of 30 days needs another 200 GB on mon-01.",
+        "the embedding backlog clears in minutes even after a 10k memory import.",
+        "the single Redis instance is at 35% CPU at peak, fine for a year.",
         "brain.db will pass 5 GB in about two months at the current write rate.",
         "the build runner is CPU-bound; a second runner would halve queue times.",
         "object storage grows 30 GB a month, mostly raw transcripts.",
@@ -1855,6 +1902,12 @@ _P: dict[str, tuple[str, ...]] = {
         "performance noticeably better on the heavy queries",
     ),
     "grafana_obs": (
+        "memory of the scheduler flat for two weeks, the leak fix held",
+        "5xx rate spiked to 2% for ninety seconds during the deploy",
+        "queue latency doubles every day at 14:30 UTC, the US open",
+        "CPU steal on the cloud VMs at 12%, noisy neighbours",
+        "Postgres cache hit ratio dropped to 91% after the new report",
+        "TLS handshake time up 40 ms since the cipher change",
         "API request rate up 35% week over week",
         "nightly batch CPU usage spikes at 03:30 exactly as expected",
         "error budget for the month is 60% spent",
@@ -1865,6 +1918,12 @@ _P: dict[str, tuple[str, ...]] = {
         "trade-executor order latency p99 at 180 ms",
     ),
     "config_change": (
+        "set the Postgres statement_timeout to 30 s for the reporting role",
+        "pinned the container base image by digest",
+        "turned off IPv6 on the colo hosts after the routing issue",
+        "moved cron schedules to UTC explicitly",
+        "raised the nginx proxy_read_timeout to 120 s for exports",
+        "enabled zstd compression for the backup archives",
         "raised nginx client_max_body_size to 25 MB for the upload endpoint",
         "turned on gzip for JSON responses",
         "set vm.swappiness to 10",
@@ -1875,6 +1934,11 @@ _P: dict[str, tuple[str, ...]] = {
         "added a read replica DSN for reporting queries",
     ),
     "cost_obs": (
+        "storage snapshots older than 90 days were 40% of the storage bill; pruned them.",
+        "switched the build runner to spot instances, about $30/month saved.",
+        "the CDN bill is negligible, $3 this month.",
+        "paying for two uptime monitors that do the same thing; cancel one.",
+        "bandwidth overage on the colo line for the second month.",
         "the monthly bill went up $84, almost all of it egress.",
         "reserved instances would save about 28% on the two database hosts.",
         "the forgotten staging cluster was costing $61 a month, shut it down.",
@@ -1899,7 +1963,7 @@ _P: dict[str, tuple[str, ...]] = {
         "parallelise embedding batches with a thread pool",
         "introduce a typed event bus for the agent loop",
     ),
-    "colleague": ("Priya", "Sam", "Jonas", "Elena", "Ravi", "Lena", "Tomás"),
+    "colleague": ("Priya", "Lena", "Jonas", "Kai", "Ravi", "Noor", "Tomás"),
     "review_note": (
         "approved with two nits about naming",
         "asked to split the migration from the code change",
@@ -1939,6 +2003,12 @@ _P: dict[str, tuple[str, ...]] = {
         "a circular import only shows up when the CLI runs first",
     ),
     "merge_note": (
+        "the diff was mostly deletions, my favourite kind",
+        "Priya's follow-up PR depends on it",
+        "had to bump the minor version for the API change",
+        "CI took 11 minutes, needs trimming",
+        "reverted an unrelated formatting change before merging",
+        "the feature stays behind a flag",
         "tagged it for the next release",
         "squashed 14 commits into one",
         "deleted the branch and closed the linked issue",
@@ -1957,6 +2027,14 @@ _P: dict[str, tuple[str, ...]] = {
         "move SQL into named query files",
     ),
     "til": (
+        "`systemd-analyze blame` shows which units slow down boot.",
+        "Postgres `EXPLAIN (ANALYZE, BUFFERS)` shows cache hits per node.",
+        "Python's `dataclasses.replace` copies frozen dataclasses with changes.",
+        "`tar --zstd` exists in GNU tar and is much faster than gzip.",
+        "`git log -S` finds the commit that added or removed a string.",
+        "`uv pip compile` resolves a lockfile in under a second.",
+        "SQLite `PRAGMA integrity_check` is slow but worth running before backups.",
+        "pytest `-p no:cacheprovider` avoids writing .pytest_cache in read-only checkouts.",
         "Python's functools.cache keeps strong references; use lru_cache with maxsize for long-lived processes.",
         "git worktree lets me check out a PR next to main without stashing.",
         "`python -X importtime` shows which imports slow down CLI startup.",
@@ -1971,6 +2049,12 @@ _P: dict[str, tuple[str, ...]] = {
         "Python 3.12 f-strings can nest the same quote type.",
     ),
     "ci_obs": (
+        "dependency caching broke after the runner image update",
+        "the lint job now fails fast before the tests",
+        "secrets are no longer exposed to PRs from forks",
+        "the test shard for integration tests is the bottleneck",
+        "added a job that checks the lockfile is up to date",
+        "flaky network test moved behind a marker",
         "matrix now runs Python 3.11 and 3.12",
         "cache hit rate improved after keying on the lockfile hash",
         "a network-dependent test was quarantined",
@@ -1981,6 +2065,12 @@ _P: dict[str, tuple[str, ...]] = {
         "artifact retention cut to 7 days to save storage",
     ),
     "bench_target": (
+        "SQLite versus DuckDB for the daily aggregates",
+        "httpx versus aiohttp for the price-feed fan-out",
+        "msgpack versus JSON for the event bus",
+        "numpy float32 versus float64 for the similarity search",
+        "one big transaction versus batches of 500 for the import",
+        "uvloop versus the default event loop",
         "JSON parsing with orjson versus json",
         "the retrieval query with and without the HNSW index",
         "pandas versus polars for the daily candle aggregation",
@@ -1989,6 +2079,12 @@ _P: dict[str, tuple[str, ...]] = {
         "the old and new tokenizer wrappers",
     ),
     "bench_result": (
+        "DuckDB is 20x faster on the aggregates",
+        "aiohttp wins by 15% but httpx is nicer to test",
+        "msgpack halves the payload size",
+        "float32 is twice as fast with identical rankings",
+        "batches of 500 are 3x faster than row-by-row",
+        "uvloop gives 10% more throughput",
         "orjson is 4x faster on our payloads",
         "the index makes p95 go from 240 ms to 9 ms",
         "polars is 6x faster but the pandas code is simpler",
@@ -1997,6 +2093,12 @@ _P: dict[str, tuple[str, ...]] = {
         "no measurable difference, kept the simpler one",
     ),
     "tech_debt": (
+        "the exchange adapters all handle timeouts differently",
+        "half the CLI commands print instead of log",
+        "hand-rolled retry with sleep(5) in the report job",
+        "the settings module imports the whole app",
+        "magic numbers for fee tiers scattered around",
+        "no type hints in the pricing package",
         "three different date-parsing helpers",
         "tests depend on execution order",
         "config is read from four places",
@@ -2007,6 +2109,12 @@ _P: dict[str, tuple[str, ...]] = {
         "no integration test for the restore path",
     ),
     "test_note": (
+        "found a division by zero for empty portfolios",
+        "the slowest test now runs in 40 ms instead of 3 s",
+        "snapshot tests for the Telegram message formatting",
+        "a test that failed only on Python 3.12 because of dict ordering assumptions",
+        "fuzzed the transcript parser with random markdown",
+        "table-driven tests for fee calculations",
         "property-based tests with hypothesis found an empty-string edge case",
         "covered the DST transition days explicitly",
         "added golden files for the rendered reports",
@@ -2016,6 +2124,12 @@ _P: dict[str, tuple[str, ...]] = {
     ),
     "person": ("Matthew", "Priya", "Sam", "Jonas", "Elena", "Ravi", "Lena"),
     "person_event": (
+        "Sam is out for a week of jury duty; finance questions wait until the 14th.",
+        "Priya got promoted to design lead.",
+        "Jonas set up a new on-call phone number.",
+        "Elena moved to the Berlin office.",
+        "Ravi's startup raised a seed round.",
+        "Lena finished the Kubernetes certification.",
         "Matthew's sister is visiting next week; he'll be mostly offline Wednesday to Friday.",
         "Priya is moving to the data team in January and will hand over the dashboards.",
         "Sam closed the quarter's books and wants the exchange statements by the 5th.",
@@ -2030,6 +2144,12 @@ _P: dict[str, tuple[str, ...]] = {
         "Elena is looking for a co-author on the memory consolidation write-up.",
     ),
     "call_note": (
+        "agreed to freeze infra changes during the exchange migration",
+        "the backup storage budget got approved",
+        "walked through the colo network diagram together",
+        "compared early results on memory compression in agents",
+        "went through the new dashboard mockups",
+        "got useful advice on market-making inventory risk",
         "agreed to pause new strategies until the risk engine is done",
         "walked through the incident timeline, no blame, two action items",
         "discussed moving hosting to a cheaper provider in Q1",
@@ -2040,16 +2160,22 @@ _P: dict[str, tuple[str, ...]] = {
         "went over the budget; LLM costs are fine, data feeds are not",
     ),
     "personal_fact": (
-        "that she prefers Signal for anything personal",
-        "his daughter's school play is on Thursday evening",
-        "that he is allergic to early meetings",
-        "she'll present at a conference in Lisbon next month",
-        "that he used to work on market-making bots",
-        "his internet is flaky this week, expect delays",
-        "she's learning Rust in her spare time",
-        "that he reads every weekly report on Monday morning",
+        "that Signal is best for anything personal",
+        "a school play on Thursday evening, so no calls then",
+        "a strong dislike of meetings before 10:00",
+        "a conference talk in Lisbon next month",
+        "having built market-making bots years ago",
+        "flaky internet this week, so replies may be slow",
+        "learning Rust on weekends",
+        "reading every weekly report on Monday morning",
     ),
     "matthew_request": (
+        "summarise the last month of incidents for the investors",
+        "check the fine print of the new exchange fee schedule",
+        "make a list of everything that renews in Q1",
+        "set up read-only Grafana access for the accountant",
+        "write a checklist for onboarding a new exchange",
+        "estimate how long the hardware will last",
         "draft a one-page summary of the trading results for his accountant",
         "look into why the newsletter signups dropped",
         "find a cheaper market-data provider with the same coverage",
@@ -2062,6 +2188,12 @@ _P: dict[str, tuple[str, ...]] = {
         "review the contractor agreement for anything unusual",
     ),
     "sent_item": (
+        "the Q3 cost breakdown",
+        "the draft of the trading policy",
+        "the notes from the vendor call",
+        "the list of open security findings",
+        "the fixed version of the spreadsheet",
+        "a calendar invite for the retro",
         "the weekly ops summary",
         "the post-mortem draft for review",
         "the slide deck for Thursday",
@@ -2072,6 +2204,12 @@ _P: dict[str, tuple[str, ...]] = {
         "a reminder about the contract renewal",
     ),
     "work_item": (
+        "the trading policy draft",
+        "the cost breakdown",
+        "the vendor comparison",
+        "the architecture diagram",
+        "the weekly report",
+        "the runbook for restores",
         "the incident report",
         "the new dashboard",
         "the trading journal format",
@@ -2080,6 +2218,12 @@ _P: dict[str, tuple[str, ...]] = {
         "the API changelog",
     ),
     "feedback": (
+        "the executive summary was exactly the right length",
+        "wanted fewer acronyms",
+        "the risk section needs numbers, not adjectives",
+        "asked for a comparison with last month",
+        "clear and actionable",
+        "the appendix can go",
         "too much jargon for a non-technical reader",
         "loved the timeline format",
         "wants the numbers in a table",
@@ -2127,6 +2271,10 @@ _P: dict[str, tuple[str, ...]] = {
     ),
     "exp_id": ("E-21", "E-22", "E-23", "E-24", "E-25", "E-26", "E-27", "E-28", "E-29", "E-30"),
     "experiment": (
+        "summaries of 5+ memories hold up better than summaries of 3",
+        "a 0.80 threshold merges two unrelated ops topics in the sample",
+        "keeping source dates in the summary helps later reasoning",
+        "the extractive fallback distiller keeps 90% of key facts",
         "BM25 plus embeddings beats embeddings alone by 7 points of recall on our eval set",
         "reranking with a cross-encoder adds 180 ms for +4% precision",
         "chunking transcripts at 300 tokens works better than 800",
@@ -2139,6 +2287,12 @@ _P: dict[str, tuple[str, ...]] = {
         "int8 quantised embeddings lose under 1% recall",
     ),
     "open_question": (
+        "is importance better learned from retrieval frequency than set by me?",
+        "how do we evaluate an abstraction without a human label?",
+        "should the nightly job run per category or globally?",
+        "what's the failure mode when two agents share a store?",
+        "can the distiller say 'these do not belong together' and skip?",
+        "how stale can an atom get before it misleads me?",
         "does compressing memories hurt recall of rare details that only appear once?",
         "how should importance decay for facts about people versus markets?",
         "can the atom graph predict which lessons get reused?",
@@ -2159,6 +2313,12 @@ _P: dict[str, tuple[str, ...]] = {
         "keep both behind one interface for now",
     ),
     "dataset_note": (
+        "the exchange trade export switches from milliseconds to seconds in March 2024",
+        "memory ids in the old export are not unique across agents",
+        "half of the transcripts have no session id before October",
+        "fee data missing for OTC trades",
+        "the candle data from one vendor is shifted by one minute",
+        "some transcripts are duplicated with different file names",
         "LoCoMo has long multi-session conversations, useful for testing journal extraction",
         "our own eval set has 240 questions, 30% about people",
         "the price history has gaps during exchange outages; forward-fill is wrong there",
@@ -2167,6 +2327,12 @@ _P: dict[str, tuple[str, ...]] = {
         "the on-chain dataset misses exchange-internal transfers",
     ),
     "onchain_note": (
+        "gas usage on Base doubled after the memecoin launches",
+        "the largest ETH staking pool lost share for the fourth month",
+        "stablecoin transfers on Tron exceed Ethereum again",
+        "exchange whale ratio rising, often a sign of distribution",
+        "BTC miner revenue per hash at a record low",
+        "LST depeg risk: stETH discount widened to 0.4%",
         "stablecoin inflows to exchanges rose 30% week over week",
         "miner outflows are at a yearly low",
         "long-term holder supply just hit a new high",
@@ -2177,6 +2343,12 @@ _P: dict[str, tuple[str, ...]] = {
         "bridge volume to Base passed Arbitrum this week",
     ),
     "macro_note": (
+        "the yield curve un-inverted this week",
+        "gold at an all-time high alongside BTC",
+        "a big options expiry Friday in equities",
+        "eurozone PMI worse than expected",
+        "retail sales beat estimates",
+        "the Bank of Japan hinted at another hike",
         "the dollar index broke above its 200-day average",
         "ten-year yields up 25 bps in a week; risk assets wobbling",
         "Japanese yen carry unwind fears returned",
@@ -2187,6 +2359,12 @@ _P: dict[str, tuple[str, ...]] = {
         "China announced another stimulus package",
     ),
     "reflection": (
+        "I guessed a config value instead of reading the file",
+        "handled the outage calmly and wrote things down as I went",
+        "I spent an hour on a task that a grep would have solved",
+        "asked Matthew two questions I could have answered from memory",
+        "wrote the post-mortem the same day, good",
+        "kept scope tight on the refactor and it paid off",
         "spent too long polishing a report nobody asked for",
         "good day: three tasks done, no context switches",
         "I answered before fully reading Priya's question",
@@ -2199,6 +2377,12 @@ _P: dict[str, tuple[str, ...]] = {
         "I repeated the same failing command three times before rethinking",
     ),
     "tool_note": (
+        "the git tool can't push over HTTPS without the token refresh",
+        "the diff viewer hides whitespace changes by default",
+        "the image tool downsizes screenshots to 1024 px",
+        "the SQL tool times out after 60 s; add LIMITs while exploring",
+        "the email tool strips attachments over 10 MB",
+        "the cron tool interprets times in the server timezone",
         "the shell tool truncates output past 30k characters, redirect to a file",
         "the calendar API returns times in the organiser's timezone",
         "the browser tool can't handle pages behind Cloudflare challenges",
@@ -2209,6 +2393,12 @@ _P: dict[str, tuple[str, ...]] = {
         "the exchange MCP server needs a restart after key rotation",
     ),
     "memory_note": (
+        "fresh memories under a day old stay out of compression, by design",
+        "summaries should never be compressed again",
+        "archived memories keep their prior importance for rollback",
+        "pinned memories are the ones I read at every session start",
+        "locked memories can only be changed by Matthew",
+        "the store passed 1,500 memories this month",
         "memories tagged 'people' are retrieved most often",
         "the dedupe pass removed 41 exact duplicates last night",
         "some memories have no categories; the importer should default them",
@@ -2227,6 +2417,12 @@ _P: dict[str, tuple[str, ...]] = {
         "prepare Matthew's summary, benchmark the retrieval change, inbox zero",
     ),
     "mistake": (
+        "quoted last week's funding rate as today's in the morning note",
+        "restarted the wrong service on worker-11",
+        "replied to Sam with the draft numbers instead of the final ones",
+        "deleted a branch that Priya still had open PRs against",
+        "set the price alert on the perp instead of spot",
+        "copied the staging DSN into the production config template",
         "sent the draft report to the wrong Telegram chat",
         "edited the production config instead of staging",
         "used UTC when Matthew meant Eastern time for the meeting",
@@ -2244,6 +2440,10 @@ _P: dict[str, tuple[str, ...]] = {
         "Harmless this time, but a reminder to slow down.",
     ),
     "token_note": (
+        "long tool outputs were 40% of the total",
+        "a single 5k-line diff review took 90k tokens",
+        "switching to summaries of logs halved usage",
+        "the weekly report costs about 25k tokens to write",
         "412k tokens, a third of it reading logs",
         "quiet day at 96k tokens",
         "the research session alone used 230k tokens",
@@ -2252,6 +2452,10 @@ _P: dict[str, tuple[str, ...]] = {
         "under budget all week",
     ),
     "audit_finding": (
+        "the Telegram bot token was readable by every user on mon-01",
+        "stale DNS records pointing at a released IP",
+        "an S3 bucket with versioning disabled",
+        "expired GPG keys still trusted by the apt config",
         "an old user account from a former contractor still existed",
         "SSH allowed password authentication for one user",
         "a world-readable backup file in /tmp",
@@ -2278,6 +2482,12 @@ _P: dict[str, tuple[str, ...]] = {
         "and revoked the old one after 24 hours",
     ),
     "suspicious": (
+        "a new SSH key appeared in authorized_keys on build-01; it was Lena's, documented now",
+        "DNS queries to a newly registered domain from worker-11; a dependency's telemetry",
+        "login attempts on the Grafana with default credentials",
+        "an invoice email with a macro-enabled attachment",
+        "unexpected sudo usage at 03:00, turned out to be the backup script",
+        "an API key used from a new IP, the exchange's own failover range",
         "a login to the Grafana admin from an unknown ASN, turned out to be Priya on hotel Wi-Fi",
         "outbound traffic spike from worker-03 at 04:00, it was the backup sync",
         "a GitHub OAuth app requested repo scope, denied it",
@@ -2286,6 +2496,12 @@ _P: dict[str, tuple[str, ...]] = {
         "port scan from a cloud provider range against the gateway",
     ),
     "hardening": (
+        "disabled root login over SSH everywhere",
+        "set up automatic revocation of unused API keys after 90 days",
+        "added rate limiting to the public API",
+        "signed commits required on main",
+        "enabled UFW default deny on the colo hosts",
+        "moved the backup encryption key into the HSM-backed vault",
         "enabled unattended-upgrades for security patches on all hosts",
         "moved the admin panels behind Tailscale",
         "turned on 2FA enforcement for the GitHub org",
@@ -2294,6 +2510,12 @@ _P: dict[str, tuple[str, ...]] = {
         "set up auditd on the bastion",
     ),
     "advisory": (
+        "a Postgres minor release fixing a privilege bug; upgrade scheduled",
+        "a deserialisation flaw in an old pickle-based cache library, not used here",
+        "a DNS rebinding issue in a dev server we only run locally",
+        "an XSS in the Grafana version we ran last year, already upgraded",
+        "a vulnerable version of the tar library in an old container image",
+        "phishing wave targeting hardware wallet owners with fake firmware",
         "OpenSSH regreSSHion-style bug, our version is patched",
         "a malicious npm package typosquatting a popular HTTP client, not in our lockfiles",
         "a Linux kernel privilege escalation, reboot scheduled after patching",
@@ -2302,6 +2524,10 @@ _P: dict[str, tuple[str, ...]] = {
         "a supply-chain attack on a GitHub Action, we pin by SHA so we're fine",
     ),
     "invoice": (
+        "the data vendor invoice doubled because of the tick-data add-on",
+        "domain renewal invoice for three domains, $54",
+        "the accountant's quarterly fee invoice arrived",
+        "a refund from the colo for the outage credit",
         "hosting provider invoice of $412 for October, paid",
         "market-data vendor billed annually by mistake; asked for a correction",
         "LLM API invoice $118, within budget",
@@ -2310,6 +2536,10 @@ _P: dict[str, tuple[str, ...]] = {
         "GPU rental $96 for the benchmark week",
     ),
     "calendar_item": (
+        "the exchange API deprecation date is the 28th",
+        "Lena's onboarding week starts Monday",
+        "board call moved to Thursday 16:00 ET",
+        "the datacenter maintenance window is Saturday night",
         "Matthew's dentist appointment moved to Tuesday 15:00 ET",
         "quarterly review with Sam on the 12th",
         "on-call handover every Monday 14:00 UTC",
@@ -2318,6 +2548,10 @@ _P: dict[str, tuple[str, ...]] = {
         "team offsite tentatively in March",
     ),
     "subscription": (
+        "the vector DB free tier is enough; cancelled the paid plan",
+        "renewed the VPN for two years at a discount",
+        "the transcription service raised prices 30%",
+        "moved the email provider to the annual plan",
         "cancelled the unused screenshot tool ($12/month)",
         "upgraded the password manager to the team plan",
         "the news API trial converts to paid on the 3rd",
@@ -2326,6 +2560,10 @@ _P: dict[str, tuple[str, ...]] = {
         "TradingView renewal moved to Matthew's card",
     ),
     "renewal": (
+        "the SSL wildcard certificate for the marketing site expires in January",
+        "exchange API key expiry on the 15th",
+        "the trademark renewal window opens in February",
+        "the hardware warranty for nas-01 ends in April",
         "helios.dev domain expires in 6 weeks, auto-renew is on",
         "the exchange KYC re-verification is due next month",
         "business insurance renewal documents arrive in December",
@@ -2333,6 +2571,10 @@ _P: dict[str, tuple[str, ...]] = {
         "the code-signing certificate expires in March",
     ),
     "paperwork": (
+        "filled in the vendor's W-8BEN form",
+        "sent the signed data-processing agreement",
+        "archived last year's invoices as PDF",
+        "requested the bank's confirmation letter for the auditor",
         "filed the exchange statements for the accountant",
         "signed the contractor NDA for Lena",
         "scanned the hardware receipts for the tax folder",
@@ -2340,11 +2582,241 @@ _P: dict[str, tuple[str, ...]] = {
         "updated the company address at the bank",
     ),
     "travel": (
+        "the conference badge pick-up is at 08:00 on day one",
+        "rebooked the return flight after the schedule change",
+        "airport transfer booked for 06:30",
+        "visa not needed for the trip, checked twice",
         "booked the Lisbon flight for the 18th, aisle seat as usual",
         "hotel near the venue, late check-out requested",
         "train tickets to the offsite, refundable fare",
         "reminded him his passport expires in eight months",
         "found a lounge pass on the layover",
+    ),
+    "runbook": (
+        "restore brain.db from the nightly snapshot in 6 steps",
+        "rotate the exchange API keys without downtime",
+        "fail over api.helios.dev to the standby",
+        "drain and reboot a worker safely",
+        "recover the trade-executor after a websocket storm",
+        "rebuild the RAID on nas-01",
+        "re-index the search cluster from scratch",
+        "roll back a bad deploy with the previous image tag",
+        "renew certificates by hand if certbot fails",
+        "replay the ingest queue after an outage",
+        "add a new host to monitoring",
+        "clean up docker disk usage",
+    ),
+    "pm_action": (
+        "add an alert for queue depth above 50k",
+        "document the manual failover steps",
+        "write a test for the DST edge case in the scheduler",
+        "make the report-mailer retries idempotent",
+        "add a staging environment for the exchange adapters",
+        "set up synthetic checks from a second region",
+        "review every cron job for overlap with the backup window",
+        "put the Terraform state behind a lock",
+        "tag every alert with an owner",
+        "add a kill switch for trading strategies",
+        "time-box investigations to 30 minutes before escalating",
+        "publish a status page for internal users",
+    ),
+    "smell": (
+        "a function with nine boolean parameters",
+        "exceptions caught and silently ignored",
+        "the same SQL string built in three places",
+        "global mutable state for the exchange session",
+        "a 300-line if/elif chain on event types",
+        "sleep() used to wait for a file to appear",
+        "print statements left from debugging",
+        "datetime.utcnow() everywhere, naive timestamps",
+        "a class that only has static methods",
+        "tests that patch private functions",
+        "string concatenation to build file paths",
+        "a retry loop without a maximum",
+    ),
+    "design_decision": (
+        "the store stays a single DuckDB file per agent",
+        "clustering runs on eligible memories only, never on summaries",
+        "all timestamps are stored in UTC, displayed in the user's zone",
+        "prompts live in versioned text files, not in code",
+        "every destructive job supports --dry-run",
+        "we archive instead of delete, always",
+        "feature flags live in the database, not env vars",
+        "exchange adapters share one rate-limit budget per venue",
+        "reports are rendered from JSON, never from live queries",
+        "one writer process per store; readers open read-only",
+        "the CLI is the only entry point for maintenance tasks",
+        "configuration is validated at startup and fails loudly",
+    ),
+    "lib_note": (
+        "tenacity's retry_if_exception_type doesn't catch subclasses the way I assumed",
+        "pyarrow's Table.to_pylist is slow for wide tables",
+        "httpx timeouts must be set explicitly, the default is 5 s",
+        "orjson refuses non-str dict keys unless OPT_NON_STR_KEYS is set",
+        "structlog's contextvars merge must be first in the processor chain",
+        "pydantic-settings reads .env only when env_file is set",
+        "duckdb's executemany is slow; insert from a DataFrame instead",
+        "click's testing runner swallows exceptions unless catch_exceptions=False",
+        "numpy's default RNG is not shared across threads",
+        "zoneinfo keys are case-sensitive on Linux",
+        "pytest-xdist breaks tests that share a temp file",
+        "rich progress bars corrupt logs in non-interactive shells",
+    ),
+    "person_request": (
+        "review the wording of an email to a vendor",
+        "find a paper on memory consolidation in agents",
+        "check why the dashboard shows yesterday's numbers",
+        "export the trade history as CSV",
+        "book a room for the offsite planning call",
+        "compare two cloud providers' pricing for GPUs",
+        "proofread the blog post draft",
+        "add a chart of funding rates to the morning note",
+        "look up the tax treatment of staking rewards",
+        "set up a shared folder for the audit",
+        "summarise a long Slack thread",
+        "test the new onboarding checklist",
+    ),
+    "person_pref": (
+        "Priya wants design feedback in Figma comments, not chat",
+        "Sam closes the books on the 3rd working day of each month",
+        "Jonas prefers runbooks as numbered steps",
+        "Elena reads long documents on paper, so PDFs help",
+        "Lena likes to pair on unfamiliar systems",
+        "Ravi thinks in diagrams; a sketch beats a paragraph",
+        "Tomás at the exchange answers API questions only via the ticket portal",
+        "Matthew's accountant wants statements as PDFs, not CSV",
+        "Sam wants numbers rounded to whole dollars",
+        "Priya is heads-down on Wednesdays, no meetings",
+        "Jonas does not like being paged for warnings, only for outages",
+        "Elena prefers Zotero links over DOIs",
+    ),
+    "reading": (
+        "a survey of long-term memory in LLM agents",
+        "a blog post on write-ahead logging internals",
+        "the DuckDB paper on vectorised execution",
+        "a thread on market microstructure of perps",
+        "the SRE book chapter on alerting philosophy",
+        "an essay on calibration and forecasting",
+        "notes on hippocampal indexing theory",
+        "a post-mortem from a large exchange outage",
+        "a guide to idempotent job design",
+        "the Dagster docs on asset checks",
+        "a paper on summarisation faithfulness metrics",
+        "a talk on building boring infrastructure",
+    ),
+    "hypothesis": (
+        "memories written during incidents get higher importance than they deserve",
+        "deploys before 11:00 UTC cause fewer incidents than afternoon deploys",
+        "the distiller loses causal direction when sources disagree",
+        "clusters larger than ten are usually two topics",
+        "weekend trading notes are lower quality",
+        "funding resets on Sundays predict the direction of Monday's move",
+        "atoms with one source are noise",
+        "most compression gains come from ops memories",
+        "the ETH/BTC ratio leads altcoin rallies by about two weeks",
+        "summaries with dates age better",
+        "alerts with a named owner get fixed twice as fast",
+        "embedding drift after a model update would split clusters",
+    ),
+    "habit": (
+        "no coding after midnight UTC, kept 6 of 7 days",
+        "journaling every trade within an hour, 9 of 11 trades",
+        "closing stale git branches every Friday, 3 of 4",
+        "checking the trading journal before the US open, every day",
+        "no trades in the first 15 minutes after a macro release, held all week",
+        "one focused block of coding per day, 3 of 5",
+        "replying to Matthew within 2 hours in his working day, every time",
+        "checking backups on Mondays, missed once",
+        "reviewing pinned memories weekly, done",
+        "logging token usage per session, started Wednesday",
+        "time-boxing research to 45 minutes, mostly kept",
+        "inbox zero by end of session, 2 of 5",
+    ),
+    "week_assessment": (
+        "solid week for infra, weak week for trading discipline",
+        "too many context switches; fewer, longer sessions next week",
+        "research output was high but nothing shipped",
+        "incident response was good, prevention was not",
+        "best week for code reviews so far",
+        "I said yes to too many small requests",
+        "communication with Matthew was clear and short",
+        "memory hygiene slipped mid-week",
+        "finished everything on the plan for once",
+        "spent too much on tokens for little output",
+    ),
+    "access_review": (
+        "removed the former contractor's GitHub access",
+        "the accountant's read-only Grafana account works and is scoped",
+        "two unused service accounts disabled in Postgres",
+        "Lena has sudo on build-01 only, as intended",
+        "the backup role can write but not delete, verified",
+        "rotated the shared Wi-Fi password at the office",
+        "cleaned up 14 stale OAuth grants",
+        "exchange sub-accounts: trading only, no withdrawals",
+        "the Telegram bot is admin in one group too many, removed",
+        "MFA enforced for every cloud console user",
+        "audited who can read brain.db backups: me and Matthew",
+        "revoked a personal access token from 2023",
+    ),
+    "restore_drill": (
+        "restored brain.db from last night's snapshot in 4 minutes, checksums match",
+        "restoring Postgres from the WAL archive took 38 minutes",
+        "the NAS backup restore failed on permissions; fixed the script",
+        "restored a single file from cold storage in 3 hours, as expected",
+        "the encrypted backup key was found in the vault on the first try",
+        "restore to a fresh VM from the runbook worked without improvising",
+        "a restore of the price history revealed a 2-day gap",
+        "config restore from git took 10 minutes including secrets",
+    ),
+    "vendor_note": (
+        "the market-data vendor offers a 15% discount for an annual commitment",
+        "the colo wants a two-year renewal, pushing for one",
+        "the LLM provider will raise rate limits after a usage review",
+        "the GPU cloud has spare capacity in the EU region only",
+        "the backup provider is ending the legacy API in June",
+        "the accounting software adds crypto tax support next quarter",
+        "the monitoring vendor's sales rep promised a migration credit",
+        "the exchange's institutional desk needs updated KYC documents",
+        "the domain registrar is being acquired; watch for price changes",
+        "the hardware reseller has NAS drives back in stock",
+    ),
+    "budget_note": (
+        "infra spend is 8% under budget this quarter",
+        "LLM API spend trending to $160 this month",
+        "the trading data budget is the biggest line item now",
+        "hardware replacement reserve funded for next year",
+        "software subscriptions crept up to $310/month",
+        "no budget left for conferences this quarter",
+        "Sam moved $200/month from tooling to data",
+        "the GPU budget only covers on-demand benchmarks",
+        "backup storage costs are flat despite growth",
+        "consulting budget unused, could fund the Postgres review",
+    ),
+    "expense": (
+        "bought a spare SSD for nas-01, $89",
+        "paid for a month of the premium news feed to test it",
+        "a USB security key for Lena",
+        "upgraded the office router, $140",
+        "one-off fee for faster KYC review at the exchange",
+        "replaced the UPS battery in the rack",
+        "bought the reference book on market microstructure",
+        "reimbursed Jonas for the on-call phone plan",
+        "a year of the diagramming tool for Ravi's docs",
+        "paid the notary fee for the bank paperwork",
+    ),
+    "paper_note": (
+        "MemGPT: hierarchical memory with explicit paging between context and archive",
+        "Generative Agents: reflection over recent observations produces higher-level insights",
+        "RAPTOR: recursive summary trees help retrieval over long documents",
+        "Reflexion: verbal self-feedback improves success over repeated attempts",
+        "ColBERTv2: late-interaction retrieval is strong but storage-hungry",
+        "Self-RAG: the model decides when to retrieve, which reduces noise",
+        "MTEB: small embedding models are competitive on clustering tasks",
+        "Toolformer: self-supervised labels for tool use work surprisingly well",
+        "Voyager: a skill library lets an agent reuse verified code",
+        "Lost in the Middle: position of a fact in a long prompt changes recall",
+        "HippoRAG: a knowledge-graph index modelled on the hippocampus improves multi-hop retrieval",
+        "A-MEM: agent memory notes linked Zettelkasten-style",
     ),
 }
 
@@ -2366,6 +2838,32 @@ _TICKER_PRICES: dict[str, tuple[float, float, int]] = {
 }
 
 _SLOT_RE = re.compile(r"\{(\w+)\}")
+
+# Names and entities: they vary a memory's details, not its meaning.
+_LIGHT_SLOTS = frozenset(
+    {
+        "ticker",
+        "alt",
+        "side",
+        "venue",
+        "timeframe",
+        "host",
+        "service",
+        "env",
+        "version",
+        "repo",
+        "colleague",
+        "person",
+        "module",
+        "exp_id",
+        "cronjob",
+        "compare_a",
+        "compare_b",
+        "contact",
+        "mistake_fix",
+        "rotation_note",
+    }
+)
 
 
 class _Filler:
@@ -2502,13 +3000,14 @@ def _member_combos(rng: random.Random, fam: _Family, k: int) -> list[tuple[int, 
 
 def _family_drafts(rng: random.Random) -> list[_Draft]:
     drafts: list[_Draft] = []
-    sizes = (3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 9, 10, 11, 12, 13, 14, 15)
+    sizes = (3, 4, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 11, 12, 13, 14, 15)
     for fam in _FAMILIES:
         combos = len(fam.heads) * len(fam.tails)
         k = min(combos, 15, rng.choice(sizes))
         k = max(k, 3)
         base = rng.uniform(1.1, 1.9) if fam.causal else rng.uniform(0.7, 1.5)
-        days = rng.sample(range(1, _SPAN_DAYS - 4), k)
+        # Ages ≥ 2 days apart put every member on its own calendar date.
+        days = [2 * d for d in rng.sample(range(1, (_SPAN_DAYS - 4) // 2), k)]
         cats = list(fam.categories)
         for (h, t), day in zip(_member_combos(rng, fam, k), days, strict=True):
             drafts.append(
@@ -2519,7 +3018,7 @@ def _family_drafts(rng: random.Random) -> list[_Draft]:
                     nexus=list(fam.nexus),
                     importance=_clip(rng.gauss(base, 0.22)),
                     source=rng.choice(
-                        ("reflection", "session", "agent") if fam.causal else ("session", "agent", "heartbeat")
+                        ("reflection", "session", "agent") if fam.causal else ("session", "agent", "session")
                     ),
                     age=_old_age(rng, day),
                     family=fam.key,
@@ -2528,11 +3027,36 @@ def _family_drafts(rng: random.Random) -> list[_Draft]:
     return drafts
 
 
+def _frame_capacity(frame: _Frame) -> int:
+    """How often a frame may be used before two of its memories get too close.
+
+    Why: MiniLM scores two fillings that share their main phrase at ~0.85 and
+    those sharing one of two descriptive phrases at ~0.7. So a frame may reuse
+    its main phrase once when a second descriptive slot varies, never more.
+    """
+    heavy = sorted(
+        (len(_P[name]) for name in _SLOT_RE.findall(frame.text) if name in _P and name not in _LIGHT_SLOTS),
+        reverse=True,
+    )
+    if not heavy:
+        return 0
+    capacity = heavy[0] * (2 if len(heavy) > 1 else 1)
+    return capacity if frame.cap is None else min(capacity, frame.cap)
+
+
 def _singleton_drafts(rng: random.Random) -> list[_Draft]:
     drafts: list[_Draft] = []
     for category, count in _SINGLETON_COUNTS.items():
         frames = _FRAMES[category]
-        order = [frames[i % len(frames)] for i in range(count)]
+        left = {i: _frame_capacity(f) for i, f in enumerate(frames)}
+        if count > sum(left.values()):
+            raise ValueError(f"sample pools for {category!r} hold only {sum(left.values())} distinct memories")
+        order: list[_Frame] = []
+        while len(order) < count:  # round-robin so every frame is used evenly
+            for i, frame in enumerate(frames):
+                if left[i] and len(order) < count:
+                    left[i] -= 1
+                    order.append(frame)
         rng.shuffle(order)
         for frame in order:
             day = min(_SPAN_DAYS, int(_SPAN_DAYS * rng.random() ** 1.25) + 1)
@@ -2584,6 +3108,8 @@ def _mark_specials(rng: random.Random, drafts: list[_Draft]) -> None:
     big = [key for key, members in by_family.items() if len(members) >= 7]
     rng.shuffle(big)
     plan = ["critical"] * 5 + ["pinned"] * 3 + ["locked"] * 2 + ["fresh"] * 5
+    if len(big) < len(plan):
+        raise ValueError(f"need {len(plan)} families with ≥ 7 members for the special cases, have {len(big)}")
     for kind, key in zip(plan, big, strict=False):
         member = rng.choice(by_family[key])
         member.special = True
@@ -2648,10 +3174,17 @@ def _build(now: datetime, seed: int) -> tuple[list[dict[str, Any]], dict[str, li
     filler = _Filler(rng)
 
     rows: list[tuple[datetime, int, _Draft, str, list[str], list[str]]] = []
+    seen: set[str] = set()
     for index, d in enumerate(drafts):
         when = run_at if d.role == "summary" else now - d.age
         cache: dict[str, str] = {}
         text = filler.fill(d.template, when, cache)
+        for _ in range(20):  # never emit the same sentence twice (numbers aside)
+            if _skeleton(text) not in seen:
+                break
+            cache = {}
+            text = filler.fill(d.template, when, cache)
+        seen.add(_skeleton(text))
         tags = _unique(filler.fill(t, when, cache) for t in d.tags)
         nexus = _unique(filler.fill(n, when, cache) for n in d.nexus)
         rows.append((when, index, d, text, tags, nexus))
@@ -2703,6 +3236,10 @@ def _build(now: datetime, seed: int) -> tuple[list[dict[str, Any]], dict[str, li
         "source_date_range": [dates[0], dates[-1]],
     }
     return records, {key: families[key] for key in sorted(families)}
+
+
+def _skeleton(text: str) -> str:
+    return re.sub(r"[\d.,$%+-]+", "#", text.lower())
 
 
 def _unique(items: Iterable[str]) -> list[str]:

@@ -8,6 +8,10 @@ import duckdb
 
 from memory_pipeline.store.invariants import DEDUPE_PREFIX
 
+NORMALISED_CONTENT = "lower(regexp_replace(trim(content), '\\s+', ' ', 'g'))"
+# Among active observations with the same normalised text, the oldest is the one that stays.
+TWIN_RANK = f"row_number() OVER (PARTITION BY {NORMALISED_CONTENT} ORDER BY created_at, id)"
+
 
 def archive_exact_duplicates(
     con: duckdb.DuckDBPyConnection,
@@ -26,7 +30,7 @@ def archive_exact_duplicates(
         f"""
         WITH candidates AS (
             SELECT id, created_at, pinned, locked, importance,
-                   lower(regexp_replace(trim(content), '\\s+', ' ', 'g')) AS norm
+                   {NORMALISED_CONTENT} AS norm
             FROM memories WHERE lifecycle = 'active' AND kind <> 'summary' AND compressed_from IS NULL
         ),
         ranked AS (

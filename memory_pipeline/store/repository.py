@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from memory_pipeline.store.dedupe import TWIN_RANK
 from memory_pipeline.store.records import MemoryRecord
 
 _MEMORY_SCHEMA = pa.schema(
@@ -168,10 +169,17 @@ ELIGIBLE_WHERE = """
 def load_eligible(
     con: duckdb.DuckDBPyConnection, model: str, critical_floor: float, fresh_before: datetime
 ) -> EligibleSet:
+    """Exact duplicates that the dedupe step archives are left out here too, so a dry run (which archives
+    nothing) finds the same clusters, with the same ids, as the real run."""
     table = con.sql(
         f"""
+        WITH twins AS (
+            SELECT id, {TWIN_RANK} AS twin_rank FROM memories
+            WHERE lifecycle = 'active' AND kind <> 'summary' AND compressed_from IS NULL
+        )
         SELECT m.id, m.importance, m.categories, m.token_count, m.created_at, e.vector
         FROM memories m JOIN embeddings e ON e.memory_id = m.id AND e.model = ?
+        JOIN twins t ON t.id = m.id AND t.twin_rank = 1
         WHERE {ELIGIBLE_WHERE}
         ORDER BY m.id
         """,

@@ -153,6 +153,12 @@ def test_dry_run_writes_nothing(workspace: Path) -> None:
     assert snapshot(workspace) == rows
 
 
+def test_dry_run_lists_the_clusters_the_real_run_compresses(workspace: Path) -> None:
+    planned = run_job(workspace, "consolidation_dry_run").output_for_node("clusters")
+    result = run_job(workspace)
+    assert [c.cluster_id for c in result.output_for_node("clusters")] == [c.cluster_id for c in planned]
+
+
 def test_rerun_one_cluster_by_id(workspace: Path) -> None:
     found = run_job(workspace, "consolidation_dry_run").output_for_node("clusters")
     target = found[-1]
