@@ -1,6 +1,7 @@
 """The one Definitions object of the memory_pipeline code location."""
 
 import os
+from pathlib import Path
 
 import dagster as dg
 
@@ -14,6 +15,8 @@ from memory_pipeline.abstraction.schedules import (
 from memory_pipeline.resources import EmbedderResource, EngineConfig, LLMResource, MemoryStoreResource
 from memory_pipeline.resources.embedder import MINILM
 from memory_pipeline.settings import workspace_home
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 def default_resources(home: str | None = None, as_of: str = "") -> dict[str, dg.ConfigurableResource]:

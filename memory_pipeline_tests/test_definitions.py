@@ -1,0 +1,64 @@
+import dagster as dg
+import pytest
+import yaml
+
+from memory_pipeline.abstraction.assets import POOL
+from memory_pipeline.definitions import REPO_ROOT, defs
+from memory_pipeline.resources import EngineConfig
+from memory_pipeline.settings import SettingsError, env_overrides
+
+
+PIPELINE = ["exact_duplicates", "memory_embeddings", "eligible_memories", "clusters", "distillations",
+            "compressed_memories", "archive_updates", "atoms", "report"]
+
+
+def test_definitions_load_and_the_graph_reads_like_the_seed_diagram() -> None:
+    dg.Definitions.validate_loadable(defs)
+    graph = defs.resolve_asset_graph()
+    for upstream, downstream in zip(PIPELINE, PIPELINE[1:], strict=False):
+        parents = {k.to_user_string() for k in graph.get(dg.AssetKey(downstream)).parent_keys}
+        assert upstream in parents, (upstream, downstream)
+    assert set(defs.resolve_job_def("consolidation_dry_run").graph.node_names()) == {"eligible_memories", "clusters"}
+
+
+def test_every_store_writer_shares_the_single_writer_pool() -> None:
+    writers = {"exact_duplicates", "memory_embeddings", "compressed_memories", "archive_updates", "atoms", "report"}
+    for name in PIPELINE:
+        assets_def = defs.resolve_assets_def(name)
+        spec = next(iter(assets_def.specs))
+        assert spec.group_name == "abstraction" and spec.description, name
+        assert (assets_def.op.pool == POOL) == (name in writers), name
+
+
+def test_schedule_is_seed_time_in_new_york() -> None:
+    schedule = defs.resolve_schedule_def("nightly_consolidation_schedule")
+    assert schedule.cron_schedule == "30 3 * * *"
+    assert schedule.execution_timezone == "America/New_York"
+
+
+def test_instance_config_limits_the_pool_to_one() -> None:
+    config = yaml.safe_load((REPO_ROOT / "dagster.yaml").read_text())
+    assert config["concurrency"]["pools"]["default_limit"] == 1
+
+
+def test_seed_env_vars_configure_the_engine() -> None:
+    env = {"COMPRESSION_SIMILARITY_THRESHOLD": "0.9", "COMPRESSION_MIN_CLUSTER_SIZE": "4",
+           "COMPRESSION_MAX_RATIO": "2.0"}
+    engine = EngineConfig(**env_overrides(env))
+    assert (engine.similarity_threshold, engine.min_cluster_size, engine.min_compression_ratio) == (0.9, 4, 2.0)
+    assert EngineConfig().similarity_threshold == 0.82 and EngineConfig().fingerprint_ttl_days == 7.0
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"COMPRESSION_SIMILARITY_THRESHOLD": "high"}, "COMPRESSION_SIMILARITY_THRESHOLD='high': expected float"),
+        ({"COMPRESSION_SIMILARITY_THRESHOLD": "1.5"}, "must be ≤ 1"),
+        ({"COMPRESSION_CRITICAL_FLOOR": "1.0"}, "COMPRESSION_CRITICAL_FLOOR='1.0': must be ≥ 2"),
+        ({"COMPRESSION_MIN_CLUSTER_SIZE": "2.5"}, "expected int"),
+        ({"COMPRESSION_FRESHNESS_HOURS": "nan"}, "must be finite"),
+    ],
+)
+def test_bad_settings_name_the_variable(env: dict[str, str], message: str) -> None:
+    with pytest.raises(SettingsError, match=message):
+        env_overrides(env)
