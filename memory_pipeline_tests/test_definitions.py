@@ -7,7 +7,6 @@ from memory_pipeline.definitions import REPO_ROOT, defs
 from memory_pipeline.resources import EngineConfig
 from memory_pipeline.settings import SettingsError, env_overrides
 
-
 PIPELINE = ["exact_duplicates", "memory_embeddings", "eligible_memories", "clusters", "distillations",
             "compressed_memories", "archive_updates", "atoms", "report"]
 
