@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from memory_pipeline.settings import SettingsError, workspace_home
+from memory_pipeline.store.lease import SKIP_MESSAGE
 
 DEMO_MARKER = ".memory_pipeline_demo"
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -79,6 +80,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.cluster_id:
         run_config["ops"] = {"distillations": {"config": {"cluster_id": args.cluster_id}}}
     result = _run_job(home, "nightly_consolidation", run_config, args.as_of)
+    if result.success and not result.asset_materializations_for_node("exact_duplicates"):
+        print(SKIP_MESSAGE)  # another run holds the store's lease (seed 000 §4.7: a skip, not an error)
+        return 0
     data = _print_report(home, result.run_id)
     if data is None:
         print(f"run {result.run_id} failed before writing its report; see the log above", file=sys.stderr)
@@ -162,6 +166,80 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
+def _store(home: Path):  # noqa: ANN202 - a MemoryStore; imported lazily to keep --help fast
+    from memory_pipeline.store import MemoryStore
+
+    path = home / "memory.duckdb"
+    if not path.exists():
+        raise SystemExit(f"no memory store in {home}")
+    store = MemoryStore(path)
+    store.migrate()
+    return store
+
+
+def cmd_rollback(args: argparse.Namespace) -> int:
+    from memory_pipeline.store import rollback as rb
+    from memory_pipeline.store.lease import LeaseBusy
+    from memory_pipeline.store.records import RecordError, parse_timestamp
+
+    store = _store(workspace_home())
+    if args.run_id:
+        run_ids = [args.run_id]
+    else:
+        try:
+            since = parse_timestamp(args.since, "--since", "since")
+        except RecordError as exc:
+            print(str(exc), file=sys.stderr)
+            return 2
+        with store.connect() as con:
+            run_ids = rb.runs_since(con, since)
+    try:
+        rollback_id, plan = rb.rollback(store, run_ids, dry_run=args.dry_run)
+    except LeaseBusy as busy:
+        print(f"cannot roll back now: {busy}", file=sys.stderr)
+        return 1
+    print("DRY RUN — nothing changed" if args.dry_run else f"rolled back ({rollback_id})")
+    print("\n".join("  " + line for line in plan.describe()))
+    if plan.empty:
+        print("  nothing to roll back (already rolled back, or no such run)")
+    return 0
+
+
+def cmd_backups(args: argparse.Namespace) -> int:
+    from memory_pipeline.store.backup import list_backups
+
+    backups = list_backups(workspace_home() / "backups")
+    if not backups:
+        print("no backups yet (one is taken before every run's first write)")
+    for b in backups:
+        print(f"{b.created_at:%Y-%m-%d %H:%M:%S}  {b.size_bytes / 1e6:8.1f} MB  {b.path}")
+    return 0
+
+
+def cmd_restore(args: argparse.Namespace) -> int:
+    from memory_pipeline.resources import EngineConfig
+    from memory_pipeline.store import lease
+    from memory_pipeline.store.backup import restore
+    from memory_pipeline.store.db import utcnow
+
+    home = workspace_home()
+    store = _store(home)
+    path = Path(args.backup)
+    if not path.is_absolute() and not path.exists():
+        path = home / "backups" / path
+    try:
+        with store.transaction() as con:  # refuse while a run holds the lease; the restore replaces the file
+            held = lease.current(con)
+            if held is not None and held.expires_at > utcnow() and lease.pid_alive(held):
+                raise lease.LeaseBusy(held)
+        safety = restore(store, path, home / "backups", EngineConfig.from_env().backups_keep)
+    except (FileNotFoundError, lease.LeaseBusy) as exc:
+        print(str(exc), file=sys.stderr)
+        return 1
+    print(f"restored {path} → {store.path} (the previous store is saved as {safety})")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="memory-pipeline", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -174,6 +252,16 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--as-of", default="", help="ISO timestamp to use as 'now' (freshness, TTL)")
     run.set_defaults(fn=cmd_run)
     sub.add_parser("status", help="what the store holds and how the last run went").set_defaults(fn=cmd_status)
+    rollback = sub.add_parser("rollback", help="undo consolidation runs (nothing is deleted)")
+    which = rollback.add_mutually_exclusive_group(required=True)
+    which.add_argument("--run-id", help="one run")
+    which.add_argument("--since", help="every run started at or after this ISO timestamp")
+    rollback.add_argument("--dry-run", action="store_true", help="show what would change")
+    rollback.set_defaults(fn=cmd_rollback)
+    sub.add_parser("backups", help="list store snapshots (newest first)").set_defaults(fn=cmd_backups)
+    restore = sub.add_parser("restore", help="put a snapshot back in place of the store")
+    restore.add_argument("backup", help="path or file name from `memory-pipeline backups`")
+    restore.set_defaults(fn=cmd_restore)
     imp = sub.add_parser("import", help="import memories from .jsonl, .parquet or a SQLite brain.db")
     imp.add_argument("path")
     imp.set_defaults(fn=cmd_import)

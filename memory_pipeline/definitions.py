@@ -6,6 +6,7 @@ from pathlib import Path
 import dagster as dg
 
 from memory_pipeline.abstraction.checks import CHECKS
+from memory_pipeline.abstraction.rollback_job import rollback_consolidation
 from memory_pipeline.abstraction.schedules import (
     PIPELINE,
     consolidation_dry_run,
@@ -36,7 +37,7 @@ def build_definitions(resources: dict[str, dg.ConfigurableResource] | None = Non
     return dg.Definitions(
         assets=PIPELINE,
         asset_checks=CHECKS,
-        jobs=[nightly_consolidation, consolidation_dry_run],
+        jobs=[nightly_consolidation, consolidation_dry_run, rollback_consolidation],
         schedules=[nightly_schedule],
         resources=resources or default_resources(),
     )

@@ -24,6 +24,8 @@ ENV_NAMES: dict[str, tuple[str, type]] = {
     "fingerprint_ttl_days": ("COMPRESSION_FINGERPRINT_TTL_DAYS", float),
     "max_abstraction_tokens": ("COMPRESSION_MAX_ABSTRACTION_TOKENS", int),
     "max_cost_usd": ("COMPRESSION_MAX_COST_USD", float),
+    "lease_ttl_hours": ("MEMORY_PIPELINE_LEASE_TTL_HOURS", float),
+    "backups_keep": ("MEMORY_PIPELINE_BACKUPS_KEEP", int),
 }
 
 # Lower bounds; the critical floor's comes from seed §10: below 2.0 it compresses what is really critical.
@@ -37,6 +39,8 @@ _MINIMA: dict[str, float] = {
     "fingerprint_ttl_days": 0,
     "max_abstraction_tokens": 1,
     "max_cost_usd": 0,
+    "lease_ttl_hours": 0,
+    "backups_keep": 1,
 }
 
 

@@ -3,6 +3,7 @@
 import json
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -24,6 +25,8 @@ from memory_pipeline.abstraction.report import (
 )
 from memory_pipeline.resources import EmbedderResource, EngineConfig, LLMResource, MemoryStoreResource
 from memory_pipeline.store import repository as repo
+from memory_pipeline.faults import crash_point
+from memory_pipeline.store import backup, lease
 from memory_pipeline.store.db import atomic, utcnow
 from memory_pipeline.store.dedupe import archive_exact_duplicates
 from memory_pipeline.store.records import MemoryRecord
@@ -52,6 +55,8 @@ class RunStart:
     tokens_before: int
     memory_count_before: int
     duplicates_archived: int
+    pending_activated: list[str] = field(default_factory=list)
+    pending_removed: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -70,15 +75,38 @@ def _error(cluster_id: str, stage: str, exc: BaseException | str) -> Compression
     return CompressionError(cluster_id, stage, str(exc), utcnow().isoformat() + "Z")
 
 
-@dg.asset(group_name=GROUP, pool=POOL, kinds={"duckdb"})
+def _lease_alive(instance: dg.DagsterInstance, held: lease.Lease) -> bool:
+    """A lease is live while its process is (on this host) and its Dagster run, if any, has not finished."""
+    run = instance.get_run_by_id(held.holder)
+    if run is not None and run.is_finished:
+        return False
+    return lease.pid_alive(held)
+
+
+@dg.asset(group_name=GROUP, pool=POOL, kinds={"duckdb"}, output_required=False)
 def exact_duplicates(
     context: dg.AssetExecutionContext, store: MemoryStoreResource, engine: EngineConfig
-) -> dg.Output[RunStart]:
-    """Exact-match dedupe first (the seed's cortex_dedupe), so no LLM call is spent on identical text.
-    Also takes the run's token baseline, before anything changes."""
+) -> Iterator[dg.Output[RunStart]]:
+    """The run's first write. Takes the store's consolidation lease (a second run skips, as the seed's lock
+    does), snapshots the store, reconciles what an interrupted run left pending, takes the token baseline,
+    and then dedupes exact matches (the seed's cortex_dedupe) so no LLM call is spent on identical text."""
     db = store.open()
     now = engine.now()
+    run_id = context.run.run_id
+    try:
+        with db.transaction() as con:
+            lease.acquire(
+                con, run_id, utcnow(), timedelta(hours=engine.lease_ttl_hours),
+                lambda held: _lease_alive(context.instance, held),
+            )
+            # recorded now, so that a run that dies before its report can still be rolled back by time
+            con.execute("INSERT OR REPLACE INTO consolidation_runs VALUES (?, ?, NULL, NULL, NULL)", [run_id, utcnow()])
+    except lease.LeaseBusy as busy:
+        context.log.warning(str(busy))
+        return  # no output: every downstream step is skipped and the run ends cleanly
+    snapshot = backup.snapshot(db, store.home_path / "backups", run_id, engine.backups_keep)
     with db.transaction() as con:
+        activated, removed = repo.reconcile_pending(con)
         tokens_before = repo.active_tokens(con)
         count_before = repo.memory_count(con)
         archived = archive_exact_duplicates(
@@ -87,12 +115,26 @@ def exact_duplicates(
             archived_importance=ARCHIVED_IMPORTANCE,
             fresh_before=now - timedelta(hours=engine.freshness_hours),
             now=now,
+            run_id=run_id,
+        )
+    if activated or removed:
+        context.log.warning(
+            f"reconciled an interrupted run: {len(activated)} pending summaries activated, {len(removed)} removed"
         )
     context.log.info(f"exact dedupe: archived {len(archived)} duplicate(s) of older memories")
-    start = RunStart(utcnow().isoformat() + "Z", time.time(), tokens_before, count_before, len(archived))
-    return dg.Output(
+    start = RunStart(
+        utcnow().isoformat() + "Z", time.time(), tokens_before, count_before, len(archived), activated, removed
+    )
+    yield dg.Output(
         start,
-        metadata={"duplicates_archived": len(archived), "tokens_before": tokens_before, "memories": count_before},
+        metadata={
+            "duplicates_archived": len(archived),
+            "tokens_before": tokens_before,
+            "memories": count_before,
+            "pending_activated": len(activated),
+            "pending_removed": len(removed),
+            "backup": dg.MetadataValue.path(str(snapshot)),
+        },
     )
 
 
@@ -290,9 +332,6 @@ def compressed_memories(
     run_id = context.run.run_id
     now = engine.now()
     with db.transaction() as con:
-        stale = repo.pending_summaries(con)
-        for summary_id, _ in stale:
-            repo.discard_pending(con, summary_id)
         for o in distillations:
             if o.status == "skipped":
                 repo.log_cluster(
@@ -305,8 +344,6 @@ def compressed_memories(
                     now=now,
                     reason=o.skip_reason,
                 )
-    if stale:
-        context.log.warning(f"reconciled {len(stale)} pending summaries left by an interrupted run")
     accepted = [o for o in distillations if o.distillation is not None]
     records = [_summary_record(o.cluster, o.distillation, now) for o in accepted if o.distillation]
     vectors = embedder.encode([r.content for r in records])
@@ -323,7 +360,9 @@ def compressed_memories(
         o.summary_id = r.id
     context.log.info(f"MemoryWriter: wrote {len(records)} pending summaries")
     written = len(records)
-    return dg.Output(distillations, metadata={"pending_written": written, "reconciled_stale": len(stale)})
+    crash_point("after_phase1")
+    skipped = sum(1 for o in distillations if o.status == "skipped")
+    return dg.Output(distillations, metadata={"pending_written": written, "skipped_logged": skipped})
 
 
 @dg.asset(group_name=GROUP, pool=POOL, kinds={"duckdb"})
@@ -369,7 +408,9 @@ def _commit_cluster(
                 archived_importance=ARCHIVED_IMPORTANCE,
                 critical_floor=critical_floor,
                 now=now,
+                run_id=run_id,
             )
+            crash_point("inside_phase2")
             repo.activate_summary(con, summary_id)
             repo.log_cluster(
                 con,
@@ -538,6 +579,8 @@ def report(
         distiller=distilled[0].distiller if distilled else llm.get_distiller().name,
         clusters_failed=sum(1 for o in outcomes if o.status == "failed"),
         exact_duplicates_archived=exact_duplicates.duplicates_archived,
+        pending_activated=len(exact_duplicates.pending_activated),
+        pending_removed=len(exact_duplicates.pending_removed),
         skip_reasons=skip_reasons,
     )
     payload = r.to_dict() | {"memory_count": memory_count}
@@ -547,6 +590,7 @@ def report(
             "INSERT OR REPLACE INTO consolidation_runs VALUES (?, ?, ?, ?, ?)",
             [run_id, pd.Timestamp(started.rstrip("Z")).to_pydatetime(), finished, verdict, json.dumps(payload)],
         )
+        lease.release(con, run_id)
     context.log.info(
         f"Reporter: {verdict} — {r.abstractions_created} abstractions, {r.atoms_created} atoms created, "
         f"{r.token_reduction_pct}% token reduction"
@@ -575,5 +619,6 @@ def write_report(reports_dir: Path, payload: dict[str, object]) -> Path:
     path = reports_dir / f"compression-{payload['run_id']}.json"
     tmp = path.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(payload, indent=2, default=str), encoding="utf-8")
+    crash_point("writing_report")
     tmp.replace(path)
     return path

@@ -45,6 +45,8 @@ class CompressionRunReport:
     distiller: str = ""
     clusters_failed: int = 0
     exact_duplicates_archived: int = 0
+    pending_activated: int = 0  # summaries of an interrupted run, reconciled at the start of this one
+    pending_removed: int = 0
     skip_reasons: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:

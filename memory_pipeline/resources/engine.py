@@ -21,6 +21,8 @@ class EngineConfig(dg.ConfigurableResource):
     fingerprint_ttl_days: float = 7.0
     max_abstraction_tokens: int = 2000
     max_cost_usd: float = 0.25
+    lease_ttl_hours: float = 6.0  # a lease from a process that died on another host expires after this
+    backups_keep: int = 7
     as_of: str = ""  # ISO timestamp; empty = now. Lets a replay or a benchmark run "after" its data.
 
     @classmethod

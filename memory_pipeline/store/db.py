@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -36,17 +38,30 @@ def atomic(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConnection
 class MemoryStore:
     """One DuckDB file. Connections are short-lived: DuckDB allows one writing process per file."""
 
-    def __init__(self, path: Path | str) -> None:
+    def __init__(self, path: Path | str, lock_timeout_s: float = 120.0) -> None:
         self.path = Path(path)
+        self.lock_timeout_s = lock_timeout_s
+
+    def _open(self) -> duckdb.DuckDBPyConnection:
+        """Open, waiting while another process holds DuckDB's file lock (connections are short, so it frees)."""
+        deadline = time.monotonic() + self.lock_timeout_s
+        pause = 0.02
+        while True:
+            try:
+                return duckdb.connect(str(self.path))
+            except duckdb.IOException as exc:
+                if "lock" not in str(exc).lower() or time.monotonic() >= deadline:
+                    raise StoreError(f"cannot open memory store {self.path}: {exc}") from exc
+            except duckdb.Error as exc:
+                raise StoreError(f"cannot open memory store {self.path}: {exc}") from exc
+            time.sleep(pause + random.uniform(0, pause))
+            pause = min(0.5, pause * 2)
 
     @contextmanager
     def connect(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        if not self.path.parent.exists():
+        if not self.path.parent.is_dir():
             raise StoreError(f"workspace folder does not exist: {self.path.parent}")
-        try:
-            con = duckdb.connect(str(self.path))
-        except duckdb.Error as exc:
-            raise StoreError(f"cannot open memory store {self.path}: {exc}") from exc
+        con = self._open()
         try:
             yield con
         finally:

@@ -20,6 +20,7 @@ def archive_exact_duplicates(
     archived_importance: float,
     fresh_before: datetime,
     now: datetime,
+    run_id: str,
 ) -> list[tuple[str, str]]:
     """Archive active observations whose normalised text equals an older one's. Returns (archived, kept).
 
@@ -39,12 +40,12 @@ def archive_exact_duplicates(
             FROM candidates
         )
         UPDATE memories AS m SET prior_importance = m.importance, importance = ?, lifecycle = 'archived',
-               archived_by = '{DEDUPE_PREFIX}' || r.keeper, archived_at = ?
+               archived_by = '{DEDUPE_PREFIX}' || r.keeper, archived_at = ?, archived_by_run = ?
         FROM ranked r
         WHERE m.id = r.id AND r.id <> r.keeper AND NOT r.pinned AND NOT r.locked AND r.importance < ?
           AND r.created_at < ?
         RETURNING id, archived_by
         """,
-        [archived_importance, now, critical_floor, fresh_before],
+        [archived_importance, now, run_id, critical_floor, fresh_before],
     ).fetchall()
     return [(str(a), str(k)[len(DEDUPE_PREFIX) :]) for a, k in rows]

@@ -100,4 +100,22 @@ MIGRATIONS: tuple[Migration, ...] = (
             """,
         ),
     ),
+    Migration(
+        2,
+        "run lease, per-run archive provenance, atom status",
+        (
+            """
+            CREATE TABLE IF NOT EXISTS leases (
+                name        VARCHAR PRIMARY KEY,
+                holder      VARCHAR NOT NULL,
+                pid         INTEGER NOT NULL,
+                host        VARCHAR NOT NULL,
+                acquired_at TIMESTAMP NOT NULL,
+                expires_at  TIMESTAMP NOT NULL
+            )
+            """,
+            "ALTER TABLE memories ADD COLUMN IF NOT EXISTS archived_by_run VARCHAR",
+            "ALTER TABLE atoms ADD COLUMN IF NOT EXISTS status VARCHAR DEFAULT 'active'",
+        ),
+    ),
 )

@@ -215,8 +215,13 @@ def recent_fingerprints(con: duckdb.DuckDBPyConnection, since: datetime, ttl_ski
     """Fingerprints attempted since `since`. A TTL skip (reason starting with `ttl_skip_prefix`) is not an
     attempt, so logging it does not extend the TTL forever."""
     rows = con.execute(
-        "SELECT DISTINCT cluster_fingerprint FROM compression_log "
-        "WHERE created_at >= ? AND NOT (status = 'skipped' AND coalesce(reason, '') LIKE ?)",
+        """
+        SELECT DISTINCT l.cluster_fingerprint FROM compression_log l
+        WHERE l.created_at >= ? AND l.status <> 'rolled_back'
+          AND NOT (l.status = 'skipped' AND coalesce(l.reason, '') LIKE ?)
+          AND NOT EXISTS (SELECT 1 FROM compression_log r WHERE r.cluster_fingerprint = l.cluster_fingerprint
+                          AND r.status = 'rolled_back' AND r.created_at >= l.created_at)
+        """,
         [since, ttl_skip_prefix + "%"],
     ).fetchall()
     return {r[0] for r in rows}
@@ -268,18 +273,19 @@ def archive_sources(
     archived_importance: float,
     critical_floor: float,
     now: datetime,
+    run_id: str,
 ) -> int:
     """Phase 2, step 1. Guards re-check what ClusterFinder filtered: a row that changed since is refused."""
     frame = pd.DataFrame({"id": list(member_ids)})  # noqa: F841
     rows = con.execute(
         """
         UPDATE memories SET prior_importance = importance, importance = ?, lifecycle = 'archived',
-               archived_by = ?, archived_at = ?
+               archived_by = ?, archived_at = ?, archived_by_run = ?
         WHERE id IN (SELECT id FROM frame) AND lifecycle = 'active' AND kind <> 'summary'
           AND compressed_from IS NULL AND NOT pinned AND NOT locked AND importance < ?
         RETURNING id
         """,
-        [archived_importance, cluster_id, now, critical_floor],
+        [archived_importance, cluster_id, now, run_id, critical_floor],
     ).fetchall()
     if len(rows) != len(member_ids):
         raise RuntimeError(
@@ -303,29 +309,48 @@ def discard_pending(con: duckdb.DuckDBPyConnection, summary_id: str) -> None:
     con.execute("DELETE FROM memories WHERE id = ? AND lifecycle = 'pending'", [summary_id])
 
 
-def pending_summaries(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str | None]]:
-    return [
-        (r[0], r[1])
-        for r in con.execute("SELECT id, created_by_run FROM memories WHERE lifecycle = 'pending'").fetchall()
-    ]
+def reconcile_pending(con: duckdb.DuckDBPyConnection) -> tuple[list[str], list[str]]:
+    """Pending summaries left by an interrupted run: activate those whose sources were archived for their
+    cluster in a committed transaction, remove the rest (they were never active). Returns (activated, removed)."""
+    rows = con.execute(
+        """
+        SELECT s.id, bool_and(coalesce(m.lifecycle = 'archived'
+                              AND m.archived_by = json_extract_string(s.compressed_from, '$.cluster_id'), false))
+        FROM memories s
+        LEFT JOIN memories m ON list_contains(
+            CAST(json_extract_string(s.compressed_from, '$.source_ids[*]') AS VARCHAR[]), m.id)
+        WHERE s.lifecycle = 'pending'
+        GROUP BY s.id ORDER BY s.id
+        """
+    ).fetchall()
+    activated = [r[0] for r in rows if r[1]]
+    removed = [r[0] for r in rows if not r[1]]
+    for summary_id in activated:
+        activate_summary(con, summary_id)
+    for summary_id in removed:
+        discard_pending(con, summary_id)
+    return activated, removed
 
 
 # ---------------------------------------------------------------- atoms
 
 
 def all_atoms(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
-    return con.execute("SELECT * FROM atoms ORDER BY created_at, id").df()
+    """Atoms that count: those a rolled-back run created are retired, not matched."""
+    return con.execute("SELECT * FROM atoms WHERE coalesce(status, 'active') = 'active' ORDER BY created_at, id").df()
 
 
 def strengthen_atom(
     con: duckdb.DuckDBPyConnection, atom_id: str, delta: float, summary_id: str, run_id: str, now: datetime
-) -> None:
+) -> float:
+    """+delta capped at 1.0. The delta actually applied is recorded, so a rollback restores it exactly."""
+    current = float(con.execute("SELECT confidence FROM atoms WHERE id = ?", [atom_id]).fetchall()[0][0])
+    applied = min(1.0, current + delta) - current
+    con.execute("UPDATE atoms SET confidence = ?, updated_at = ? WHERE id = ?", [current + applied, now, atom_id])
     con.execute(
-        "UPDATE atoms SET confidence = least(1.0, confidence + ?), updated_at = ? WHERE id = ?", [delta, now, atom_id]
+        "INSERT INTO atom_sources VALUES (?, ?, ?, 'strengthened', ?, ?)", [atom_id, summary_id, run_id, applied, now]
     )
-    con.execute(
-        "INSERT INTO atom_sources VALUES (?, ?, ?, 'strengthened', ?, ?)", [atom_id, summary_id, run_id, delta, now]
-    )
+    return applied
 
 
 def create_atom(
@@ -339,7 +364,8 @@ def create_atom(
 ) -> str:
     atom_id = "atom-" + uuid.uuid4().hex[:16]
     con.execute(
-        "INSERT INTO atoms VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO atoms (id, subject, action, outcome, consequences, confidence, origin, created_at, updated_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [
             atom_id,
             fields["subject"],
