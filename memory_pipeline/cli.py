@@ -32,7 +32,35 @@ def _dagster_home(home: Path) -> Path:
     return dagster_home
 
 
+PID_TAG, HOST_TAG = "memory_pipeline/pid", "memory_pipeline/host"
+
+
+def _recover_dead_cli_runs(instance: Any) -> None:
+    """A CLI run killed mid-way stays STARTED in the instance and keeps its concurrency-pool slot, which
+    would block every later run. Runs we launched carry pid/host tags: fail those whose process is gone
+    and free their slots (the daemon's run monitoring does this for runs it launched)."""
+    import socket
+
+    import dagster as dg
+
+    from memory_pipeline.store.lease import Lease, pid_alive
+
+    host = socket.gethostname()
+    unfinished = instance.get_runs(
+        filters=dg.RunsFilter(
+            statuses=[dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.STARTING], tags={HOST_TAG: host}
+        )
+    )
+    for run in unfinished:
+        pid = int(run.tags.get(PID_TAG, "0") or 0)
+        if pid and not pid_alive(Lease("", run.run_id, pid, host, None, None)):  # type: ignore[arg-type]
+            instance.report_run_failed(run, "process died (killed) — marked failed by memory-pipeline")
+            instance.event_log_storage.free_concurrency_slots_for_run(run.run_id)
+
+
 def _run_job(home: Path, job_name: str, run_config: dict[str, Any], as_of: str = "") -> Any:
+    import socket
+
     import dagster as dg
 
     from memory_pipeline.definitions import build_definitions, default_resources
@@ -41,8 +69,10 @@ def _run_job(home: Path, job_name: str, run_config: dict[str, Any], as_of: str =
     defs = build_definitions(default_resources(str(home), as_of=as_of))
     job = defs.resolve_job_def(job_name)
     config = {"loggers": {"console": {"config": {"log_level": "INFO"}}}, **run_config}
+    tags = {PID_TAG: str(os.getpid()), HOST_TAG: socket.gethostname()}
     with dg.DagsterInstance.get() as instance:
-        return job.execute_in_process(instance=instance, run_config=config, raise_on_error=False)
+        _recover_dead_cli_runs(instance)
+        return job.execute_in_process(instance=instance, run_config=config, raise_on_error=False, tags=tags)
 
 
 def _print_report(home: Path, run_id: str) -> dict[str, Any] | None:

@@ -7,6 +7,7 @@ import dagster as dg
 
 from memory_pipeline.abstraction.checks import CHECKS
 from memory_pipeline.abstraction.rollback_job import rollback_consolidation
+from memory_pipeline.abstraction.sensors import consolidation_alerts
 from memory_pipeline.abstraction.schedules import (
     PIPELINE,
     consolidation_dry_run,
@@ -15,6 +16,7 @@ from memory_pipeline.abstraction.schedules import (
 )
 from memory_pipeline.resources import EmbedderResource, EngineConfig, LLMResource, MemoryStoreResource
 from memory_pipeline.resources.embedder import MINILM
+from memory_pipeline.resources.notifier import NotifierResource
 from memory_pipeline.settings import workspace_home
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -30,6 +32,10 @@ def default_resources(home: str | None = None, as_of: str = "") -> dict[str, dg.
             mode=os.environ.get("MEMORY_PIPELINE_LLM", "auto"),
         ),
         "engine": EngineConfig.from_env(as_of=as_of),
+        "notifier": NotifierResource(
+            alerts_path=str(Path(home or workspace_home()) / "reports" / "alerts.jsonl"),
+            webhook_url=os.environ.get("MEMORY_PIPELINE_WEBHOOK_URL") or None,
+        ),
     }
 
 
@@ -39,6 +45,7 @@ def build_definitions(resources: dict[str, dg.ConfigurableResource] | None = Non
         asset_checks=CHECKS,
         jobs=[nightly_consolidation, consolidation_dry_run, rollback_consolidation],
         schedules=[nightly_schedule],
+        sensors=[consolidation_alerts],
         resources=resources or default_resources(),
     )
 

@@ -7,6 +7,7 @@ import pytest
 
 from memory_pipeline.definitions import build_definitions
 from memory_pipeline.resources import EmbedderResource, EngineConfig, LLMResource, MemoryStoreResource
+from memory_pipeline.resources.notifier import NotifierResource
 from memory_pipeline.sample_data import write_sample_jsonl
 from memory_pipeline.store import MemoryStore
 from memory_pipeline.store.importers import import_jsonl
@@ -20,13 +21,20 @@ def resources_for(home: Path, **engine: object) -> dict[str, dg.ConfigurableReso
         "embedder": EmbedderResource(),
         "llm": LLMResource(mode="offline"),
         "engine": EngineConfig(as_of=SAMPLE_NOW.isoformat(), **engine),  # type: ignore[arg-type]
+        "notifier": NotifierResource(alerts_path=str(home / "reports" / "alerts.jsonl")),
     }
 
 
-def run_job(home: Path, job: str = "nightly_consolidation", run_config: dict | None = None, **engine: object):
+def run_job(
+    home: Path,
+    job: str = "nightly_consolidation",
+    run_config: dict | None = None,
+    instance: dg.DagsterInstance | None = None,
+    **engine: object,
+):
     defs = build_definitions(resources_for(home, **engine))
     return defs.resolve_job_def(job).execute_in_process(
-        instance=dg.DagsterInstance.ephemeral(), run_config=run_config or {}, raise_on_error=False
+        instance=instance or dg.DagsterInstance.ephemeral(), run_config=run_config or {}, raise_on_error=False
     )
 
 

@@ -47,9 +47,9 @@ def restore(store: MemoryStore, backup: Path, backups_dir: Path, keep: int) -> P
     """Put `backup` in place of the store; the current store is snapshotted first, so restore is undoable."""
     if not backup.is_file():
         raise FileNotFoundError(f"{backup}: no such backup")
-    safety = snapshot(store, backups_dir, f"pre-restore-{datetime.now():%Y%m%dT%H%M%S}", keep + 1)
     tmp = store.path.with_suffix(".duckdb.restore")
-    shutil.copyfile(backup, tmp)
+    shutil.copyfile(backup, tmp)  # first: pruning below may remove `backup` itself
+    safety = snapshot(store, backups_dir, f"pre-restore-{datetime.now():%Y%m%dT%H%M%S%f}", keep + 1)
     wal = store.path.with_name(store.path.name + ".wal")
     if wal.exists():  # a WAL belongs to the file it was written for; CHECKPOINT above emptied it
         wal.unlink()

@@ -1,0 +1,57 @@
+"""Alert rules (seed 000 §8.3) as plain functions: what deserves a person's attention, and how urgently."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+MAX_RUN_MINUTES = 30.0
+
+
+@dataclass(frozen=True)
+class Alert:
+    priority: str  # "action" (a person should look) | "info"
+    subject: str
+    source: str  # check | run | report
+    run_id: str
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def from_check(
+    run_id: str, asset: str, check: str, passed: bool, severity: str, metadata: dict[str, Any]
+) -> Alert | None:
+    """A failed check alerts: ERROR needs action, WARN is information."""
+    if passed:
+        return None
+    priority = "action" if severity == "ERROR" else "info"
+    return Alert(priority, f"CHECK {severity} {asset}.{check} failed", "check", run_id, metadata)
+
+
+def from_run_failure(run_id: str, job: str, message: str) -> Alert:
+    return Alert("action", f"RUN FAILED {job}", "run", run_id, {"message": message[:2000]})
+
+
+def from_report(run_id: str, report: dict[str, Any]) -> Alert:
+    """Every report is posted (the seed's Synapse summary); its priority follows the seed's alert rules."""
+    verdict = report.get("verdict", "FAIL")
+    errors = int(report.get("errors", 0) or 0)
+    reduction = float(report.get("token_reduction_pct", 0.0) or 0.0)
+    minutes = float(report.get("duration_ms", 0) or 0) / 60_000
+    reasons = [
+        reason
+        for reason, hit in (
+            ("verdict FAIL", verdict == "FAIL"),
+            (f"{errors} error(s)", errors > 0),
+            ("negative token reduction", reduction < 0),
+            (f"run took {minutes:.0f} min", minutes > MAX_RUN_MINUTES),
+        )
+        if hit
+    ]
+    subject = (
+        f"COMPRESSION RUN {verdict}: {report.get('abstractions_created', 0)} abstractions, {reduction}% token reduction"
+    )
+    details = dict(report) | ({"why": reasons} if reasons else {})
+    return Alert("action" if reasons else "info", subject, "report", run_id, details)
