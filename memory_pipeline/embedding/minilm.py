@@ -157,6 +157,22 @@ def _softmax_inplace(x: np.ndarray) -> np.ndarray:
     return x
 
 
+def _length_batches(order: list[int], lengths: list[int], batch_size: int) -> list[list[int]]:
+    """Split indices (sorted by descending length) into batches of similar length.
+
+    A new batch starts when the current one is full or when the next text is
+    less than half as long as the batch's longest (padding would then more than
+    double its cost).
+    """
+    batches: list[list[int]] = []
+    for i in order:
+        if not batches or len(batches[-1]) == batch_size or 2 * lengths[i] < lengths[batches[-1][0]]:
+            batches.append([i])
+        else:
+            batches[-1].append(i)
+    return batches
+
+
 class MiniLMEncoder:
     """all-MiniLM-L6-v2 sentence encoder (numpy only, lazily loaded).
 
@@ -265,7 +281,9 @@ class MiniLMEncoder:
         """Embed texts -> float32 (n, 384), unit L2 norm, in input order.
 
         Texts are sorted by token length so each batch pads only to its own
-        longest member (less wasted compute), then the order is restored.
+        longest member, then the order is restored. ``batch_size`` is an upper
+        bound: a batch is also cut where lengths halve, so one long outlier
+        does not make a batch of short texts pay for 256 tokens each.
         """
         if isinstance(texts, str):
             raise TypeError("encode() takes a sequence of strings, not a single str")
@@ -275,20 +293,17 @@ class MiniLMEncoder:
         if not texts:
             return out
         model = self._load()
-        encodings = model.tokenizer.encode_batch([str(s) for s in texts])
-        ids = [e.ids for e in encodings]
-        order = np.argsort([-len(x) for x in ids], kind="stable")
-        for start in range(0, len(order), batch_size):
-            idx = order[start : start + batch_size]
-            batch = [ids[i] for i in idx]
-            width = max(len(x) for x in batch)
+        ids = [e.ids for e in model.tokenizer.encode_batch([str(s) for s in texts])]
+        order = sorted(range(len(ids)), key=lambda i: -len(ids[i]))
+        for batch in _length_batches(order, [len(x) for x in ids], batch_size):
+            width = len(ids[batch[0]])
             # Pad id is irrelevant: padded positions are masked in attention/pooling.
             input_ids = np.zeros((len(batch), width), dtype=np.int64)
             mask = np.zeros((len(batch), width), dtype=np.float32)
-            for r, x in enumerate(batch):
-                input_ids[r, : len(x)] = x
-                mask[r, : len(x)] = _ONE
-            out[idx] = self._forward(model, input_ids, mask)
+            for r, i in enumerate(batch):
+                input_ids[r, : len(ids[i])] = ids[i]
+                mask[r, : len(ids[i])] = _ONE
+            out[batch] = self._forward(model, input_ids, mask)
         return out
 
     def _forward(self, m: _Model, input_ids: np.ndarray, mask: np.ndarray) -> np.ndarray:

