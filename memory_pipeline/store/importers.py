@@ -44,25 +44,32 @@ def _finish(
         first_seen[record.id] = where
         records.append(record)
     store.migrate()
+    embedded = [r for r in records if r.embedding is not None]
+    by_model: dict[str, list[MemoryRecord]] = {}
+    for r in embedded:
+        by_model.setdefault((embedding_models or {}).get(r.id, f"imported:{Path(source).name}"), []).append(r)
     with store.connect() as con:
         clash = repo.existing_ids(con, [r.id for r in records])
+        known_dims = dict(con.execute("SELECT model, any_value(dim) FROM embeddings GROUP BY model").fetchall())
     for record in records:
         if record.id in clash:
             errors.append(RecordError(first_seen[record.id], "id", f"id {record.id!r} already exists in the store"))
+    for model, group in by_model.items():
+        dim = known_dims.get(model, len(group[0].embedding or []))
+        for r in group:
+            if len(r.embedding or []) != dim:
+                errors.append(
+                    RecordError(
+                        first_seen[r.id],
+                        "embedding",
+                        f"dimension {len(r.embedding or [])}, expected {dim} for '{model}'",
+                    )
+                )
     if errors:
         raise ImportRejected(source, errors)
-    embedded = [r for r in records if r.embedding is not None]
     with store.transaction() as con:
         repo.insert_memories(con, records)
-        by_model: dict[str, list[MemoryRecord]] = {}
-        for r in embedded:
-            by_model.setdefault((embedding_models or {}).get(r.id, f"imported:{Path(source).name}"), []).append(r)
         for model, group in by_model.items():
-            dims = {len(r.embedding or []) for r in group}
-            if len(dims) != 1:
-                raise ImportRejected(
-                    source, [RecordError(first_seen[group[0].id], "embedding", f"mixed dimensions {sorted(dims)}")]
-                )
             vectors = np.array([r.embedding for r in group], dtype=np.float32)
             repo.upsert_embeddings(con, model, [r.id for r in group], vectors, utcnow())
     return ImportSummary(source, len(records), len(embedded))

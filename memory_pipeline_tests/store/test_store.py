@@ -99,6 +99,25 @@ def test_invalid_utf8_and_duplicate_ids_are_rejected(tmp_path: Path) -> None:
     assert count(store) == 0
 
 
+def test_wrong_vector_dimension_is_rejected(tmp_path: Path) -> None:
+    store = MemoryStore(tmp_path / "m.duckdb")
+    vec = {"embedding_model": "toy"}
+    import_jsonl(store, write_jsonl(tmp_path / "a.jsonl", [GOOD | vec | {"embedding": [0.1, 0.2]}]))
+    path = write_jsonl(tmp_path / "b.jsonl", [GOOD | vec | {"id": "m-2", "embedding": [0.1, 0.2, 0.3]}])
+    with pytest.raises(ImportRejected, match=rf"{path}:1: field 'embedding': dimension 3, expected 2 for 'toy'"):
+        import_jsonl(store, path)
+    path = write_jsonl(
+        tmp_path / "c.jsonl",
+        [
+            GOOD | vec | {"id": "n-1", "embedding": [1.0, 0.0], "embedding_model": "x"},
+            GOOD | vec | {"id": "n-2", "embedding": [1.0], "embedding_model": "x"},
+        ],
+    )
+    with pytest.raises(ImportRejected, match=rf"{path}:2: field 'embedding': dimension 1, expected 2"):
+        import_jsonl(store, path)
+    assert count(store) == 1
+
+
 def test_ids_already_in_store_are_rejected(tmp_path: Path) -> None:
     store = MemoryStore(tmp_path / "m.duckdb")
     import_jsonl(store, write_jsonl(tmp_path / "a.jsonl", [GOOD]))
