@@ -7,13 +7,13 @@ import dagster as dg
 
 from memory_pipeline.abstraction.checks import CHECKS
 from memory_pipeline.abstraction.rollback_job import rollback_consolidation
-from memory_pipeline.abstraction.sensors import consolidation_alerts
 from memory_pipeline.abstraction.schedules import (
     PIPELINE,
     consolidation_dry_run,
     nightly_consolidation,
     nightly_schedule,
 )
+from memory_pipeline.abstraction.sensors import consolidation_alerts
 from memory_pipeline.resources import EmbedderResource, EngineConfig, LLMResource, MemoryStoreResource
 from memory_pipeline.resources.embedder import MINILM
 from memory_pipeline.resources.notifier import NotifierResource

@@ -21,7 +21,8 @@ def test_definitions_load_and_the_graph_reads_like_the_seed_diagram() -> None:
 
 
 def test_every_store_writer_shares_the_single_writer_pool() -> None:
-    writers = {"exact_duplicates", "memory_embeddings", "compressed_memories", "archive_updates", "atoms", "report"}
+    writers = {"exact_duplicates", "memory_embeddings", "clusters", "compressed_memories", "archive_updates", "atoms",
+               "report"}  # clusters saves the threshold graph in runs that also archive
     for name in PIPELINE:
         assets_def = defs.resolve_assets_def(name)
         spec = next(iter(assets_def.specs))

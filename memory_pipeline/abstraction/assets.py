@@ -12,7 +12,7 @@ import dagster as dg
 import duckdb
 import pandas as pd
 
-from memory_pipeline.abstraction import clustering
+from memory_pipeline.abstraction import clustering, threshold_graph
 from memory_pipeline.abstraction.atoms import ExistingAtom, find_matching_atom
 from memory_pipeline.abstraction.clustering import RECENT_SKIP_REASON, MemoryCluster
 from memory_pipeline.abstraction.distill import Distillation, DistillationRejected, Member, validate_abstraction
@@ -23,10 +23,10 @@ from memory_pipeline.abstraction.report import (
     markdown_table,
     reduction_pct,
 )
-from memory_pipeline.resources import EmbedderResource, EngineConfig, LLMResource, MemoryStoreResource
-from memory_pipeline.store import repository as repo
 from memory_pipeline.faults import crash_point
-from memory_pipeline.store import backup, lease
+from memory_pipeline.resources import EmbedderResource, EngineConfig, LLMResource, MemoryStoreResource
+from memory_pipeline.store import backup, edges, lease
+from memory_pipeline.store import repository as repo
 from memory_pipeline.store.db import atomic, utcnow
 from memory_pipeline.store.dedupe import archive_exact_duplicates
 from memory_pipeline.store.records import MemoryRecord
@@ -179,18 +179,44 @@ def eligible_memories(
     return dg.Output(eligible, metadata={"eligible": len(eligible.frame), **reasons})
 
 
-@dg.asset(group_name=GROUP, kinds={"numpy", "scipy"})
+class ClusterBuild(dg.Config):
+    """`build`: incremental (default) reuses the stored threshold graph and computes only the edges of new or
+    changed memories; full recomputes every edge. Empty = env MEMORY_PIPELINE_CLUSTER_BUILD, else incremental."""
+
+    build: str = ""
+
+
+@dg.asset(group_name=GROUP, pool=POOL, kinds={"numpy", "scipy", "duckdb"})
 def clusters(
     context: dg.AssetExecutionContext,
+    config: ClusterBuild,
     store: MemoryStoreResource,
+    embedder: EmbedderResource,
     engine: EngineConfig,
     eligible_memories: repo.EligibleSet,
 ) -> dg.Output[list[MemoryCluster]]:
-    """Single linkage at the threshold = connected components of the threshold graph; largest first."""
+    """Single linkage at the threshold = connected components of the threshold graph; largest first. The
+    graph is kept in the store between nights; only a run that also writes the store (archive_updates)
+    saves it back, so the dry run computes the same clusters and writes nothing."""
     started = time.perf_counter()
     since = engine.now() - timedelta(days=engine.fingerprint_ttl_days)
-    with store.open().connect() as con:
+    db = store.open()
+    with db.connect() as con:
         recent = repo.recent_fingerprints(con, since, RECENT_SKIP_REASON.split("{")[0])
+    run_assets = context.run.asset_selection or context.job_def.asset_layer.executable_asset_keys
+    ids = eligible_memories.frame["id"].to_numpy(dtype=object)
+    graph = edges.night_graph(
+        db,
+        ids,
+        eligible_memories.vectors,
+        model=embedder.model,
+        threshold=engine.similarity_threshold,
+        mode=threshold_graph.resolve_mode(config.build),
+        persist=dg.AssetKey("archive_updates") in run_assets,
+        now=engine.now(),
+        run_id=context.run.run_id,
+    )
+    context.log.info(f"ClusterFinder: {graph.mode} threshold graph ({graph.reason}): {graph.stats}")
     found = clustering.build_clusters(
         eligible_memories.frame,
         eligible_memories.vectors,
@@ -198,6 +224,7 @@ def clusters(
         engine.min_cluster_size,
         recent,
         engine.fingerprint_ttl_days,
+        groups=graph.components(engine.min_cluster_size),
     )
     seconds = time.perf_counter() - started
     skipped = sum(1 for c in found if c.skip_reason)
@@ -222,6 +249,9 @@ def clusters(
             "recently_processed": skipped,
             "largest": max((c.member_count for c in found), default=0),
             "seconds": round(seconds, 3),
+            "graph_build": graph.mode,
+            "graph_rows_computed": int(graph.stats.get("computed_rows", 0)),
+            "graph_edges": int(graph.rows.size),
             "clusters": dg.MetadataValue.md(table.head(50).to_markdown(index=False)) if len(table) else "none",
         },
     )
@@ -237,8 +267,21 @@ def distillations(
     clusters: list[MemoryCluster],
 ) -> dg.Output[list[ClusterOutcome]]:
     """One abstraction per cluster. Every distiller's output passes the same validation; a rejection skips
-    the cluster with the precise reason and leaves its sources untouched."""
-    distiller = llm.get_distiller()
+    the cluster with the precise reason and leaves its sources untouched. With Claude: rate-limited, retried,
+    costed per call (the run's usage ledger) and capped at COMPRESSION_MAX_COST_USD; clusters the cap leaves
+    out are deferred to the next night, and neither they nor LLM-error skips count against the TTL."""
+    from memory_pipeline.llm import runs as llm_runs
+
+    db = store.open()
+    distiller = llm.get_distiller(
+        reports_dir=store.reports_dir,
+        run_id=context.run.run_id,
+        rate_limit_per_min=engine.rate_limit_per_min,
+        max_cost_usd=engine.max_cost_usd,
+        min_compression_ratio=engine.min_compression_ratio,
+        log=context.log.info,
+    )
+    context.instance.add_run_tags(context.run.run_id, llm.run_tags())
     selected = clusters
     if config.cluster_id:
         selected = [c for c in clusters if c.cluster_id == config.cluster_id]
@@ -246,22 +289,35 @@ def distillations(
             raise dg.Failure(f"cluster {config.cluster_id} is not among this run's {len(clusters)} clusters")
         for c in selected:
             c.skip_reason = None
+    else:
+        ttl_skipped = [c for c in selected if (c.skip_reason or "").startswith(llm_runs.TTL_PREFIX)]
+        since = engine.now() - timedelta(days=engine.fingerprint_ttl_days)
+        with db.connect() as con:
+            due = llm_runs.retryable_fingerprints(con, [c.fingerprint for c in ttl_skipped], since)
+        for c in ttl_skipped:
+            if c.fingerprint in due:
+                c.skip_reason = None
+        if due:
+            context.log.info(f"Distiller: {len(due)} cluster(s) deferred or failed by the API earlier are due again")
     outcomes: list[ClusterOutcome] = []
     todo = [c for c in selected if not c.skip_reason]
-    db = store.open()
-    for i, cluster in enumerate(todo, start=1):
-        outcome = ClusterOutcome(cluster)
-        outcomes.append(outcome)
+    requests = []
+    for cluster in todo:
         with db.connect() as con:
             rows = repo.fetch_members(con, cluster.member_ids)
         members = [Member(r.id, r.content, float(r.importance)) for r in rows.itertuples()]
+        span = (cluster.oldest_member_at, cluster.newest_member_at)
+        requests.append(llm_runs.DistillRequest(cluster.cluster_id, members, cluster.dominant_category, span))
+    results = llm_runs.distill_all(distiller, requests)
+    for i, (cluster, result) in enumerate(zip(todo, results, strict=True), start=1):
+        outcome = ClusterOutcome(cluster)
+        outcomes.append(outcome)
         context.log.info(
             f"Distiller: cluster {i}/{len(todo)} ({cluster.member_count} members, category={cluster.dominant_category})"
         )
         try:
-            result = distiller.distill(
-                members, cluster.dominant_category, (cluster.oldest_member_at, cluster.newest_member_at)
-            )
+            if isinstance(result, BaseException):
+                raise result
             result.compression_ratio = round(
                 validate_abstraction(
                     result.abstraction,
@@ -275,6 +331,8 @@ def distillations(
             outcome.distillation = result
         except DistillationRejected as exc:
             outcome.skip_reason, outcome.status = str(exc), "skipped"
+        except llm_runs.CostCapReached as exc:  # never sent: waits for the next night, not an attempt
+            outcome.skip_reason, outcome.status = llm_runs.deferred_reason(exc), "skipped"
         except Exception as exc:  # an LLM/API error skips the cluster, as the seed's failure table says
             outcome.skip_reason, outcome.status = f"LLM error: {exc}", "skipped"
             outcome.errors.append(_error(cluster.cluster_id, "distill", exc))
@@ -286,6 +344,8 @@ def distillations(
         outcomes,
         metadata={
             "distiller": distiller.name,
+            **llm_runs.step_metadata(distiller),
+            "deferred": sum(1 for o in outcomes if llm_runs.is_deferred(o.skip_reason)),
             "accepted": len(accepted),
             "skipped": len(outcomes) - len(accepted),
             "avg_ratio": round(sum(o.distillation.compression_ratio for o in accepted) / len(accepted), 2)
@@ -464,15 +524,25 @@ def atoms(
 ) -> dg.Output[AtomResults]:
     """Causal abstractions become {subject, action, outcome, consequences} atoms; a matching atom is
     strengthened (+0.1, capped at 1.0) instead of duplicated. Failures here never undo compression."""
-    distiller = llm.get_distiller()
+    from memory_pipeline.llm import runs as llm_runs
+
+    distiller = llm.get_distiller(
+        reports_dir=store.reports_dir,
+        run_id=context.run.run_id,
+        rate_limit_per_min=engine.rate_limit_per_min,
+        max_cost_usd=engine.max_cost_usd,
+        log=context.log.info,
+    )
     db = store.open()
     run_id = context.run.run_id
     results = AtomResults()
-    for o in archive_updates:
-        if o.status != "compressed" or o.distillation is None or not o.distillation.is_causal:
-            continue
+    causal = [o for o in archive_updates if o.status == "compressed" and o.distillation and o.distillation.is_causal]
+    extractions = llm_runs.extract_all(distiller, [o.distillation.abstraction for o in causal if o.distillation])
+    for o, extracted in zip(causal, extractions, strict=True):
+        assert o.distillation is not None
         try:
-            extracted = distiller.extract_atom(o.distillation.abstraction)
+            if isinstance(extracted, BaseException):
+                raise extracted
             if extracted is None:
                 results.not_causal += 1
                 continue
@@ -505,6 +575,7 @@ def atoms(
             "atoms_strengthened": results.strengthened,
             "not_causal": results.not_causal,
             "errors": len(results.errors),
+            **llm_runs.step_metadata(distiller),
         },
     )
 
@@ -521,16 +592,17 @@ def report(
     atoms: AtomResults,
     archive_updates: list[ClusterOutcome],
 ) -> dg.MaterializeResult:
-    """The seed's CompressionRunReport: a JSON file per run, a row in the store, and numbers the UI plots."""
+    """The seed's CompressionRunReport: a JSON file per run, a row in the store, and numbers the UI plots.
+    LLM usage and cost come from the run's usage ledger (every call of every step) × the price table."""
+    from memory_pipeline.llm import runs as llm_runs
+
     run_id = context.run.run_id
     outcomes = archive_updates
     compressed = [o for o in outcomes if o.status == "compressed" and o.distillation]
     ratios = [o.distillation.compression_ratio for o in compressed if o.distillation]
     errors = [e for o in outcomes for e in o.errors] + atoms.errors
-    distilled = [o.distillation for o in outcomes if o.distillation]
-    llm_calls = sum(1 for d in distilled if d.distiller.startswith("anthropic"))
-    llm_in = sum(d.input_tokens for d in distilled if d.distiller.startswith("anthropic"))
-    llm_out = sum(d.output_tokens for d in distilled if d.distiller.startswith("anthropic"))
+    usage = llm.usage_summary(store.reports_dir, run_id)
+    llm_calls, llm_in, llm_out = usage.calls, usage.total.total_input_tokens, usage.total.output_tokens
     db = store.open()
     with db.connect() as con:
         tokens_after = repo.active_tokens(con)
@@ -549,6 +621,8 @@ def report(
             skip_reasons[key] = skip_reasons.get(key, 0) + 1
     finished = utcnow()
     verdict, reason = decide_verdict(len(compressed), len(errors))
+    deferred = sum(1 for o in outcomes if o.status == "skipped" and llm_runs.is_deferred(o.skip_reason))
+    verdict, reason = llm_runs.verdict_with_deferrals(verdict, reason, deferred, engine.max_cost_usd)
     started = exact_duplicates.started_at
     r = CompressionRunReport(
         run_id=run_id,
@@ -572,18 +646,21 @@ def report(
         total_llm_calls=llm_calls,
         total_llm_input_tokens=llm_in,
         total_llm_output_tokens=llm_out,
-        estimated_cost_usd=llm.cost_usd(llm_in, llm_out),
+        estimated_cost_usd=round(usage.cost(llm.prices()), 6),
         errors=errors,
         verdict=verdict,
         verdict_reason=reason,
-        distiller=distilled[0].distiller if distilled else llm.get_distiller().name,
+        distiller=llm.distiller_name(),
         clusters_failed=sum(1 for o in outcomes if o.status == "failed"),
         exact_duplicates_archived=exact_duplicates.duplicates_archived,
         pending_activated=len(exact_duplicates.pending_activated),
         pending_removed=len(exact_duplicates.pending_removed),
         skip_reasons=skip_reasons,
     )
-    payload = r.to_dict() | {"memory_count": memory_count}
+    payload = r.to_dict() | {
+        "memory_count": memory_count,
+        "llm": llm.report_fields(usage, clusters_deferred=deferred, max_cost_usd=engine.max_cost_usd),
+    }
     path = write_report(store.reports_dir, payload)
     with db.transaction() as con:
         con.execute(
@@ -608,7 +685,11 @@ def report(
             "memories_archived": r.memories_archived,
             "avg_compression_ratio": r.avg_compression_ratio,
             "estimated_cost_usd": r.estimated_cost_usd,
+            "llm_calls": r.total_llm_calls,
+            "distiller": r.distiller,
             "errors": len(r.errors),
+            "duration_ms": r.duration_ms,
+            "abstractions_created": r.abstractions_created,
         }
     )
 

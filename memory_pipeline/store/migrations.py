@@ -118,4 +118,35 @@ MIGRATIONS: tuple[Migration, ...] = (
             "ALTER TABLE atoms ADD COLUMN IF NOT EXISTS status VARCHAR DEFAULT 'active'",
         ),
     ),
+    Migration(
+        4,
+        "threshold graph of the eligible set, for incremental clustering",
+        (
+            # One row per graph: what it was built for. Nodes and edges carry no index (bulk-written,
+            # read whole); a node is a memory id plus a checksum of its vector, an edge two node numbers a < b.
+            """
+            CREATE TABLE IF NOT EXISTS cluster_graph (
+                name       VARCHAR PRIMARY KEY,
+                model      VARCHAR NOT NULL,
+                threshold  DOUBLE NOT NULL,
+                dim        INTEGER NOT NULL,
+                node_count BIGINT NOT NULL,
+                edge_count BIGINT NOT NULL,
+                next_node  BIGINT NOT NULL,
+                generation BIGINT NOT NULL,
+                mode       VARCHAR NOT NULL,
+                run_id     VARCHAR,
+                updated_at TIMESTAMP NOT NULL
+            )
+            """,
+            """
+            CREATE TABLE IF NOT EXISTS cluster_graph_nodes (
+                node      BIGINT NOT NULL,
+                memory_id VARCHAR NOT NULL,
+                checksum  UBIGINT NOT NULL
+            )
+            """,
+            "CREATE TABLE IF NOT EXISTS cluster_graph_edges (a BIGINT NOT NULL, b BIGINT NOT NULL)",
+        ),
+    ),
 )

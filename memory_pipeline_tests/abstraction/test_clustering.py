@@ -3,6 +3,8 @@ import hashlib
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
 from memory_pipeline.abstraction import clustering
 
@@ -114,3 +116,103 @@ def test_build_clusters_fields_and_ttl_skip() -> None:
     skipped = [c for c in again if c.skip_reason]
     assert [c.fingerprint for c in skipped] == [first.fingerprint]
     assert skipped[0].skip_reason.startswith("fingerprint processed within the last 7 days")
+
+
+# ------------------------------------------------------------------ equivalence with scikit-learn
+
+
+def sklearn_partition(vectors: np.ndarray, distance_threshold: float) -> set[frozenset[int]]:
+    """AgglomerativeClustering(single, cosine): merges while the cosine distance is < distance_threshold."""
+    from sklearn.cluster import AgglomerativeClustering
+
+    labels = AgglomerativeClustering(
+        n_clusters=None, linkage="single", metric="cosine", distance_threshold=distance_threshold
+    ).fit_predict(np.asarray(vectors, dtype=np.float64))
+    groups: dict[int, set[int]] = {}
+    for i, label in enumerate(labels.tolist()):
+        groups.setdefault(label, set()).add(i)
+    return {frozenset(g) for g in groups.values()}
+
+
+def ours(vectors: np.ndarray, threshold: float, **tiles: int) -> set[frozenset[int]]:
+    rows, cols = clustering.threshold_edges(vectors, threshold, **tiles)
+    return {frozenset(g.tolist()) for g in clustering.components(len(vectors), rows, cols, 1)}
+
+
+def float64_cosines(vectors: np.ndarray) -> np.ndarray:
+    v = np.asarray(vectors, dtype=np.float64)
+    v = v / np.linalg.norm(v, axis=1, keepdims=True)
+    return v @ v.T
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n_centres=st.integers(1, 6),
+    per_centre=st.integers(1, 9),
+    noise=st.floats(0.1, 0.9),
+    dim=st.sampled_from([3, 8, 32, 384]),
+    threshold=st.sampled_from([0.5, 0.82, 0.9, 0.97]),
+    as_float32=st.booleans(),
+)
+def test_partition_equals_scikit_learn_single_linkage(
+    seed: int, n_centres: int, per_centre: int, noise: float, dim: int, threshold: float, as_float32: bool
+) -> None:
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(n_centres, dim))
+    points = np.repeat(centres, per_centre, axis=0) + noise * rng.normal(size=(n_centres * per_centre, dim))
+    points = np.vstack([points, rng.normal(size=(3, dim))])  # and a little background
+    vectors = points.astype(np.float32) if as_float32 else points
+    sims = float64_cosines(vectors)
+    off_diagonal = sims[~np.eye(len(sims), dtype=bool)]
+    # exact ties are their own test below: scikit-learn merges at distance < t, we link at cosine ≥ t
+    assume(not np.any(np.abs(off_diagonal - threshold) < 1e-12))
+    expected = sklearn_partition(vectors, 1 - threshold)
+    assert ours(vectors, threshold) == expected
+    assert ours(vectors, threshold, tile_rows=5, tile_cols=7) == expected
+
+
+def _pair_at(cosine: float, dim: int, rotate: bool, seed: int = 0) -> np.ndarray:
+    """Three vectors: b and c at `cosine` from a (on either side of it), a 3-member chain iff cosine ≥ t."""
+    s = np.sqrt(1.0 - cosine * cosine)
+    v = np.zeros((3, dim))
+    v[0, 0] = 1.0
+    v[1, 0], v[1, 1] = cosine, s
+    v[2, 0], v[2, 1] = cosine, -s
+    if rotate:  # dense vectors, like real embeddings: float32 error ~1e-7 on the cosine
+        basis = np.random.default_rng(seed).normal(size=(2, dim))
+        basis[0] /= np.linalg.norm(basis[0])
+        basis[1] -= basis[1] @ basis[0] * basis[0]
+        basis[1] /= np.linalg.norm(basis[1])
+        v = v[:, :2] @ basis
+    return v
+
+
+@pytest.mark.parametrize("dim", [2, 384])
+@pytest.mark.parametrize(
+    ("cosine", "linked"),
+    [(0.82, True), (float(np.nextafter(0.82, 0.0)), False), (0.82 + 1e-7, True), (0.82 - 1e-7, False)],
+    ids=["exactly", "one-ulp-below", "1e-7-above", "1e-7-below"],
+)
+def test_fixed_cases_at_and_just_below_the_threshold(dim: int, cosine: float, linked: bool) -> None:
+    v = _pair_at(cosine, dim, rotate=False)
+    assert np.linalg.norm(v, axis=1).tolist() == [1.0, 1.0, 1.0]  # so the float64 cosine is exactly `cosine`
+    assert float64_cosines(v)[0, 1] == cosine
+    expected = {frozenset({0, 1, 2})} if linked else {frozenset({0}), frozenset({1}), frozenset({2})}
+    assert ours(v, 0.82) == expected
+    assert ours(v.astype(np.float32), 0.82) == ours(v.astype(np.float32).astype(np.float64), 0.82)
+    # scikit-learn's cut is strict (< distance_threshold): one ulp above 1 − 0.82 is the same rule as ours
+    assert sklearn_partition(v, float(np.nextafter(1 - 0.82, 1.0))) == expected
+    assert brute_force_partition(v, 0.82, 1) == expected
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("offset", [-3e-7, -1e-7, -2e-8, 2e-8, 1e-7, 3e-7])
+def test_dense_float32_pairs_near_the_threshold_follow_float64(seed: int, offset: float) -> None:
+    """Rotated into 384 dense dimensions and stored as float32, the pairs' float32 cosines err by ~1e-7:
+    the verdict must still be the float64 one (of the float32 values), pair by pair."""
+    v32 = _pair_at(0.82 + offset, 384, rotate=True, seed=seed).astype(np.float32)
+    sims = float64_cosines(v32)
+    expected_edges = {(0, j) for j in (1, 2) if sims[0, j] >= 0.82} | ({(1, 2)} if sims[1, 2] >= 0.82 else set())
+    rows, cols = clustering.threshold_edges(v32, 0.82)
+    assert set(zip(rows.tolist(), cols.tolist(), strict=True)) == expected_edges

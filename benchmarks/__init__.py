@@ -1,0 +1,1 @@
+"""Benchmarks for the memory pipeline: `python -m benchmarks` (see benchmarks/README section in the README)."""

@@ -1,0 +1,30 @@
+"""`python -m benchmarks [clustering|incremental|nightly|embeddings|all] [options]` — results are appended
+to benchmarks/RESULTS.md with the date, the machine, the BLAS kernel and the OPENBLAS_* variables."""
+
+from __future__ import annotations
+
+import sys
+
+NAMES = ("clustering", "incremental", "nightly", "embeddings")
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] in ("-h", "--help"):
+        print(__doc__)
+        print("each benchmark takes --help for its options")
+        return 0
+    name, rest = argv[0], argv[1:]
+    if name == "all":
+        for each in NAMES:
+            main([each])
+        return 0
+    if name not in NAMES:
+        print(f"unknown benchmark {name!r}; choose from {', '.join(NAMES)} or all", file=sys.stderr)
+        return 2
+    module = __import__(f"benchmarks.{name}", fromlist=["main"])
+    module.main(rest)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,226 @@
+"""The whole nightly_consolidation job with Claude — the real SDK against a fake Anthropic API served on
+127.0.0.1 — keeps every store invariant of the offline path, and its report's cost is the recorded usage
+times the price table. Also: a batch run killed while polling is resumed by the next run (paid once), and
+a night stopped by the cost cap leaves its remaining clusters to the next night."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import dagster as dg
+import pytest
+from dagster._serdes import serialize_value
+
+from memory_pipeline.definitions import build_definitions
+from memory_pipeline.llm.ledger import FileLedger
+from memory_pipeline.llm.runs import DEFERRED_PREFIX
+from memory_pipeline.resources import LLMResource
+from memory_pipeline.store import MemoryStore
+from memory_pipeline.store import repository as repo
+from memory_pipeline_tests.abstraction.test_pipeline import INVARIANT_CHECKS, load_report, protected_ids, snapshot
+from memory_pipeline_tests.conftest import SAMPLE_NOW, resources_for
+from memory_pipeline_tests.llm.fake_api import (
+    TEST_KEY,
+    FakeAnthropicAPI,
+    overloaded,
+    rate_limited,
+    server_error,
+    timeout,
+)
+
+FAST = {"rate_limit_per_min": 100_000}  # the limiter itself is unit-tested; here it must not slow the night
+
+
+def run_night(home: Path, instance: dg.DagsterInstance, base_url: str, mode: str = "anthropic", **engine: object):
+    resources = resources_for(home, **{**FAST, **engine})
+    resources["llm"] = LLMResource(
+        api_key=dg.EnvVar("ANTHROPIC_API_KEY"),  # as definitions.py wires it: the key never enters config
+        mode=mode,
+        base_url=base_url,
+        timeout_s=1.0,
+        min_interval_s=0.0,
+        retry_base_delay_s=0.001,
+        batch_poll_interval_s=0.01,
+    )
+    job = build_definitions(resources).resolve_job_def("nightly_consolidation")
+    return job.execute_in_process(instance=instance, raise_on_error=False)
+
+
+def ledger_cost(home: Path, run_id: str, llm: LLMResource | None = None) -> tuple[float, int]:
+    prices = (llm or LLMResource()).prices()
+    calls = [c for c in FileLedger(home / "reports", run_id).calls() if c.status == "ok"]
+    return sum(prices.cost(c.usage, batch=c.api == "batch") for c in calls), len(calls)
+
+
+def assert_store_invariants(result: dg.ExecuteInProcessResult) -> None:
+    checks = {e.check_name: e for e in result.get_asset_check_evaluations()}
+    assert INVARIANT_CHECKS <= set(checks)
+    assert all(checks[n].passed for n in INVARIANT_CHECKS), {n: checks[n].passed for n in INVARIANT_CHECKS}
+
+
+def assert_no_secret(home: Path, instance: dg.DagsterInstance, run_id: str) -> None:
+    records = instance.all_logs(run_id)
+    assert records and all(TEST_KEY not in serialize_value(r) for r in records)
+    run = instance.get_run_by_id(run_id)
+    assert TEST_KEY not in serialize_value(run)
+    assert TEST_KEY not in serialize_value(instance.get_job_snapshot(run.job_snapshot_id))
+    for path in (home / "reports").rglob("*"):
+        if path.is_file():
+            assert TEST_KEY not in path.read_text(encoding="utf-8", errors="replace"), path
+    with MemoryStore(home / "memory.duckdb").connect() as con:
+        reasons = " ".join(r[0] or "" for r in con.execute("SELECT reason FROM compression_log").fetchall())
+    assert TEST_KEY not in reasons
+
+
+def test_the_nightly_job_with_claude_keeps_the_offline_invariants(workspace: Path, monkeypatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", TEST_KEY)
+    before, protected = snapshot(workspace), protected_ids(workspace)
+    fake = FakeAnthropicAPI()
+    fake.fail("messages", rate_limited("0.05"), overloaded(), overloaded(), timeout(delay_s=1.5))
+    instance = dg.DagsterInstance.ephemeral()
+    with fake.serve() as base_url:
+        result = run_night(workspace, instance, base_url)
+    assert result.success
+    assert_store_invariants(result)
+
+    report = load_report(workspace, result.run_id)
+    assert report["verdict"] == "PASS", report["verdict_reason"]
+    assert report["clusters_compressed"] > 0 and report["token_reduction_pct"] > 0
+    assert report["abstractions_created"] == report["clusters_compressed"]
+    assert report["min_compression_ratio"] >= 1.5
+    after = snapshot(workspace)
+    assert set(before) <= set(after)
+    assert all(after[m] == before[m] for m in protected)
+    with MemoryStore(workspace / "memory.duckdb").connect() as con:
+        summaries = repo.summaries_of_run(con, result.run_id)
+        assert len(summaries) == report["clusters_compressed"]
+        for s in summaries.itertuples():
+            lineage = json.loads(s.compressed_from)
+            assert lineage["distiller"] == "anthropic:claude-haiku-4-5"
+            sources = repo.fetch_members(con, lineage["source_ids"])
+            assert (sources["lifecycle"] == "archived").all() and (sources["importance"] == 0.5).all()
+
+    # which distiller ran: the report and the run's tags
+    assert report["distiller"] == "anthropic:claude-haiku-4-5" and report["llm"]["api"] == "messages"
+    tags = instance.get_run_by_id(result.run_id).tags
+    assert tags["memory_pipeline/distiller"] == "anthropic:claude-haiku-4-5"
+    assert tags["memory_pipeline/llm_api"] == "messages"
+
+    # every request: the seed's prompts, cached, at temperature 0, with the key
+    sent = fake.requests("messages")
+    assert all(s.key_ok for s in sent)
+    assert all(s.body["model"] == "claude-haiku-4-5" and s.body["temperature"] == 0 for s in sent)
+    assert all(s.body["system"][0]["cache_control"] == {"type": "ephemeral"} for s in sent)
+    # the transient faults were retried: 4 more HTTP attempts than recorded calls
+    cost, calls = ledger_cost(workspace, result.run_id)
+    assert len(sent) == calls + 4
+    assert report["total_llm_calls"] == calls >= report["clusters_compressed"]
+    assert report["estimated_cost_usd"] == pytest.approx(cost, abs=1e-6) and cost > 0
+    assert report["llm"]["cache_read_input_tokens"] > 0 and report["llm"]["cache_creation_input_tokens"] > 0
+    assert_no_secret(workspace, instance, result.run_id)
+    numbers = ("clusters_found", "clusters_compressed", "total_llm_calls", "total_llm_input_tokens")
+    print("night:", {k: report[k] for k in (*numbers, "total_llm_output_tokens", "estimated_cost_usd")})
+
+
+def test_a_night_stopped_by_the_cost_cap_leaves_the_rest_for_the_next_night(workspace: Path, monkeypatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", TEST_KEY)
+    fake = FakeAnthropicAPI()
+    fake.fail("messages", *[server_error()] * 5)  # the first cluster: 500 on every attempt
+    fake.replies.append("Sorry, I can only answer in prose.")  # the second: not JSON
+    instance = dg.DagsterInstance.ephemeral()
+    with fake.serve() as base_url:
+        first = run_night(workspace, instance, base_url, max_cost_usd=0.06)
+        assert first.success
+        assert_store_invariants(first)
+        report = load_report(workspace, first.run_id)
+        assert report["verdict"] == "PARTIAL"
+        deferred_n = report["llm"]["clusters_deferred"]
+        assert deferred_n > 0 and report["clusters_compressed"] > 0
+        assert report["verdict_reason"] == (
+            f"1 error(s) during the run; cost cap $0.06 reached: {deferred_n} cluster(s) left for the next night"
+        )
+        cost, _ = ledger_cost(workspace, first.run_id)
+        assert report["estimated_cost_usd"] == pytest.approx(cost, abs=1e-6) and cost <= 0.06
+        with MemoryStore(workspace / "memory.duckdb").connect() as con:
+            logged = con.execute(
+                "SELECT cluster_id, status, reason FROM compression_log WHERE run_id = ?", [first.run_id]
+            ).fetchall()
+        reasons = {cid: reason for cid, status, reason in logged if status == "skipped"}
+        deferred = {cid for cid, r in reasons.items() if r == f"{DEFERRED_PREFIX}cost cap $0.06 reached"}
+        failed = {cid for cid, r in reasons.items() if r.startswith("LLM error: 500 api_error")}
+        invalid = {cid for cid, r in reasons.items() if r.startswith("invalid JSON: no object in")}
+        assert len(deferred) == deferred_n and len(failed) == 1 and len(invalid) == 1
+        assert report["skip_reasons"]["LLM error"] == 1
+
+        second = run_night(workspace, instance, base_url)  # the next night, cap as default
+    assert second.success
+    assert_store_invariants(second)
+    with MemoryStore(workspace / "memory.duckdb").connect() as con:
+        logged = con.execute(
+            "SELECT cluster_id, status, reason FROM compression_log WHERE run_id = ?", [second.run_id]
+        ).fetchall()
+    compressed = {cid for cid, status, _ in logged if status == "compressed"}
+    ttl = {cid for cid, status, reason in logged if status == "skipped" and reason.startswith("fingerprint processed")}
+    # deferred and API-failed clusters are not attempts: tonight they are distilled; the invalid-JSON one
+    # was an attempt and waits out the TTL
+    assert deferred | failed <= compressed
+    assert invalid <= ttl
+    assert load_report(workspace, second.run_id)["verdict"] == "PASS"
+
+
+def test_a_batch_night_killed_while_polling_is_resumed_and_paid_once(
+    workspace: Path, tmp_path: Path, monkeypatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", TEST_KEY)
+    fake = FakeAnthropicAPI(batch_polls=10**9)  # never ends while the first run polls
+    with fake.serve() as base_url:
+        env = os.environ | {
+            "MEMORY_PIPELINE_HOME": str(workspace),
+            "DAGSTER_HOME": str(tmp_path / "dagster_home"),
+            "MEMORY_PIPELINE_LLM": "batch",  # the production wiring: definitions.default_resources
+            "ANTHROPIC_BASE_URL": base_url,
+        }
+        child = subprocess.Popen(
+            [sys.executable, "-m", "memory_pipeline.cli", "run", "--as-of", SAMPLE_NOW.isoformat()],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=(tmp_path / "child.log").open("w"),
+        )
+        try:
+            deadline = time.monotonic() + 300
+            while not fake.requests("batches.retrieve"):
+                assert child.poll() is None, (tmp_path / "child.log").read_text()[-3000:]
+                assert time.monotonic() < deadline, "the run never polled its batch"
+                time.sleep(0.1)
+        finally:
+            child.kill()  # SIGKILL: no cleanup, no chance to record anything more
+            child.wait(timeout=60)
+        (batch_file,) = (workspace / "reports" / "llm-batches").glob("*.json")
+        state = json.loads(batch_file.read_text())
+        assert state["status"] == "submitted" and state["stage"] == "distill"
+        assert len(fake.requests("batches.create")) == 1
+
+        fake.batch_polls = 1
+        instance = dg.DagsterInstance.ephemeral()
+        result = run_night(workspace, instance, base_url, mode="batch")
+    assert result.success
+    assert_store_invariants(result)
+    report = load_report(workspace, result.run_id)
+    assert report["verdict"] == "PASS", (report["verdict_reason"], report["errors"][:3])
+    assert report["clusters_compressed"] > 0
+    creates = fake.requests("batches.create")
+    assert len(creates) == 2  # the resumed distill batch was not sent again; the second is the atoms'
+    assert creates[1].body["requests"][0]["params"]["system"][0]["text"].startswith("You extract causal")
+    assert json.loads(batch_file.read_text())["status"] == "collected"
+    assert len(fake.requests("batches.results")) == 2  # each batch's results fetched once
+    assert fake.requests("messages") == []
+    cost, calls = ledger_cost(workspace, result.run_id)
+    assert report["estimated_cost_usd"] == pytest.approx(cost, abs=1e-6)
+    assert report["llm"]["batch_calls"] == calls == report["total_llm_calls"]
+    assert report["distiller"] == "anthropic-batch:claude-haiku-4-5"
+    tags = instance.get_run_by_id(result.run_id).tags
+    assert tags["memory_pipeline/llm_api"] == "batch"
+    assert_no_secret(workspace, instance, result.run_id)
