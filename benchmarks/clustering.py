@@ -43,14 +43,16 @@ def _load(path: str) -> np.ndarray:
     return np.load(path)
 
 
-def run_ours(path: str, tile_rows: int = 0, tile_cols: int = 0) -> dict[str, Any]:
+def run_ours(path: str, tile_rows: int = 0, tile_cols: int = 0, workers: int = 0) -> dict[str, Any]:
     from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import connected_components
 
     from memory_pipeline.abstraction import clustering
 
     v = _load(path)
-    kw = {"tile_rows": tile_rows, "tile_cols": tile_cols} if tile_rows else {}
+    kw: dict[str, int] = {"tile_rows": tile_rows, "tile_cols": tile_cols} if tile_rows else {}
+    if workers:
+        kw["workers"] = workers
 
     def go() -> tuple[int, np.ndarray]:
         rows, cols = clustering.threshold_edges(v, THRESHOLD, **kw)

@@ -1,7 +1,9 @@
 """Single-linkage clustering at a cosine threshold, exactly, without an N×N matrix.
 
 Single linkage at threshold t is the connected components of the graph whose edges are the pairs with
-cosine ≥ t. We compute that graph tile by tile in float32 (upper triangle only, one reused tile buffer),
+cosine ≥ t. We compute that graph tile by tile in float32 (upper triangle only, one reused tile buffer per
+thread; row strips spread over one thread per core, each with a single-threaded BLAS, so the numpy
+threshold scan of one strip overlaps the GEMM of another),
 keep only the edges, and re-check in float64 every pair whose float32 cosine lies within the float32
 error bound of the threshold, so the edge set — and the partition — equals the float64 one. Peak memory is
 one tile plus the edges, not N².
@@ -13,9 +15,12 @@ what an incremental night needs (O(|Q|·N) instead of O(N²)), see `threshold_gr
 from __future__ import annotations
 
 import hashlib
+import os
+import threading
 import uuid
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 
@@ -85,16 +90,28 @@ def _strips(n: int, rows: np.ndarray | None, tile_rows: int) -> Iterator[tuple[n
             yield rows[k : k + tile_rows], 0
 
 
+def _workers() -> int:
+    """Strips run on this many threads, each with a single-threaded BLAS (threadpoolctl), so one strip's
+    threshold scan overlaps another's GEMM; 1 (one thread, multi-threaded BLAS) without threadpoolctl."""
+    try:
+        import threadpoolctl  # noqa: F401
+    except ImportError:
+        return 1
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+
+
 def threshold_edges(
     vectors: np.ndarray,
     threshold: float,
     tile_rows: int = TILE_ROWS,
     tile_cols: int = TILE_COLS,
     rows: np.ndarray | None = None,
+    workers: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """All pairs i < j with cosine(i, j) ≥ threshold (float64 verdict), as two int64 index arrays.
 
-    With `rows` (indices), only the pairs with at least one end in `rows`, each once.
+    With `rows` (indices), only the pairs with at least one end in `rows`, each once. `workers`: threads
+    (default: one per core when threadpoolctl is installed); the edge set does not depend on it.
     """
     n = int(vectors.shape[0])
     empty = np.zeros(0, dtype=np.int64)
@@ -111,20 +128,25 @@ def threshold_edges(
         in_rows[rows] = True
     tr = max(1, min(tile_rows, n if rows is None else rows.size))
     tc = max(1, min(tile_cols, n))
-    sims_buf = np.empty(tr * tc, dtype=np.float32)  # one tile, reused: no page faults per tile
-    mask_buf = np.empty(tr * tc, dtype=bool)
-    out_r: list[np.ndarray] = []
-    out_c: list[np.ndarray] = []
-    for strip, first_col in _strips(n, rows, tr):
+    strips = list(_strips(n, rows, tr))
+    local = threading.local()
+
+    def strip_edges(item: tuple[np.ndarray | slice, int]) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        strip, first_col = item
+        if not hasattr(local, "sims"):  # one tile per thread, reused: no page faults per tile
+            local.sims = np.empty(tr * tc, dtype=np.float32)
+            local.mask = np.empty(tr * tc, dtype=bool)
         block = v32[strip]
         row_ids = np.arange(strip.start, strip.stop) if isinstance(strip, slice) else strip
         height = block.shape[0]
+        out_r: list[np.ndarray] = []
+        out_c: list[np.ndarray] = []
         for j0 in range(first_col, n, tc):
             j1 = min(n, j0 + tc)
             width = j1 - j0
-            sims = sims_buf[: height * width].reshape(height, width)
+            sims = local.sims[: height * width].reshape(height, width)
             np.matmul(block, v32[j0:j1].T, out=sims)
-            mask = mask_buf[: height * width].reshape(height, width)
+            mask = local.mask[: height * width].reshape(height, width)
             np.greater_equal(sims, bounds.lo, out=mask)
             flat = np.flatnonzero(mask)
             if flat.size == 0:
@@ -149,6 +171,18 @@ def threshold_edges(
             if r.size:
                 out_r.append(np.minimum(r, c))
                 out_c.append(np.maximum(r, c))
+        return out_r, out_c
+
+    threads = min(_workers() if workers is None else max(1, workers), len(strips))
+    if threads > 1:
+        from threadpoolctl import threadpool_limits
+
+        with threadpool_limits(1, user_api="blas"), ThreadPoolExecutor(threads) as pool:
+            results = list(pool.map(strip_edges, strips))
+    else:
+        results = [strip_edges(item) for item in strips]
+    out_r = [a for r_list, _ in results for a in r_list]
+    out_c = [a for _, c_list in results for a in c_list]
     if not out_r:
         return empty, empty
     return np.concatenate(out_r).astype(np.int64, copy=False), np.concatenate(out_c).astype(np.int64, copy=False)

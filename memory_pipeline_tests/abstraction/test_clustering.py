@@ -216,3 +216,15 @@ def test_dense_float32_pairs_near_the_threshold_follow_float64(seed: int, offset
     expected_edges = {(0, j) for j in (1, 2) if sims[0, j] >= 0.82} | ({(1, 2)} if sims[1, 2] >= 0.82 else set())
     rows, cols = clustering.threshold_edges(v32, 0.82)
     assert set(zip(rows.tolist(), cols.tolist(), strict=True)) == expected_edges
+
+
+@pytest.mark.parametrize("rows", [None, np.array([0, 5, 17, 40, 41, 99])])
+def test_edges_do_not_depend_on_threads(rows: np.ndarray | None) -> None:
+    vectors = clustered_vectors(5, n_centres=5, per_centre=20, noise=0.45)
+    pairs = {
+        workers: set(
+            zip(*(a.tolist() for a in clustering.threshold_edges(vectors, 0.82, 8, 16, rows, workers)), strict=True)
+        )
+        for workers in (1, 2, 3)
+    }
+    assert pairs[1] == pairs[2] == pairs[3] and pairs[1]
