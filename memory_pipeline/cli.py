@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import shutil
@@ -14,6 +15,9 @@ from memory_pipeline.settings import SettingsError, workspace_home
 from memory_pipeline.store.lease import SKIP_MESSAGE
 
 DEMO_MARKER = ".memory_pipeline_demo"
+# Domain CLIs: each module has `register(sub: argparse._SubParsersAction) -> None` and imports Dagster lazily.
+DOMAIN_CLIS: tuple[str, ...] = (
+)
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -295,6 +299,8 @@ def build_parser() -> argparse.ArgumentParser:
     imp = sub.add_parser("import", help="import memories from .jsonl, .parquet or a SQLite brain.db")
     imp.add_argument("path")
     imp.set_defaults(fn=cmd_import)
+    for name in DOMAIN_CLIS:
+        importlib.import_module(name).register(sub)
     return parser
 
 

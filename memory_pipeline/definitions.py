@@ -1,5 +1,6 @@
 """The one Definitions object of the memory_pipeline code location."""
 
+import importlib
 import os
 from pathlib import Path
 
@@ -21,6 +22,10 @@ from memory_pipeline.settings import workspace_home
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
+# Each module exposes `DOMAIN: memory_pipeline.domain.Domain`; one line per domain.
+DOMAINS: tuple[str, ...] = (
+)
+
 
 def default_resources(home: str | None = None, as_of: str = "") -> dict[str, dg.ConfigurableResource]:
     """Resources from the environment: workspace, embedder model, LLM key (optional), seed constants."""
@@ -40,13 +45,22 @@ def default_resources(home: str | None = None, as_of: str = "") -> dict[str, dg.
 
 
 def build_definitions(resources: dict[str, dg.ConfigurableResource] | None = None) -> dg.Definitions:
+    shared = dict(resources or default_resources())
+    domains = [importlib.import_module(name).DOMAIN for name in DOMAINS]
+    for domain in domains:
+        shared = {**domain.resources(shared), **shared}
     return dg.Definitions(
-        assets=PIPELINE,
-        asset_checks=CHECKS,
-        jobs=[nightly_consolidation, consolidation_dry_run, rollback_consolidation],
-        schedules=[nightly_schedule],
-        sensors=[consolidation_alerts],
-        resources=resources or default_resources(),
+        assets=[*PIPELINE, *(a for d in domains for a in d.assets)],
+        asset_checks=[*CHECKS, *(c for d in domains for c in d.asset_checks)],
+        jobs=[
+            nightly_consolidation,
+            consolidation_dry_run,
+            rollback_consolidation,
+            *(j for d in domains for j in d.jobs),
+        ],
+        schedules=[nightly_schedule, *(s for d in domains for s in d.schedules)],
+        sensors=[consolidation_alerts, *(s for d in domains for s in d.sensors)],
+        resources=shared,
     )
 
 
