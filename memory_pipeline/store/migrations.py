@@ -149,4 +149,31 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE TABLE IF NOT EXISTS cluster_graph_edges (a BIGINT NOT NULL, b BIGINT NOT NULL)",
         ),
     ),
+    # Version ranges per domain, so domains append without colliding: journals 10–19, graph-preserving
+    # compaction 20–29, rollups 30–39, tiered compaction 40–49. Applied in this tuple's order.
+    Migration(
+        10,
+        "sessions parsed from transcripts (journals); rollups and recall read them",
+        (
+            """
+            CREATE TABLE IF NOT EXISTS sessions (
+                session_id   VARCHAR PRIMARY KEY,
+                day          DATE NOT NULL,
+                started_at   TIMESTAMP NOT NULL,
+                ended_at     TIMESTAMP NOT NULL,
+                title        VARCHAR NOT NULL,
+                slug         VARCHAR NOT NULL,
+                path         VARCHAR NOT NULL,
+                participants VARCHAR[] NOT NULL,
+                tags         VARCHAR[] NOT NULL,
+                turn_count   INTEGER NOT NULL,
+                text         VARCHAR NOT NULL,
+                salience     DOUBLE,
+                frontmatter  JSON NOT NULL,
+                parsed_at    TIMESTAMP NOT NULL
+            )
+            """,
+            "CREATE INDEX IF NOT EXISTS idx_sessions_day ON sessions(day)",
+        ),
+    ),
 )
