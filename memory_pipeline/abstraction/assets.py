@@ -13,7 +13,7 @@ import duckdb
 import pandas as pd
 
 from memory_pipeline.abstraction import clustering, threshold_graph
-from memory_pipeline.abstraction.atoms import ExistingAtom, find_matching_atom
+from memory_pipeline.abstraction.atoms import EmbeddingCache, ExistingAtom, find_matching_atom
 from memory_pipeline.abstraction.clustering import RECENT_SKIP_REASON, MemoryCluster
 from memory_pipeline.abstraction.distill import Distillation, DistillationRejected, Member, validate_abstraction
 from memory_pipeline.abstraction.report import (
@@ -536,6 +536,7 @@ def atoms(
     db = store.open()
     run_id = context.run.run_id
     results = AtomResults()
+    embed = EmbeddingCache(embedder.encode)
     causal = [o for o in archive_updates if o.status == "compressed" and o.distillation and o.distillation.is_causal]
     extractions = llm_runs.extract_all(distiller, [o.distillation.abstraction for o in causal if o.distillation])
     for o, extracted in zip(causal, extractions, strict=True):
@@ -549,7 +550,7 @@ def atoms(
             with db.transaction() as con:
                 existing = [ExistingAtom(r.id, r.subject, r.action) for r in repo.all_atoms(con).itertuples()]
                 match = find_matching_atom(
-                    extracted, existing, embedder.encode, ATOM_SUBJECT_THRESHOLD, ATOM_ACTION_THRESHOLD
+                    extracted, existing, embed, ATOM_SUBJECT_THRESHOLD, ATOM_ACTION_THRESHOLD
                 )
                 if match:
                     repo.strengthen_atom(con, match, ATOM_CONFIDENCE_STEP, o.summary_id or "", run_id, engine.now())

@@ -10,6 +10,23 @@ import numpy as np
 Embed = Callable[[Sequence[str]], np.ndarray]
 
 
+class EmbeddingCache:
+    """Memoises an embedder by text: matching every new atom against every existing one re-embeds the same
+    subjects and actions, which made the atoms step quadratic in the number of causal clusters."""
+
+    def __init__(self, embed: Embed) -> None:
+        self._embed = embed
+        self._vectors: dict[str, np.ndarray] = {}
+
+    def __call__(self, texts: Sequence[str]) -> np.ndarray:
+        missing = list(dict.fromkeys(t for t in texts if t not in self._vectors))
+        if missing:
+            self._vectors.update(zip(missing, self._embed(missing), strict=True))
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
+        return np.stack([self._vectors[t] for t in texts])
+
+
 @dataclass(frozen=True)
 class ExistingAtom:
     id: str
