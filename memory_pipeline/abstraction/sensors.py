@@ -26,10 +26,22 @@ def _metadata(values: dict) -> dict:
 
 
 def collect_alerts(instance: dg.DagsterInstance, after: int) -> tuple[list[alerts.Alert], int]:
-    """Alerts for events after storage id `after`, and the new cursor."""
+    """Alerts for events after storage id `after`, and the new cursor.
+
+    Each event type is read in batches; when one type fills its batch, the cursor stops at that batch's last
+    event, so another type's later events are never skipped — they are read on the next tick."""
+    checks = _events(instance, DagsterEventType.ASSET_CHECK_EVALUATION, after)
+    failures = _events(instance, DagsterEventType.RUN_FAILURE, after)
+    materializations = _events(instance, DagsterEventType.ASSET_MATERIALIZATION, after)
+    full = [batch[-1].storage_id for batch in (checks, failures, materializations) if len(batch) >= BATCH]
+    horizon = min(full) if full else None
+
+    def within(records: list[dg.EventLogRecord]) -> list[dg.EventLogRecord]:
+        return [r for r in records if horizon is None or r.storage_id <= horizon]
+
     found: list[tuple[int, alerts.Alert]] = []
     cursor = after
-    for record in _events(instance, DagsterEventType.ASSET_CHECK_EVALUATION, after):
+    for record in within(checks):
         cursor = max(cursor, record.storage_id)
         ev = record.event_log_entry.dagster_event.asset_check_evaluation_data
         alert = alerts.from_check(
@@ -42,12 +54,12 @@ def collect_alerts(instance: dg.DagsterInstance, after: int) -> tuple[list[alert
         )
         if alert:
             found.append((record.storage_id, alert))
-    for record in _events(instance, DagsterEventType.RUN_FAILURE, after):
+    for record in within(failures):
         cursor = max(cursor, record.storage_id)
         run = instance.get_run_by_id(record.run_id)
         message = record.event_log_entry.dagster_event.message or "run failed"
         found.append((record.storage_id, alerts.from_run_failure(record.run_id, run.job_name if run else "?", message)))
-    for record in _events(instance, DagsterEventType.ASSET_MATERIALIZATION, after):
+    for record in within(materializations):
         cursor = max(cursor, record.storage_id)
         materialization = record.asset_materialization
         if materialization is None or materialization.asset_key != REPORT_KEY:

@@ -6,7 +6,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from memory_pipeline.abstraction import alerts
+from memory_pipeline.abstraction import alerts, sensors
 from memory_pipeline.abstraction.sensors import consolidation_alerts
 from memory_pipeline.resources.notifier import NotifierResource
 from memory_pipeline.store import MemoryStore
@@ -27,7 +27,9 @@ def break_lineage(home: Path) -> None:
         )
 
 
-def test_sensor_alerts_on_failed_error_check_failed_run_and_reports(workspace: Path, tmp_path: Path) -> None:
+def test_sensor_alerts_on_failed_error_check_failed_run_and_reports(
+    workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     instance = dg.DagsterInstance.ephemeral()
     notifier = NotifierResource(alerts_path=str(tmp_path / "alerts.jsonl"))
     good = run_job(workspace, instance=instance)
@@ -52,6 +54,18 @@ def test_sensor_alerts_on_failed_error_check_failed_run_and_reports(workspace: P
     again = dg.build_sensor_context(instance=instance, cursor=context.cursor, resources={"notifier": notifier})
     consolidation_alerts(again)
     assert len(read_alerts(tmp_path / "alerts.jsonl")) == len(sent)
+
+    # tiny batches: tick after tick, the same alerts arrive in the same order, none skipped or repeated
+    monkeypatch.setattr(sensors, "BATCH", 2)
+    cursor, trickled = 0, []
+    for _ in range(1000):
+        found, next_cursor = sensors.collect_alerts(instance, cursor)
+        trickled += found
+        if next_cursor == cursor:
+            break
+        cursor = next_cursor
+    expected = [(a["source"], a["run_id"], a["subject"]) for a in sent]
+    assert [(a.source, a.run_id, a.subject) for a in trickled] == expected
 
 
 @pytest.mark.parametrize(
