@@ -17,6 +17,7 @@ from memory_pipeline.store.lease import SKIP_MESSAGE
 DEMO_MARKER = ".memory_pipeline_demo"
 # Domain CLIs: each module has `register(sub: argparse._SubParsersAction) -> None` and imports Dagster lazily.
 DOMAIN_CLIS: tuple[str, ...] = (
+    "memory_pipeline.compaction.cli",
 )
 REPO_ROOT = Path(__file__).resolve().parent.parent
 

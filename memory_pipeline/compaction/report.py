@@ -1,0 +1,128 @@
+"""The run report: every field of seed 003 "Reporting Requirements" plus its "Output Format" block."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from memory_pipeline.compaction import governance, triggers
+from memory_pipeline.compaction.engine import Compacted, Plan, SemanticResult, plan_dict
+
+
+def build_report(
+    run_id: str,
+    p: Plan,
+    compacted: list[Compacted],
+    semantic: SemanticResult,
+    files_before: int,
+    files_after: int,
+    semantic_tokens_after: int,
+) -> dict[str, object]:
+    s = p.state
+    executed = p.mode == "execute"
+    limits = governance.limit_status(semantic_tokens_after)
+    insights = semantic.appended if p.run_semantic else 0
+    archived = (len([c for c in compacted if c.archived]) if p.run_working else 0) + (
+        len(semantic.archived) if p.run_semantic else 0
+    )
+    report: dict[str, object] = {
+        "run_id": run_id,
+        "requested_by": p.options.source,
+        "approved": p.options.approved,
+        **plan_dict(p),
+        # Reporting Requirements
+        "working_file_count": s.working.file_count,
+        "working_total_tokens": s.working.total_tokens,
+        "oldest_working_file_age_days": s.working.oldest_age_days,
+        "episodic_file_count": s.episodic.file_count,
+        "episodic_total_tokens": s.episodic.total_tokens,
+        "oldest_episodic_file_age_days": s.episodic.oldest_age_days,
+        "semantic_file": s.semantic_file,
+        "semantic_token_count": s.semantic_tokens,
+        "semantic_file_tokens": s.semantic_file_tokens,
+        "thresholds_evaluated": p.evaluation.as_rows(),
+        "trigger_fired": p.evaluation.primary_detail(),
+        "triggers_fired": p.evaluation.fired_triggers,
+        "tier_classification": p.classification,
+        "cooldown_status": p.cooldown.status,
+        "no_action_reason": p.no_action_reason,
+        # Output Format
+        "working_to_episodic_files": len(compacted) if p.run_working else 0,
+        "episodic_to_semantic_insights": insights,
+        "archived_files": archived,
+        "semantic_tokens_after": semantic_tokens_after,
+        "soft_limit_status": limits["soft_limit"],
+        "hard_limit_status": limits["hard_limit"],
+        "duplicate_check": "WARNING" if semantic.duplicate_warning else "PASS",
+        # what happened (or would happen, in a dry run)
+        "compacted": [asdict(c) for c in compacted],
+        "insights": [asdict(o) for o in semantic.outcomes],
+        "episodic_archived": semantic.archived,
+        "episodic_kept_for_confirmation": semantic.kept,
+        "warnings": _warnings(p, semantic, semantic_tokens_after),
+        "files_total_before": files_before,
+        "files_total_after": files_after,
+        "executed": executed,
+    }
+    return report
+
+
+def _warnings(p: Plan, semantic: SemanticResult, tokens_after: int) -> list[str]:
+    out = list(semantic.warnings)
+    tokens = max(p.state.semantic_tokens, tokens_after)
+    if tokens > triggers.HARD_LIMIT:
+        out.append(
+            f"BLOCKING: {p.state.semantic_file} {tokens} > {triggers.HARD_LIMIT} tokens (hard limit); no trimming"
+        )
+    elif tokens > triggers.RISK_THRESHOLD:
+        out.append(f"semantic risk: {tokens} > {triggers.RISK_THRESHOLD} tokens (85 % of the hard limit)")
+    elif tokens > triggers.SOFT_LIMIT:
+        out.append(f"semantic soft limit: {tokens} > {triggers.SOFT_LIMIT} tokens")
+    if tokens > triggers.RISK_THRESHOLD:
+        out.append(
+            f"suggestion: shard semantic memory — start a new file beside {p.state.semantic_file} "
+            "(e.g. semantic/<topic>.md) instead of trimming"
+        )
+    if p.cooldown.status == "WARNING":
+        out.append(f"cooldown: last compaction {p.cooldown.hours_since} h ago (< 24 h)")
+    return out
+
+
+def output_text(r: dict[str, object]) -> str:
+    """The seed's Output Format, preceded by a dry-run banner and followed by the reason when nothing ran."""
+    lines = []
+    if not r["executed"]:
+        lines.append("DRY RUN — nothing moved or appended")
+    lines += [
+        "🗑️ Memory Compaction Complete",
+        f"📦 Working→Episodic: {r['working_to_episodic_files']} files compacted",
+        f"📚 Episodic→Semantic: {r['episodic_to_semantic_insights']} insights extracted",
+        f"📁 Archived: {r['archived_files']} files moved",
+        "",
+        "📊 Semantic Status:",
+        f"   • Current size: ~{r['semantic_tokens_after']} tokens",
+        f"   • Soft limit ({triggers.SOFT_LIMIT}): {r['soft_limit_status']}",
+        f"   • Hard limit ({triggers.HARD_LIMIT}): {r['hard_limit_status']}",
+        f"   • Duplicate check: {r['duplicate_check']}",
+        f"   • Cooldown: {r['cooldown_status']}",
+        "",
+        f"Trigger fired: {r['trigger_fired']} (requested by {r['requested_by']})",
+        "Tier classification: " + ", ".join(f"{k}={v}" for k, v in dict(r["tier_classification"]).items()),  # type: ignore[call-overload]
+        f"Working: {r['working_file_count']} files, {r['working_total_tokens']} tokens, "
+        f"oldest {r['oldest_working_file_age_days']} d",
+        f"Episodic: {r['episodic_file_count']} files, {r['episodic_total_tokens']} tokens, "
+        f"oldest {r['oldest_episodic_file_age_days']} d",
+        f"Semantic: {r['semantic_token_count']} tokens in {r['semantic_file']} at the start",
+        "Thresholds: " + "; ".join(
+            f"{t['name']}={t['actual']:g}{' >' if t['fired'] else ' ≤'} {t['limit']:g}"
+            for t in r["thresholds_evaluated"]  # type: ignore[union-attr]
+        ),
+    ]
+    if not r["executed"] and r["working_due"]:
+        lines.append(f"Would compact: {', '.join(r['working_due'])}")  # type: ignore[arg-type]
+    if not r["executed"] and r["episodic_due"]:
+        lines.append(f"Would extract from: {', '.join(r['episodic_due'])}")  # type: ignore[arg-type]
+    if r["no_action_reason"]:
+        lines.append(f"No action taken: {r['no_action_reason']}")
+    for w in r["warnings"]:  # type: ignore[union-attr]
+        lines.append(f"⚠️ {w}")
+    return "\n".join(lines) + "\n"
