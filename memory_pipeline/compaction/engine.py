@@ -8,13 +8,15 @@ semantic → metadata. Every gate that "requires confirmation" is satisfied by o
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import Protocol
 
-from memory_pipeline.compaction import extract, fileops, governance, triggers
+from memory_pipeline.compaction import extract, fileops, governance, routing, triggers
 from memory_pipeline.compaction.tiers import (
     DEFAULT_SEMANTIC_FILE,
     META_FILE,
@@ -24,8 +26,11 @@ from memory_pipeline.compaction.tiers import (
     measure,
     memory_root,
     read_text,
+    tier_files,
 )
 from memory_pipeline.tokens import estimate_tokens
+
+OFFLINE = "offline"
 
 
 @dataclass(frozen=True)
@@ -33,7 +38,38 @@ class Options:
     approved: bool = False
     dry_run: bool = False
     source: str = "manual"  # manual | weekly | sensor:<name>
-    semantic_file: str = DEFAULT_SEMANTIC_FILE
+    semantic_file: str = DEFAULT_SEMANTIC_FILE  # the default (fallback) semantic file
+    domains: dict[str, tuple[str, ...]] = field(default_factory=lambda: dict(routing.DEFAULT_VOCABULARY))
+
+
+class Extractor(Protocol):
+    """Where summaries and candidate insights come from: the offline extractor or `LLMExtractor`."""
+
+    name: str
+
+    def summarise(self, name: str, text: str) -> extract.EpisodicSummary: ...
+
+    def extract_insights(self, name: str, text: str) -> list[governance.SemanticEntry]: ...
+
+
+class OfflineExtractor:
+    name = OFFLINE
+
+    def summarise(self, name: str, text: str) -> extract.EpisodicSummary:
+        return extract.summarise(name, text)
+
+    def extract_insights(self, name: str, text: str) -> list[governance.SemanticEntry]:
+        return extract.extract_insights(name, text)
+
+
+@dataclass
+class Fallback:
+    """The LLM path failed for one file; the offline extractor did that file instead."""
+
+    step: str  # working_to_episodic | episodic_to_semantic
+    file: str
+    extractor: str
+    reason: str
 
 
 @dataclass
@@ -53,6 +89,7 @@ class Plan:
     no_action_reason: str | None = None
     run_id: str = ""  # the run that made the plan: later steps act only on their own run's plan
     files_previous_run: int = 0  # files across tiers + archive after the previous executed run (meta file)
+    semantic_appends: dict[str, str] = field(default_factory=dict)  # semantic file → last append (meta file)
 
     @property
     def mode(self) -> str:
@@ -82,6 +119,7 @@ def plan(home: Path, now: datetime, options: Options) -> Plan:
         cooldown=governance.cooldown(meta, now),
         first_run=meta is None,
         files_previous_run=int(str((meta or {}).get("fileCount", 0) or 0)),
+        semantic_appends={str(k): str(v) for k, v in dict((meta or {}).get("semanticAppends") or {}).items()},
     )
     if evaluation.primary is None:
         p.no_action_reason = "no threshold met: " + "; ".join(t.describe() for t in evaluation.thresholds)
@@ -143,17 +181,47 @@ class Compacted:
     archived: str | None
     bullets: int
     recovered: bool = False
+    extractor: str = OFFLINE
+    domain: str = ""  # the explicit domain carried into the summary's `Domain:` line
+    note: str = ""  # e.g. an explicit domain that could not be used (the archived original keeps it)
 
 
-def compact_working(home: Path, p: Plan, write: bool) -> list[Compacted]:
+@dataclass
+class WorkingResult:
+    """What `episodic_summaries` hands on: the files compacted and the LLM fallbacks among them."""
+
+    compacted: list[Compacted] = field(default_factory=list)
+    fallbacks: list[Fallback] = field(default_factory=list)
+    extractor: str = OFFLINE
+
+
+def _run_extractor(
+    step: str, name: str, extractor: Extractor | None, call: str, text: str, fallbacks: list[Fallback]
+) -> tuple[object, str]:
+    """The LLM path for one file, else (or on any failure of it) the offline extractor; the failure's reason
+    is kept for the report."""
+    offline = OfflineExtractor()
+    if extractor is not None and extractor.name != OFFLINE:
+        try:
+            return getattr(extractor, call)(name, text), extractor.name
+        except Exception as exc:  # noqa: BLE001 - any LLM failure: fall back for this file, say why
+            fallbacks.append(Fallback(step, name, extractor.name, f"{type(exc).__name__}: {exc}"))
+    return getattr(offline, call)(name, text), OFFLINE
+
+
+def compact_working(
+    home: Path, p: Plan, write: bool, extractor: Extractor | None = None, fallbacks: list[Fallback] | None = None
+) -> list[Compacted]:
     """Each due working file: (1) its summary → episodic/<name> atomically, (2) the original → archive.
     A crash between the two leaves both; the next run recognises its own summary (same `# Compiled:`
-    header and mtime) and only finishes the move. With `write=False`, the same decisions, no writes."""
+    header and mtime) and only finishes the move. With `write=False`, the same decisions, no writes.
+    `extractor` (the LLM) is asked only for summaries this call writes."""
     root = memory_root(home)
+    fallbacks = fallbacks if fallbacks is not None else []
     out: list[Compacted] = []
     for name in p.working_due:
         source = root / "working" / name
-        summary = extract.summarise(name, read_text(source))
+        text = read_text(source)
         target = root / "episodic" / name
         recovered = False
         if target.exists():
@@ -163,13 +231,31 @@ def compact_working(home: Path, p: Plan, write: bool) -> list[Compacted]:
             else:
                 target = fileops.unique_path(target.parent, source.stem, source.suffix or ".md")
         archived = fileops.unique_path(root / "archive", *fileops.archive_name(source, p.now)).name
+        note, domain = "", ""
+        try:
+            explicit = routing.explicit_domain(text, name)
+            domain = explicit.domain if explicit else ""
+        except routing.RoutingError as exc:
+            note = f"{exc}; not carried into the summary"
+        if recovered:
+            existing = read_text(target)
+            bullets, used = len(extract._section(existing, "Summary")), "recovered"
+        else:
+            summary, used = _run_extractor(
+                "working_to_episodic", name, extractor if write else None, "summarise", text, fallbacks
+            )
+            assert isinstance(summary, extract.EpisodicSummary)
+            summary = extract.EpisodicSummary(
+                summary.source_name, summary.summary, summary.decisions, summary.insights, domain
+            )
+            bullets = len(summary.summary)
         if write:
             if not recovered:
                 fileops.atomic_write(target, summary.render().encode("utf-8"))
                 stat = source.stat()
                 os.utime(target, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # the note's age keeps counting
             archived = fileops.move_to_archive(source, root / "archive", p.now).name
-        out.append(Compacted(name, target.name, archived, len(summary.summary), recovered))
+        out.append(Compacted(name, target.name, archived, bullets, recovered, used, domain, note))
     return out
 
 
@@ -184,6 +270,23 @@ class InsightOutcome:
     reason: str = ""
     errors: list[dict[str, object]] = field(default_factory=list)
     entry: str = ""
+    semantic_file: str = ""  # where it goes (or would go)
+    routed_by: str = ""  # frontmatter | domain line | keywords | default
+    extractor: str = OFFLINE
+
+
+@dataclass
+class SemanticFileStatus:
+    """One semantic file before and after this step: the seed's limits apply to each file."""
+
+    tokens_before: int = 0
+    tokens_after: int = 0
+    appended: int = 0
+    held: int = 0
+    duplicates: int = 0
+
+    def as_dict(self) -> dict[str, object]:
+        return {**asdict(self), **governance.limit_status(self.tokens_after)}
 
 
 @dataclass
@@ -192,8 +295,10 @@ class SemanticResult:
     archived: list[str] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)  # episodic files left in place: an insight awaits confirmation
     warnings: list[str] = field(default_factory=list)
-    tokens_before: int = 0
+    tokens_before: int = 0  # the largest semantic file (the one the triggers look at)
     tokens_after: int = 0
+    files: dict[str, SemanticFileStatus] = field(default_factory=dict)
+    fallbacks: list[Fallback] = field(default_factory=list)
 
     @property
     def appended(self) -> int:
@@ -204,55 +309,87 @@ class SemanticResult:
         return any(o.status == "duplicate" or "duplicate" in o.reason for o in self.outcomes)
 
 
-def extract_semantic(home: Path, p: Plan, write: bool) -> SemanticResult:
-    """Each due episodic file: candidates → schema + pollution check → duplicate check → size check →
-    append-only write; then the episodic file goes to the archive unless one of its insights waits for a
-    confirmation. Cooldown and risk were checked by `plan` before any extraction."""
+def find_duplicate_title(title: str, target: str, titles: dict[str, list[str]]) -> tuple[str, str] | None:
+    """(file, title) of an existing title that `title` duplicates, looking in the target file first, then in
+    every other semantic file: semantic memory as a whole should not say the same thing twice."""
+    for name in [target, *sorted(n for n in titles if n != target)]:
+        found = governance.find_duplicate(title, titles.get(name, []))
+        if found is not None:
+            return name, found
+    return None
+
+
+def extract_semantic(home: Path, p: Plan, write: bool, extractor: Extractor | None = None) -> SemanticResult:
+    """Each due episodic file: candidates → route (semantic/<domain>.md) → schema + pollution check →
+    duplicate check (every semantic file) → size check (the target file) → append-only write; then the
+    episodic file goes to the archive unless one of its insights waits for a confirmation. Cooldown and
+    risk were checked by `plan` before any extraction. `extractor` (the LLM) is asked only when writing."""
     root = memory_root(home)
-    semantic = root / "semantic" / p.options.semantic_file
-    current = read_text(semantic) if semantic.exists() else ""
-    result = SemanticResult(tokens_before=estimate_tokens(current))
-    titles = governance.existing_titles(current)
+    semantic_dir = root / "semantic"
+    texts = {path.name: read_text(path) for path in tier_files(semantic_dir)}
+    titles = {name: governance.existing_titles(text) for name, text in texts.items()}
+    result = SemanticResult(files={n: SemanticFileStatus(estimate_tokens(t)) for n, t in texts.items()})
+    result.tokens_before = max((f.tokens_before for f in result.files.values()), default=0)
     for name in p.episodic_due:
         path = root / "episodic" / name
+        text = read_text(path)
+        try:
+            explicit = routing.explicit_domain(text, name)
+        except routing.RoutingError as exc:
+            result.outcomes.append(InsightOutcome(name, "", "rejected", f"domain: {exc}"))
+            result.warnings.append(f"routing: {exc} — {name} stays in episodic/ until fixed")
+            result.kept.append(name)
+            continue
+        entries, used = _run_extractor(
+            "episodic_to_semantic", name, extractor if write else None, "extract_insights", text, result.fallbacks
+        )
+        assert isinstance(entries, list)
         held = False
-        for entry in extract.extract_insights(name, read_text(path)):
+        for entry in entries:
             rendered = entry.render()
+            r = routing.route(rendered, text, name, p.options.domains, p.options.semantic_file, explicit)
+            target = r.file
+            status_of = result.files.setdefault(target, SemanticFileStatus())
+            current = texts.get(target, "")
+
+            outcome = functools.partial(
+                InsightOutcome, name, entry.title, semantic_file=target, routed_by=r.source, extractor=used
+            )
             errors = governance.validate_entry(entry)
             if errors:
-                result.outcomes.append(
-                    InsightOutcome(name, entry.title, "rejected", "schema", [e.as_dict() for e in errors], rendered)
-                )
+                result.outcomes.append(outcome("rejected", "schema", errors=[e.as_dict() for e in errors],
+                                               entry=rendered))
                 continue
-            duplicate = governance.find_duplicate(entry.title, titles)
-            if duplicate is not None and rendered in current:
-                result.outcomes.append(
-                    InsightOutcome(name, entry.title, "already_present", "appended by an earlier run")
-                )
+            duplicate = find_duplicate_title(entry.title, target, titles)
+            if duplicate is not None and duplicate[0] == target and rendered in current:
+                result.outcomes.append(outcome("already_present", "appended by an earlier run"))
                 continue
             reasons = []
             if duplicate is not None:
-                reasons.append(f"duplicate title of {duplicate!r}")
-                result.warnings.append(f"duplicate title: {entry.title!r} ~ {duplicate!r} ({name})")
+                where = "" if duplicate[0] == target else f" in {duplicate[0]}"
+                reasons.append(f"duplicate title of {duplicate[1]!r}{where}")
+                result.warnings.append(f"duplicate title: {entry.title!r} ~ {duplicate[1]!r}{where} ({name})")
+                status_of.duplicates += 1
             projected = governance.append_tokens(current, entry)
             if projected > triggers.HARD_LIMIT:
-                reasons.append(f"would reach {projected} > {triggers.HARD_LIMIT} tokens (hard limit)")
+                reasons.append(f"{target} would reach {projected} > {triggers.HARD_LIMIT} tokens (hard limit)")
             if reasons and not p.options.approved:
                 held = True
+                status_of.held += 1
                 status = "duplicate" if duplicate is not None else "held"
-                result.outcomes.append(InsightOutcome(name, entry.title, status, "; ".join(reasons), entry=rendered))
+                result.outcomes.append(outcome(status, "; ".join(reasons), entry=rendered))
                 continue
             if projected > triggers.SOFT_LIMIT:
                 result.warnings.append(
-                    f"semantic soft limit: {projected} > {triggers.SOFT_LIMIT} tokens after {entry.title!r}"
+                    f"semantic soft limit: {target} {projected} > {triggers.SOFT_LIMIT} tokens after {entry.title!r}"
                 )
             if write:
-                fileops.append_only(semantic, rendered)
-            current = current + ("\n" if current else "") + rendered
-            titles.append(entry.title)
+                fileops.append_only(semantic_dir / target, rendered)
+            texts[target] = current + ("\n" if current else "") + rendered
+            titles.setdefault(target, []).append(entry.title)
+            status_of.appended += 1
             reason = ("confirmed: " + "; ".join(reasons)) if reasons else ""
-            status = "appended" if write else "would_append"
-            result.outcomes.append(InsightOutcome(name, entry.title, status, reason, entry=rendered))
+            result.outcomes.append(outcome("appended" if write else "would_append", reason, entry=rendered))
         if held:
             result.kept.append(name)
             continue
@@ -260,17 +397,25 @@ def extract_semantic(home: Path, p: Plan, write: bool) -> SemanticResult:
         if write:
             archived = fileops.move_to_archive(path, root / "archive", p.now).name
         result.archived.append(archived)
-    result.tokens_after = estimate_tokens(current)
+    for target, status_of in result.files.items():
+        status_of.tokens_after = estimate_tokens(texts.get(target, ""))
+    result.tokens_after = max((f.tokens_after for f in result.files.values()), default=0)
     return result
 
 
-def write_meta(home: Path, p: Plan, changed: bool, total_files: int, run_id: str) -> dict[str, object]:
-    """Seed step 6: the timestamp after a successful compaction; also the confirmation of a first run and
-    the file count the no-deletion check compares with."""
+def write_meta(
+    home: Path, p: Plan, changed: bool, total_files: int, run_id: str, appended_files: list[str] | None = None
+) -> dict[str, object]:
+    """Seed step 6: the timestamp after a successful compaction; also the confirmation of a first run, the
+    file count the no-deletion check compares with and, per semantic file, its last append."""
     path = meta_path(home)
     meta = dict(governance.read_meta(path) or {})
     if changed:
         meta["lastCompactionAt"] = p.now.isoformat()
+    if appended_files:
+        appends = dict(meta.get("semanticAppends") or {})  # type: ignore[call-overload]
+        appends.update({name: p.now.isoformat() for name in appended_files})
+        meta["semanticAppends"] = dict(sorted(appends.items()))
     if p.first_run and p.options.approved:
         meta["firstRunConfirmedAt"] = p.now.isoformat()
     meta["fileCount"] = total_files

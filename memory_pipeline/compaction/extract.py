@@ -157,16 +157,18 @@ class EpisodicSummary:
     summary: list[str]
     decisions: list[str]
     insights: list[str]
+    domain: str = ""  # the working note's explicit domain, carried as a `Domain:` line for routing
 
     def render(self) -> str:
-        """Seed 003 step 2's format."""
+        """Seed 003 step 2's format (plus `Domain:` when the note named its semantic domain)."""
 
         def block(items: list[str]) -> str:
             return "\n".join(f"- {_clip(i)}" for i in items) if items else NONE_RECORDED
 
         return (
             f"# Compiled: {self.source_name}\n"
-            f"## Summary\n{block(self.summary)}\n"
+            + (f"Domain: {self.domain}\n" if self.domain else "")
+            + f"## Summary\n{block(self.summary)}\n"
             f"## Decisions\n{block(self.decisions)}\n"
             f"## Extracted Insights\n{block(self.insights)}\n"
         )

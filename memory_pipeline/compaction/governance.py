@@ -226,6 +226,15 @@ def read_meta(path: Path) -> dict[str, object] | None:
             datetime.fromisoformat(str(last))
         except ValueError:
             raise MetaError(f"{path}: field lastCompactionAt={last!r} is not an ISO timestamp") from None
+    appends = data.get("semanticAppends")
+    if appends is not None:
+        if not isinstance(appends, dict):
+            raise MetaError(f"{path}: field semanticAppends: expected an object of file → ISO timestamp")
+        for name, when in appends.items():
+            try:
+                datetime.fromisoformat(str(when))
+            except ValueError:
+                raise MetaError(f"{path}: field semanticAppends.{name}={when!r} is not an ISO timestamp") from None
     return data
 
 
@@ -247,6 +256,12 @@ def cooldown(meta: dict[str, object] | None, now: datetime) -> Cooldown:
     when = when.replace(tzinfo=UTC) if when.tzinfo is None else when
     hours = round((now - when).total_seconds() / 3600.0, 2)
     return Cooldown("WARNING" if hours < COOLDOWN_HOURS else "OK", str(last), hours)
+
+
+def file_cooldowns(appends: dict[str, str], now: datetime) -> dict[str, Cooldown]:
+    """Per semantic file, the time since its last append (reported; the gate is the workspace-wide
+    `lastCompactionAt`, which every append also sets, so it is never looser than this)."""
+    return {name: cooldown({"lastCompactionAt": when}, now) for name, when in sorted(appends.items())}
 
 
 # --- size limits ---

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import asdict
+from pathlib import Path
+from typing import Any
 
 from memory_pipeline.compaction import governance, triggers
-from memory_pipeline.compaction.engine import Compacted, Plan, SemanticResult, plan_dict
+from memory_pipeline.compaction.engine import OFFLINE, Compacted, Plan, SemanticResult, WorkingResult, plan_dict
 
 
 def build_report(
@@ -16,8 +18,10 @@ def build_report(
     files_before: int,
     files_after: int,
     semantic_tokens_after: int,
+    semantic_files_after: dict[str, int] | None = None,
 ) -> dict[str, object]:
     s = p.state
+    files_after = dict(semantic_files_after or {})
     executed = p.mode == "execute"
     limits = governance.limit_status(semantic_tokens_after)
     insights = semantic.appended if p.run_semantic else 0
@@ -39,6 +43,8 @@ def build_report(
         "semantic_file": s.semantic_file,
         "semantic_token_count": s.semantic_tokens,
         "semantic_file_tokens": s.semantic_file_tokens,
+        "semantic_default_file": p.options.semantic_file,
+        "semantic_files": semantic_files(p, semantic, files_after),
         "thresholds_evaluated": p.evaluation.as_rows(),
         "trigger_fired": p.evaluation.primary_detail(),
         "triggers_fired": p.evaluation.fired_triggers,
@@ -58,7 +64,7 @@ def build_report(
         "insights": [asdict(o) for o in semantic.outcomes],
         "episodic_archived": semantic.archived,
         "episodic_kept_for_confirmation": semantic.kept,
-        "warnings": _warnings(p, semantic, semantic_tokens_after),
+        "warnings": _warnings(p, semantic, files_after),
         "files_total_before": files_before,
         "files_total_after": files_after,
         "executed": executed,
@@ -66,22 +72,46 @@ def build_report(
     return report
 
 
-def _warnings(p: Plan, semantic: SemanticResult, tokens_after: int) -> list[str]:
+def semantic_files(p: Plan, semantic: SemanticResult, files_after: dict[str, int]) -> dict[str, dict[str, Any]]:
+    """Per semantic file (existing, or targeted by this run): tokens at the start and after, the limits'
+    status, what this run appended / held / found duplicated there, and the time since its last append."""
+    cooldowns = governance.file_cooldowns(p.semantic_appends, p.now)
+    names = sorted(set(p.state.semantic_file_tokens) | set(files_after) | set(semantic.files))
+    out: dict[str, dict[str, Any]] = {}
+    for name in names:
+        status = semantic.files.get(name)
+        after = files_after.get(name, 0)
+        out[name] = {
+            "tokens_before": p.state.semantic_file_tokens.get(name, 0),
+            "tokens_after": after,
+            **governance.limit_status(after),
+            "appended": sum(1 for o in semantic.outcomes if o.semantic_file == name and o.status == "appended"),
+            "would_append": sum(1 for o in semantic.outcomes if o.semantic_file == name and o.status == "would_append"),
+            "held": status.held if status else 0,
+            "duplicates": status.duplicates if status else 0,
+            "cooldown": cooldowns[name].as_dict() if name in cooldowns else {"status": "OK", "last_compaction_at": None,
+                                                                             "hours_since": None},
+        }
+    return out
+
+
+def _warnings(p: Plan, semantic: SemanticResult, files_after: dict[str, int]) -> list[str]:
     out = list(semantic.warnings)
-    tokens = max(p.state.semantic_tokens, tokens_after)
-    if tokens > triggers.HARD_LIMIT:
-        out.append(
-            f"BLOCKING: {p.state.semantic_file} {tokens} > {triggers.HARD_LIMIT} tokens (hard limit); no trimming"
-        )
-    elif tokens > triggers.RISK_THRESHOLD:
-        out.append(f"semantic risk: {tokens} > {triggers.RISK_THRESHOLD} tokens (85 % of the hard limit)")
-    elif tokens > triggers.SOFT_LIMIT:
-        out.append(f"semantic soft limit: {tokens} > {triggers.SOFT_LIMIT} tokens")
-    if tokens > triggers.RISK_THRESHOLD:
-        out.append(
-            f"suggestion: shard semantic memory — start a new file beside {p.state.semantic_file} "
-            "(e.g. semantic/<topic>.md) instead of trimming"
-        )
+    for name in sorted(set(p.state.semantic_file_tokens) | set(files_after)):
+        tokens = max(p.state.semantic_file_tokens.get(name, 0), files_after.get(name, 0))
+        if tokens > triggers.HARD_LIMIT:
+            out.append(f"BLOCKING: {name} {tokens} > {triggers.HARD_LIMIT} tokens (hard limit); no trimming")
+        elif tokens > triggers.RISK_THRESHOLD:
+            out.append(f"semantic risk: {name} {tokens} > {triggers.RISK_THRESHOLD} tokens (85 % of the hard limit)")
+        elif tokens > triggers.SOFT_LIMIT:
+            out.append(f"semantic soft limit: {name} {tokens} > {triggers.SOFT_LIMIT} tokens")
+        if tokens > triggers.RISK_THRESHOLD:
+            out.append(
+                f"suggestion: shard semantic memory — start a new file beside {name} (e.g. semantic/<topic>.md, "
+                "routed by a `domain:` in the notes or the run config's `domains` keywords) instead of trimming"
+            )
+    for f in semantic.fallbacks:
+        out.append(f"LLM fallback ({f.step}) for {f.file}: {f.reason}")
     if p.cooldown.status == "WARNING":
         out.append(f"cooldown: last compaction {p.cooldown.hours_since} h ago (< 24 h)")
     return out
@@ -104,6 +134,10 @@ def output_text(r: dict[str, object]) -> str:
         f"   • Hard limit ({triggers.HARD_LIMIT}): {r['hard_limit_status']}",
         f"   • Duplicate check: {r['duplicate_check']}",
         f"   • Cooldown: {r['cooldown_status']}",
+        *[
+            f"   • {name}: ~{f['tokens_after']} tokens (soft {f['soft_limit']}, hard {f['hard_limit']})"
+            for name, f in dict(r.get("semantic_files") or {}).items()  # type: ignore[call-overload]
+        ],
         "",
         f"Trigger fired: {r['trigger_fired']} (requested by {r['requested_by']})",
         "Tier classification: " + ", ".join(f"{k}={v}" for k, v in dict(r["tier_classification"]).items()),  # type: ignore[call-overload]
@@ -111,7 +145,8 @@ def output_text(r: dict[str, object]) -> str:
         f"oldest {r['oldest_working_file_age_days']} d",
         f"Episodic: {r['episodic_file_count']} files, {r['episodic_total_tokens']} tokens, "
         f"oldest {r['oldest_episodic_file_age_days']} d",
-        f"Semantic: {r['semantic_token_count']} tokens in {r['semantic_file']} at the start",
+        f"Semantic: {r['semantic_token_count']} tokens in {r['semantic_file']} (the largest semantic file) at the "
+        f"start; new insights without a domain go to {r['semantic_default_file']}",
         "Thresholds: " + "; ".join(
             f"{t['name']}={t['actual']:g}{' >' if t['fired'] else ' ≤'} {t['limit']:g}"
             for t in r["thresholds_evaluated"]  # type: ignore[union-attr]
@@ -126,3 +161,23 @@ def output_text(r: dict[str, object]) -> str:
     for w in r["warnings"]:  # type: ignore[union-attr]
         lines.append(f"⚠️ {w}")
     return "\n".join(lines) + "\n"
+
+
+def llm_section(
+    llm: Any, reports_dir: Path, run_id: str, working: WorkingResult, semantic: SemanticResult
+) -> dict[str, object]:
+    """Which extractor each step used, the run's LLM usage and cost (its ledger), and every fallback to
+    the offline extractor with its reason."""
+    usage = llm.usage_summary(reports_dir, run_id)
+    fallbacks = [asdict(f) for f in working.fallbacks + semantic.fallbacks]
+    return {
+        "configured": llm.distiller_name() if llm.uses_anthropic() else OFFLINE,
+        "summaries_by": sorted({c.extractor for c in working.compacted}),
+        "insights_by": sorted({o.extractor for o in semantic.outcomes}),
+        "calls": usage.calls,
+        "failed_calls": usage.failed_calls,
+        "input_tokens": usage.total.total_input_tokens,
+        "output_tokens": usage.total.output_tokens,
+        "cost_usd": round(usage.cost(llm.prices()), 6),
+        "fallbacks": fallbacks,
+    }

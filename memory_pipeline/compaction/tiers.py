@@ -106,7 +106,9 @@ def measure_tier(home: Path, tier: str, now: datetime) -> TierVolume:
 
 @dataclass(frozen=True)
 class TierState:
-    """One measurement of every tier, and the semantic file the limits apply to."""
+    """One measurement of every tier. `semantic_file`/`semantic_tokens`: the largest semantic file, which
+    drives the semantic triggers and the Tier C classification (every file is limited, so the fullest one
+    decides); `semantic_file_tokens` has every file."""
 
     measured_at: datetime
     working: TierVolume
@@ -134,13 +136,15 @@ def measure(home: Path, now: datetime, semantic_file: str = DEFAULT_SEMANTIC_FIL
     now = aware_utc(now)
     volumes = {tier: measure_tier(home, tier, now) for tier in TIERS}
     per_file = {f.name: f.tokens for f in volumes["semantic"].files}
+    # The largest semantic file drives the limits (a tie goes to the default file, then by name).
+    largest = min(per_file, key=lambda n: (-per_file[n], n != semantic_file, n), default=semantic_file)
     return TierState(
         measured_at=now,
         working=volumes["working"],
         episodic=volumes["episodic"],
         semantic=volumes["semantic"],
         archive=volumes["archive"],
-        semantic_file=semantic_file,
-        semantic_tokens=per_file.get(semantic_file, 0),
+        semantic_file=largest,
+        semantic_tokens=per_file.get(largest, 0),
         semantic_file_tokens=per_file,
     )

@@ -62,12 +62,24 @@ def test_soft_and_hard_limit_status(tokens: int, soft: str, hard: str) -> None:
 @pytest.mark.parametrize("tokens", [1020, 1021, 1200, 1201])
 def test_semantic_tokens_are_measured_from_the_file(home: Path, tokens: int) -> None:
     note(home, "semantic", "openclaw.md", semantic_text(tokens), 1)
-    note(home, "semantic", "whatsapp-bot.md", semantic_text(2000), 1)  # another file: not the one limited
+    note(home, "semantic", "whatsapp-bot.md", semantic_text(300), 1)  # a smaller file: not the one that drives
     s = measure(home, NOW)
-    assert s.semantic_tokens == tokens
+    assert s.semantic_tokens == tokens and s.semantic_file == "openclaw.md"
     fired = triggers.evaluate(s).fired_triggers
     assert ("semantic_risk" in fired) == (tokens > 1020)
     assert ("semantic_hard_limit" in fired) == (tokens > 1200)
+
+
+def test_the_largest_semantic_file_drives_the_semantic_triggers(home: Path) -> None:
+    """Every semantic file has the seed's limits, so the fullest one decides risk / hard limit (Tier C)."""
+    note(home, "semantic", "openclaw.md", semantic_text(400), 1)
+    note(home, "semantic", "whatsapp-bot.md", semantic_text(1201), 1)
+    s = measure(home, NOW)
+    assert (s.semantic_file, s.semantic_tokens) == ("whatsapp-bot.md", 1201)
+    assert s.semantic_file_tokens == {"openclaw.md": 400, "whatsapp-bot.md": 1201}
+    assert triggers.evaluate(s).primary == "semantic_hard_limit"
+    note(home, "semantic", "openclaw.md", semantic_text(1201), 1)  # a tie goes to the default file
+    assert measure(home, NOW).semantic_file == "openclaw.md"
 
 
 def test_working_volume_measured_from_files(home: Path) -> None:
