@@ -17,6 +17,8 @@ from memory_pipeline.store.lease import SKIP_MESSAGE
 DEMO_MARKER = ".memory_pipeline_demo"
 # Domain CLIs: each module has `register(sub: argparse._SubParsersAction) -> None` and imports Dagster lazily.
 DOMAIN_CLIS: tuple[str, ...] = (
+    "memory_pipeline.rollups.cli",
+    "memory_pipeline.journals.cli",
     "memory_pipeline.compaction.cli",
 )
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -149,7 +151,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
     write_sample_jsonl(sample, datetime.now(UTC))
     summary = import_jsonl(MemoryStore(home / "memory.duckdb"), sample)
     print(f"sample workspace: {summary.memories} memories from {sample} into {home / 'memory.duckdb'}")
-    return cmd_run(argparse.Namespace(dry_run=False, cluster_id="", as_of=""))
+    code = cmd_run(argparse.Namespace(dry_run=False, cluster_id="", as_of=""))
+    from memory_pipeline.journals.cli import demo_journals
+
+    return max(code, demo_journals(home, REPO_ROOT / "data" / "sample"))
 
 
 def cmd_import(args: argparse.Namespace) -> int:
@@ -157,6 +162,13 @@ def cmd_import(args: argparse.Namespace) -> int:
     from memory_pipeline.store.importers import import_path
     from memory_pipeline.store.records import ImportRejected
 
+    if getattr(args, "locomo_path", None) or args.path == "locomo":
+        from memory_pipeline.journals.cli import import_locomo
+
+        if args.path != "locomo" or not args.locomo_path:
+            print("usage: memory-pipeline import PATH | import locomo PATH", file=sys.stderr)
+            return 2
+        return import_locomo(Path(args.locomo_path))
     home = workspace_home()
     home.mkdir(parents=True, exist_ok=True)
     try:
@@ -298,7 +310,8 @@ def build_parser() -> argparse.ArgumentParser:
     restore.add_argument("backup", help="path or file name from `memory-pipeline backups`")
     restore.set_defaults(fn=cmd_restore)
     imp = sub.add_parser("import", help="import memories from .jsonl, .parquet or a SQLite brain.db")
-    imp.add_argument("path")
+    imp.add_argument("path", help="the file; or `locomo` followed by a LoCoMo JSON file (→ transcripts)")
+    imp.add_argument("locomo_path", nargs="?", default=None, help=argparse.SUPPRESS)
     imp.set_defaults(fn=cmd_import)
     for name in DOMAIN_CLIS:
         importlib.import_module(name).register(sub)

@@ -176,4 +176,59 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX IF NOT EXISTS idx_sessions_day ON sessions(day)",
         ),
     ),
+
+    Migration(
+        30,
+        "rollups: compression_meta per session (its fixed ordinal), Core and Sphere rows",
+        (
+            """
+            CREATE TABLE IF NOT EXISTS compression_meta (
+                session_id  VARCHAR PRIMARY KEY,
+                ordinal     BIGINT NOT NULL UNIQUE,
+                session_seq INTEGER NOT NULL,
+                core_seq    INTEGER NOT NULL,
+                sphere_seq  INTEGER NOT NULL,
+                core_id     VARCHAR NOT NULL,
+                sphere_id   VARCHAR NOT NULL,
+                late        BOOLEAN NOT NULL,
+                assigned_at TIMESTAMP NOT NULL
+            )
+            """,
+            """
+            CREATE TABLE IF NOT EXISTS rollup_cores (
+                core_id            VARCHAR PRIMARY KEY,
+                sphere_seq         INTEGER NOT NULL,
+                core_seq           INTEGER NOT NULL,
+                path               VARCHAR NOT NULL,
+                timestamp_start    TIMESTAMP NOT NULL,
+                timestamp_end      TIMESTAMP NOT NULL,
+                session_count      INTEGER NOT NULL,
+                source_sessions    VARCHAR[] NOT NULL,
+                compression_method VARCHAR NOT NULL,
+                document           JSON NOT NULL,
+                built_at           TIMESTAMP NOT NULL
+            )
+            """,
+            """
+            CREATE TABLE IF NOT EXISTS rollup_spheres (
+                sphere_id          VARCHAR PRIMARY KEY,
+                sphere_seq         INTEGER NOT NULL,
+                path               VARCHAR NOT NULL,
+                timestamp_start    TIMESTAMP NOT NULL,
+                timestamp_end      TIMESTAMP NOT NULL,
+                core_count         INTEGER NOT NULL,
+                session_count      INTEGER NOT NULL,
+                source_cores       VARCHAR[] NOT NULL,
+                compression_method VARCHAR NOT NULL,
+                document           JSON NOT NULL,
+                built_at           TIMESTAMP NOT NULL
+            )
+            """,
+        ),
+    ),
+    Migration(
+        11,
+        "journals: when an extracted memory was superseded by a re-extraction (lifecycle 'superseded')",
+        ("ALTER TABLE memories ADD COLUMN IF NOT EXISTS superseded_at TIMESTAMP",),
+    ),
 )

@@ -1,0 +1,303 @@
+"""Journal pipeline (seed 001 §8.2–8.7): transcripts → sessions → session memories and journals → MEMORY.md.
+
+Daily partitions; each extractor is its own asset with its own `code_version`, so bumping one marks only its
+memories (and the journals/MEMORY.md below them) stale, and a backfill of that asset is the reconstruction.
+"""
+
+
+import os
+from collections.abc import Iterator
+from datetime import date, datetime, timedelta
+from pathlib import Path
+
+import dagster as dg
+
+from memory_pipeline.abstraction.assets import POOL
+from memory_pipeline.journals import knowledge, tables
+from memory_pipeline.journals.extractors import EXTRACTORS, category_of
+from memory_pipeline.journals.gitlog import commit_knowledge
+from memory_pipeline.journals.partitions import daily_partitions, weekly_partitions
+from memory_pipeline.journals.transcript import read_day
+from memory_pipeline.resources import MemoryStoreResource
+from memory_pipeline.store.db import atomic, utcnow
+
+GROUP = "journals"
+IO_MANAGER = "journals_parquet_io_manager"
+SESSIONS = dg.AssetKey("sessions")
+EXTRACTOR_KEYS = {name: dg.AssetKey(["session_memories", name]) for name in EXTRACTORS}
+LINEAGE_CHECK = "archived_lineage_kept"
+REJECTS_CHECK = "transcripts_parse"
+
+
+def raw_root(home: Path) -> Path:
+    return home / "raw" / "conversations"
+
+
+def knowledge_root(home: Path) -> Path:
+    return home / "knowledge"
+
+
+def _day(context: dg.AssetExecutionContext) -> date:
+    return date.fromisoformat(context.partition_key)
+
+
+@dg.asset(
+    partitions_def=daily_partitions,
+    group_name=GROUP,
+    pool=POOL,
+    io_manager_key=IO_MANAGER,
+    code_version="1",
+    kinds={"parquet", "duckdb"},
+    check_specs=[
+        dg.AssetCheckSpec(REJECTS_CHECK, asset=SESSIONS, description="Every transcript of the day parsed.")
+    ],
+    description="The day's transcripts (raw/conversations/YYYY/MM/DD) parsed into sessions and turns: Parquet "
+    "through the IO manager, and the store's `sessions` table (the day's rows replaced in one transaction). "
+    "A transcript that breaks the format is listed with path and line and skipped; the others go on.",
+)
+def sessions(context: dg.AssetExecutionContext, store: MemoryStoreResource) -> Iterator[object]:
+    day = _day(context)
+    home = store.home_path
+    parsed, rejected = read_day(raw_root(home), day, workspace=home)
+    frames = tables.to_tables(day, parsed, utcnow())
+    with store.open().connect() as con, atomic(con):
+        tables.replace_day_sessions(con, day, frames["sessions"])
+    if rejected:
+        for r in rejected:
+            context.log.warning(f"transcript rejected: {r.path}:{r.line}: {r.problem}")
+    if not parsed:
+        context.log.info(f"{day}: no transcripts{' that parse' if rejected else ''}; no sessions")
+    yield dg.Output(
+        frames,
+        metadata={
+            "sessions": len(parsed),
+            "turns": frames["turns"].num_rows,
+            "rejected": len(rejected),
+            "rejected_transcripts": dg.MetadataValue.json([f"{r.path}:{r.line}: {r.problem}" for r in rejected]),
+            "session_ids": dg.MetadataValue.json([t.session_id for t in parsed]),
+        },
+    )
+    yield dg.AssetCheckResult(
+        check_name=REJECTS_CHECK,
+        asset_key=SESSIONS,
+        passed=not rejected,
+        severity=dg.AssetCheckSeverity.WARN,
+        description=(f"{len(rejected)} transcript(s) rejected" if rejected else "all transcripts parsed"),
+        metadata={"rejected": dg.MetadataValue.json([f"{r.path}:{r.line}: {r.problem}" for r in rejected])},
+    )
+
+
+@dg.multi_asset(
+    specs=[
+        dg.AssetSpec(
+            key,
+            deps=[SESSIONS],
+            group_name=GROUP,
+            code_version=EXTRACTORS[name].version,
+            partitions_def=daily_partitions,
+            description=f"{EXTRACTORS[name].description} Memories with source `{EXTRACTORS[name].source}`.",
+            kinds={"duckdb"},
+            skippable=True,
+        )
+        for name, key in EXTRACTOR_KEYS.items()
+    ],
+    check_specs=[
+        dg.AssetCheckSpec(
+            LINEAGE_CHECK,
+            asset=key,
+            description="Replaced memories that a summary already archived are kept (lineage intact) — listed.",
+        )
+        for key in EXTRACTOR_KEYS.values()
+    ],
+    ins={"sessions": dg.AssetIn(SESSIONS)},
+    can_subset=True,
+    pool=POOL,
+    name="session_memories",
+)
+def session_memories(
+    context: dg.AssetExecutionContext, store: MemoryStoreResource, sessions: dict
+) -> Iterator[object]:
+    """One transaction for the selected extractors: replace exactly their memories for the day's sessions."""
+    transcripts = tables.from_tables(sessions)
+    selected = [n for n, k in EXTRACTOR_KEYS.items() if k in context.selected_asset_keys]
+    now = utcnow()
+    outcomes = []
+    with store.open().connect() as con, atomic(con):
+        for name in selected:
+            extractor = EXTRACTORS[name]
+            found = {t.session_id: extractor.find(t) for t in transcripts}
+            outcomes.append(tables.replace_extracted(con, extractor, transcripts, found, now, context.run.run_id))
+    for o in outcomes:
+        key = EXTRACTOR_KEYS[o.extractor]
+        kept = o.kept_archived or []
+        yield dg.MaterializeResult(
+            asset_key=key,
+            metadata={
+                "source": o.source,
+                "memories": o.produced,
+                "inserted": o.inserted,
+                "unchanged": o.unchanged,
+                "reactivated": o.reactivated,
+                "superseded": o.superseded,
+                "kept_archived": len(kept),
+            },
+        )
+        check_key = dg.AssetCheckKey(key, LINEAGE_CHECK)
+        if check_key in context.selected_asset_check_keys:
+            yield dg.AssetCheckResult(
+                asset_key=key,
+                check_name=LINEAGE_CHECK,
+                passed=not kept,
+                severity=dg.AssetCheckSeverity.WARN,
+                description=(
+                    f"{len(kept)} replaced memor{'y was' if len(kept) == 1 else 'ies were'} already archived into "
+                    "a summary: kept as they are, so the summary keeps its lineage"
+                    if kept
+                    else "no replaced memory was archived into a summary"
+                ),
+                metadata={"kept_archived_ids": dg.MetadataValue.json(kept)},
+            )
+
+
+@dg.asset(
+    partitions_def=daily_partitions,
+    group_name=GROUP,
+    deps=list(EXTRACTOR_KEYS.values()),
+    ins={"sessions": dg.AssetIn(SESSIONS)},
+    code_version="1",
+    kinds={"markdown"},
+    description="knowledge/journal/YYYY-MM-DD.md: frontmatter (type: journal, date, sessions), bullets grouped by "
+    "topic, from the current extractors' memories of the day. A day without sessions writes no file.",
+)
+def journals(context: dg.AssetExecutionContext, store: MemoryStoreResource, sessions: dict) -> dg.MaterializeResult:
+    day = _day(context)
+    home = store.home_path
+    transcripts = tables.from_tables(sessions)
+    path = knowledge.journal_path(knowledge_root(home), day)
+    if not transcripts:
+        context.log.info(f"{day}: no transcripts, no journal")
+        return dg.MaterializeResult(metadata={"sessions": 0, "written": False, "note": "no transcripts that day"})
+    topics = {t.session_id: category_of(t) for t in transcripts}
+    sources = [e.source for e in EXTRACTORS.values()]
+    with store.open().connect() as con:
+        rows = tables.day_items(con, list(topics), sources)
+    items = [
+        knowledge.JournalItem(topic or topics[sid], kind, content, (str(at), sid, kind, content))
+        for at, sid, kind, content, topic in rows
+    ]
+    text = knowledge.journal_text(day, [t.session_id for t in transcripts], items)
+    changed = knowledge.write_atomic(path, text)
+    if changed:
+        commit_knowledge(home, f"extract: journal {day}", tag=f"memory/daily/{day}", log=context.log)
+    return dg.MaterializeResult(
+        metadata={
+            "path": dg.MetadataValue.path(str(path)),
+            "sessions": len(transcripts),
+            "bullets": text.count("\n- "),
+            "written": changed,
+            "preview": dg.MetadataValue.md(text[:2000]),
+        }
+    )
+
+
+def _week_days(context: dg.AssetExecutionContext) -> list[date]:
+    window = context.partition_time_window
+    first = window.start.date()
+    return [first + timedelta(days=i) for i in range((window.end - window.start).days)]
+
+
+@dg.asset(
+    partitions_def=weekly_partitions,
+    group_name=GROUP,
+    deps=[dg.AssetKey("journals")],
+    code_version="1",
+    kinds={"markdown"},
+    description="knowledge/memory/MEMORY.md updated from the week's journals: date-prefixed Key Decisions, "
+    "Lessons Learned and Active Context, stale entries dropped, at most 200 lines.",
+)
+def memory_md(context: dg.AssetExecutionContext, store: MemoryStoreResource) -> dg.MaterializeResult:
+    home = store.home_path
+    root = knowledge_root(home)
+    days = _week_days(context)
+    found = []
+    for d in days:
+        for folder in (root / "journal", home / "archive" / "journal"):
+            p = folder / f"{d.isoformat()}.md"
+            if p.exists():
+                found.append(knowledge.parse_journal(p.read_text(encoding="utf-8")))
+                break
+    path = root / "memory" / "MEMORY.md"
+    existing = knowledge.parse_memory_md(path.read_text(encoding="utf-8")) if path.exists() else []
+    merged = knowledge.merge_memory(existing, knowledge.week_entries(found), days[-1])
+    text = knowledge.memory_md_text(merged, max([days[-1], *(e.day for s in merged.values() for e in s)]))
+    changed = knowledge.write_atomic(path, text)
+    if changed:
+        commit_knowledge(home, f"memory: weekly rollup {context.partition_key}", tag=None, log=context.log)
+    lines = knowledge.line_count(text)
+    return dg.MaterializeResult(
+        metadata={
+            "path": dg.MetadataValue.path(str(path)),
+            "journals": len(found),
+            "lines": lines,
+            **{s.lower().replace(" ", "_"): len(merged[s]) for s in knowledge.SECTIONS},
+            "written": changed,
+        }
+    )
+
+
+@dg.asset_check(asset=memory_md, description="The seed's pre-commit rule: WARN at ≥180 lines, ERROR at ≥220.")
+def memory_md_line_cap(store: MemoryStoreResource) -> dg.AssetCheckResult:
+    return memory_cap_result(knowledge_root(store.home_path) / "memory" / "MEMORY.md")
+
+
+def memory_cap_result(path: Path) -> dg.AssetCheckResult:
+    if not path.exists():
+        return dg.AssetCheckResult(passed=True, description="no MEMORY.md yet", metadata={"lines": 0})
+    lines = knowledge.line_count(path.read_text(encoding="utf-8"))
+    status = knowledge.cap_status(lines)
+    return dg.AssetCheckResult(
+        passed=status == "ok",
+        severity=dg.AssetCheckSeverity.ERROR if status == "error" else dg.AssetCheckSeverity.WARN,
+        description=f"MEMORY.md has {lines} lines (cap {knowledge.MEMORY_LINE_CAP}; warn ≥180, error ≥220)",
+        metadata={"lines": lines, "status": status},
+    )
+
+
+class ArchiveConfig(dg.Config):
+    as_of: str = ""  # YYYY-MM-DD; default today in the journal timezone
+    retention_days: int = int(os.environ.get("MEMORY_PIPELINE_JOURNAL_RETENTION_DAYS") or 90)
+
+
+@dg.asset(
+    group_name=GROUP,
+    deps=[dg.AssetKey("journals")],
+    kinds={"markdown"},
+    description="Journals older than the retention (90 days) move to archive/journal/; nothing is deleted.",
+)
+def journal_archive(
+    context: dg.AssetExecutionContext, config: ArchiveConfig, store: MemoryStoreResource
+) -> dg.MaterializeResult:
+    from zoneinfo import ZoneInfo
+
+    from memory_pipeline.journals.partitions import journal_timezone
+
+    home = store.home_path
+    today = date.fromisoformat(config.as_of) if config.as_of else datetime.now(ZoneInfo(journal_timezone())).date()
+    old = knowledge.journals_to_archive(knowledge_root(home) / "journal", today, config.retention_days)
+    moved = [knowledge.archive_journal(p, home / "archive" / "journal") for p in old]
+    if moved:
+        message = f"maintenance: archive {len(moved)} journal(s) before {today}"
+        commit_knowledge(home, message, tag=None, log=context.log)
+    return dg.MaterializeResult(
+        metadata={
+            "moved": len(moved),
+            "as_of": str(today),
+            "retention_days": config.retention_days,
+            "files": dg.MetadataValue.json([p.name for p in moved]),
+        }
+    )
+
+
+DAILY_ASSETS = [sessions, session_memories, journals]
+ASSETS = [*DAILY_ASSETS, memory_md, journal_archive]
+CHECKS = [memory_md_line_cap]

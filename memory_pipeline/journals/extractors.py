@@ -1,0 +1,214 @@
+"""Versioned extraction algorithms (seed 001 §8.3): session transcript → memories.
+
+Offline extractors are deterministic (patterns and sentence scoring), so a replay of unchanged transcripts
+gives the same memories with the same ids. Each has its own `version`: the Dagster asset's `code_version`
+and the memory's `source` (`extract:<name>@<version>`). Bump a version when its rules change; a
+reconstruction then replaces exactly that extractor's memories.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from memory_pipeline.journals.transcript import Transcript, Turn
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
+_NUMBERED = re.compile(r"^\s*(\d+)[.)]\s+(.*)$")
+_DECISION = re.compile(
+    r"\b(decision:|we decided|decided to|we will|we'll|going with|agreed to|let's go with|we chose|chose to|"
+    r"settled on|i've decided|i decided)\b",
+    re.IGNORECASE,
+)
+_LESSON = re.compile(
+    r"\b(lesson learned|lesson:|note to self|takeaway|learned that|i learned|always|never|turns out|"
+    r"in hindsight|the mistake was)\b",
+    re.IGNORECASE,
+)
+_TRAIT = re.compile(
+    r"\b(prefers|likes|loves|hates|wants|needs|asked|works|joined|owns|leads|insists|runs|reviews|is|was|has|"
+    r"lives|moved|started|signs off|my|i'm|i am|i have|i've|i went|i was)\b",
+    re.IGNORECASE,
+)
+_PROCEDURE_HEAD = re.compile(r"^(?:to|how to)\s+(.+?):\s*$", re.IGNORECASE)
+_LABEL = re.compile(
+    r"^(decision:|lesson learned:|lesson:|note to self:|takeaway from this one:|takeaway:|going with the plan to|"
+    r"we decided to|decided to|agreed to)\s*",
+    re.IGNORECASE,
+)
+_FILLER = re.compile(r"^(two options|i recommend|i checked|here is|here are|the main issue)\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One memory an extractor proposes, before it becomes a store row."""
+
+    content: str
+    at: datetime
+    turn_line: int
+    ref: str | None = None
+
+
+@dataclass(frozen=True)
+class Extractor:
+    name: str
+    version: str
+    kind: str
+    importance: float
+    description: str
+    find: Callable[[Transcript], list[Candidate]]
+
+    @property
+    def source(self) -> str:
+        return f"extract:{self.name}@{self.version}"
+
+
+def _sentences(turn: Turn) -> Iterator[str]:
+    for line in turn.text.split("\n"):
+        line = line.strip().lstrip("\\")
+        if not line or _NUMBERED.match(line):
+            continue
+        for sentence in _SENTENCE.split(line):
+            sentence = " ".join(sentence.split())
+            if sentence:
+                yield sentence
+
+
+def _speaker_turns(t: Transcript) -> Iterator[Turn]:
+    return (turn for turn in t.turns if turn.role != "system" and turn.text)
+
+
+def _pattern_extractor(
+    pattern: re.Pattern[str], limit: int, min_words: int = 4
+) -> Callable[[Transcript], list[Candidate]]:
+    def find(t: Transcript) -> list[Candidate]:
+        found: dict[str, Candidate] = {}
+        for turn in _speaker_turns(t):
+            for s in _sentences(turn):
+                if s.endswith("?") or not pattern.search(s) or len(s.split()) < min_words:
+                    continue
+                core = _LABEL.sub("", s)
+                core = core[:1].upper() + core[1:]
+                content = core if turn.role in ("user", "agent") else f"{turn.role}: {core}"
+                found.setdefault(content, Candidate(content, turn.at or t.started, turn.line, turn.ref))
+        return list(found.values())[:limit]
+
+    return find
+
+
+def find_people(t: Transcript) -> list[Candidate]:
+    """Sentences about a named person: a mention of someone in `people`/participants with a trait verb, or a
+    first-person statement by a named speaker (LoCoMo-style conversations)."""
+    names = [str(n) for n in (t.frontmatter.get("people") or [])]
+    names += [p for p in t.participants if p not in ("user", "agent", "system")]
+    firsts = {n.split()[0] for n in names if n}
+    found: dict[str, Candidate] = {}
+    scored: list[tuple[int, int, Candidate]] = []
+    for turn in _speaker_turns(t):
+        named_speaker = turn.role in firsts or turn.role in names
+        for s in _sentences(turn):
+            if s.endswith("?") or len(s.split()) < 5 or not _TRAIT.search(s):
+                continue
+            words = set(re.findall(r"[A-Z][a-z]+", s))
+            if words & firsts and not named_speaker:
+                content = s
+            elif named_speaker and re.match(r"^(i|i'm|i've|my|we)\b", s, re.IGNORECASE):
+                content = f"{turn.role}: {s}"
+            else:
+                continue
+            if content in found:
+                continue
+            cand = Candidate(content, turn.at or t.started, turn.line, turn.ref)
+            found[content] = cand
+            score = len(words) + (2 if re.search(r"\d", s) else 0) + min(len(s.split()), 25) // 5
+            scored.append((-score, len(scored), cand))
+    return [c for _, _, c in sorted(scored)[:8]]
+
+
+def find_procedures(t: Transcript) -> list[Candidate]:
+    """A `To X:` line followed by at least two numbered steps, kept as one memory."""
+    out: list[Candidate] = []
+    for turn in _speaker_turns(t):
+        lines = [line.strip() for line in turn.text.split("\n")]
+        i = 0
+        while i < len(lines):
+            head = _PROCEDURE_HEAD.match(lines[i])
+            steps: list[str] = []
+            j = i + 1
+            while head and j < len(lines) and (m := _NUMBERED.match(lines[j])):
+                steps.append(m.group(2).rstrip("."))
+                j += 1
+            if head and len(steps) >= 2:
+                body = "; ".join(f"{n}. {s}" for n, s in enumerate(steps, 1))
+                out.append(Candidate(f"How to {head.group(1)}: {body}.", turn.at or t.started, turn.line, turn.ref))
+                i = j
+            else:
+                i += 1
+    return out
+
+
+def find_facts(t: Transcript) -> list[Candidate]:
+    """Sentence scoring: numbers, proper nouns and a declarative length; decisions and lessons left to theirs."""
+    scored: list[tuple[int, int, Candidate]] = []
+    seen: set[str] = set()
+    for turn in _speaker_turns(t):
+        for s in _sentences(turn):
+            words = s.split()
+            if (
+                s.endswith("?")
+                or len(words) < 5
+                or _DECISION.search(s)
+                or _LESSON.search(s)
+                or _FILLER.match(s)
+                or s in seen
+            ):
+                continue
+            seen.add(s)
+            proper = len(re.findall(r"(?<!^)(?<![.!?] )\b[A-Z][A-Za-z0-9]+", s))
+            score = (2 if re.search(r"\d", s) else 0) + min(2, proper)
+            score += 1 if 6 <= len(words) <= 30 else 0
+            if score >= 3:
+                content = s if turn.role in ("user", "agent") else f"{turn.role}: {s}"
+                scored.append((-score, len(scored), Candidate(content, turn.at or t.started, turn.line, turn.ref)))
+    return [c for _, _, c in sorted(scored)[:4]]
+
+
+EXTRACTORS: dict[str, Extractor] = {
+    e.name: e
+    for e in (
+        Extractor("decisions", "1", "decision", 1.6, "Decisions made in the session (who chose what, and why).",
+                  _pattern_extractor(_DECISION, 6, min_words=6)),
+        Extractor("lessons", "1", "lesson", 1.5, "Lessons learned, rules of thumb, mistakes not to repeat.",
+                  _pattern_extractor(_LESSON, 6)),
+        Extractor("people", "1", "person", 1.2, "What the session says about people: preferences, roles, events.",
+                  find_people),
+        Extractor("procedures", "1", "procedure", 1.4, "How-to steps written down in the session.", find_procedures),
+        Extractor("facts", "1", "fact", 1.0, "Factual statements worth keeping, by sentence score.", find_facts),
+    )
+}
+
+
+def memory_id(source: str, session_id: str, content: str) -> str:
+    """Deterministic: the same extractor version on the same session gives the same ids (idempotent replays)."""
+    digest = hashlib.sha256(f"{source}\x1f{session_id}\x1f{content}".encode()).hexdigest()
+    return f"ext_{digest[:20]}"
+
+
+def category_of(t: Transcript) -> str:
+    """The session's topic for grouping: `project`, else `conversation`, else the first tag, else 'general'."""
+    for key in ("project", "conversation"):
+        if t.frontmatter.get(key):
+            return str(t.frontmatter[key])
+    return t.tags[0] if t.tags else "general"
+
+
+def select(names: Sequence[str] | None) -> list[Extractor]:
+    if not names:
+        return list(EXTRACTORS.values())
+    unknown = [n for n in names if n not in EXTRACTORS]
+    if unknown:
+        raise ValueError(f"unknown extractor(s) {', '.join(unknown)}; known: {', '.join(EXTRACTORS)}")
+    return [EXTRACTORS[n] for n in names]

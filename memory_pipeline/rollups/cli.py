@@ -1,0 +1,97 @@
+"""`memory-pipeline rollups build | status` and `memory-pipeline recall "query"` (seed 002)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from memory_pipeline.settings import workspace_home
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    import socket
+
+    import dagster as dg
+
+    from memory_pipeline.cli import HOST_TAG, PID_TAG, _dagster_home, _recover_dead_cli_runs, _store
+    from memory_pipeline.definitions import build_definitions, default_resources
+    from memory_pipeline.rollups.backfill import backfill
+
+    home = workspace_home()
+    store = _store(home)
+    _dagster_home(home)
+    defs = build_definitions(default_resources(str(home)))
+    tags = {PID_TAG: str(os.getpid()), HOST_TAG: socket.gethostname()}
+    with dg.DagsterInstance.get() as instance:
+        _recover_dead_cli_runs(instance)
+        summary = backfill(defs, instance, store, tags)
+    print(f"sessions {summary.sessions} (assigned {summary.assigned})")
+    print(f"Cores built   {len(summary.cores_built)}: {', '.join(summary.cores_built) or 'none new'}")
+    print(f"Spheres built {len(summary.spheres_built)}: {', '.join(summary.spheres_built) or 'none new'}")
+    if summary.failed:
+        print(f"{summary.failed}; see the log above", file=sys.stderr)
+        return 1
+    return cmd_status(args)
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from memory_pipeline.cli import _store
+    from memory_pipeline.rollups import build, repository
+
+    home = workspace_home()
+    store = _store(home)
+    counters = build.write_counters(store, home) if (home / "knowledge").exists() else None
+    with store.connect() as con:
+        sessions, assigned, n_cores, n_spheres = repository.counts(con)
+    print(f"sessions      {sessions} ({assigned} assigned to the hierarchy)")
+    print(f"cores         {n_cores} built in {build.cores_dir(home)}")
+    print(f"spheres       {n_spheres} built in {build.spheres_dir(home)}")
+    if counters:
+        shown = {k: counters[k] for k in ("Session_seq", "Core_seq", "Sphere_seq", "last_update")}
+        print(f"counters      {json.dumps(shown)} ({build.counters_path(home)})")
+    return 0
+
+
+def cmd_recall(args: argparse.Namespace) -> int:
+    from memory_pipeline.cli import _store
+    from memory_pipeline.resources import EmbedderResource
+    from memory_pipeline.resources.embedder import MINILM
+    from memory_pipeline.rollups.recall import recall
+
+    home = workspace_home()
+    store = _store(home)
+    embedder = EmbedderResource(model=os.environ.get("MEMORY_PIPELINE_EMBEDDER", MINILM))
+    try:
+        result = recall(store, home, args.query, embedder.encode, threshold=args.threshold, top_k=args.top_k)
+    except ValueError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    for layer, score in result.searched:
+        print(f"searched {layer:<8} best {'—' if score is None else f'{score:.3f}'}")
+    if result.best is None:
+        print("nothing to recall: no sessions, Cores or Spheres in this workspace")
+        return 1
+    verdict = "cleared" if result.cleared else "below"
+    print(f"answer from {result.layer} (best {result.best.score:.3f}, {verdict} threshold {result.threshold:g})")
+    for hit in result.hits:
+        print(f"{hit.layer:<8} {hit.score:.3f}  {hit.key}  {hit.path}")
+        print(f"         {hit.passage[:200]}")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    from memory_pipeline.rollups.recall import DEFAULT_THRESHOLD
+
+    rollups = sub.add_parser("rollups", help="Session → Core → Sphere rollups (seed 002)")
+    rsub = rollups.add_subparsers(dest="rollups_command", required=True)
+    rsub.add_parser(
+        "build", help="backfill: assign sessions, build every missing Core, then every Sphere"
+    ).set_defaults(fn=cmd_build)
+    rsub.add_parser("status", help="counters and what is built").set_defaults(fn=cmd_status)
+    rec = sub.add_parser("recall", help="tiered recall: Spheres, then Cores, then sessions")
+    rec.add_argument("query")
+    rec.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD, help="cosine a layer's best must reach")
+    rec.add_argument("--top-k", type=int, default=3)
+    rec.set_defaults(fn=cmd_recall)

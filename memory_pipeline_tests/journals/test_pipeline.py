@@ -1,0 +1,211 @@
+import dataclasses
+import shutil
+from datetime import date, timedelta
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from memory_pipeline.definitions import REPO_ROOT
+from memory_pipeline.journals import extractors, knowledge
+from memory_pipeline.journals.assets import (
+    DAILY_ASSETS,
+    EXTRACTOR_KEYS,
+    IO_MANAGER,
+    LINEAGE_CHECK,
+    journal_archive,
+    memory_cap_result,
+    memory_md,
+    session_memories,
+    sessions,
+)
+from memory_pipeline.journals.io import ParquetIOManager
+from memory_pipeline.resources import MemoryStoreResource
+from memory_pipeline.store import MemoryStore
+
+DAY = "2026-09-15"
+
+
+@pytest.fixture(autouse=True)
+def _no_git(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMORY_PIPELINE_JOURNAL_GIT", "0")
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    shutil.copytree(REPO_ROOT / "data" / "sample" / "raw", tmp_path / "raw")
+    return tmp_path
+
+
+def resources(home: Path) -> dict:
+    return {"store": MemoryStoreResource(home=str(home)), IO_MANAGER: ParquetIOManager(base_dir=str(home / "parquet"))}
+
+
+def materialize(home: Path, day: str = DAY, assets: list | None = None, **kw: object) -> dg.ExecuteInProcessResult:
+    return dg.materialize(assets or DAILY_ASSETS, resources=resources(home), partition_key=day, **kw)
+
+
+def rows(home: Path, sql: str, params: list | None = None) -> list[tuple]:
+    with MemoryStore(home / "memory.duckdb").connect() as con:
+        return con.execute(sql, params or []).fetchall()
+
+
+MEMORY_COLUMNS = "id, content, lifecycle, source, session_id, importance, created_at, kind"
+
+
+def test_a_partition_materialised_twice_is_idempotent(home: Path) -> None:
+    assert materialize(home).success
+    journal = home / "knowledge" / "journal" / f"{DAY}.md"
+    first = journal.read_bytes()
+    mems = rows(home, f"SELECT {MEMORY_COLUMNS} FROM memories ORDER BY id")
+    sess = rows(home, "SELECT session_id, day, path, turn_count, text, salience, frontmatter FROM sessions")
+    assert len(sess) == 2 and mems and {m[2] for m in mems} == {"active"}
+    assert sess[0][2].startswith(f"raw/conversations/{DAY.replace('-', '/')}/") and sess[0][5] is not None
+    assert {"extract:decisions@1", "extract:people@1"} <= {m[3] for m in mems} <= {
+        e.source for e in extractors.EXTRACTORS.values()
+    }
+    text = first.decode()
+    assert text.startswith(f"---\ntype: journal\ndate: {DAY}\nsessions: [") and "\n### people\n- " in text
+    assert all(line.startswith(("- ", "### ", "## ", "---", "type:", "date:", "sessions:")) or not line
+               for line in text.splitlines())  # bullets only
+
+    again = materialize(home)
+    assert again.success
+    assert journal.read_bytes() == first
+    assert rows(home, f"SELECT {MEMORY_COLUMNS} FROM memories ORDER BY id") == mems
+    assert rows(home, "SELECT session_id, day, path, turn_count, text, salience, frontmatter FROM sessions") == sess
+    meta = again.asset_materializations_for_node("session_memories")[0].metadata
+    assert meta["inserted"].value == 0 and meta["superseded"].value == 0
+    # the Parquet partition is readable from DuckDB
+    parquet = home / "parquet" / "sessions" / DAY / "turns.parquet"
+    assert rows(home, f"SELECT count(DISTINCT session_id) FROM read_parquet('{parquet}')") == [(2,)]
+
+
+def test_a_day_without_transcripts_writes_no_journal_and_says_so(home: Path) -> None:
+    result = materialize(home, "2026-09-01")
+    assert result.success
+    assert not (home / "knowledge" / "journal" / "2026-09-01.md").exists()
+    assert result.asset_materializations_for_node("journals")[0].metadata["note"].value == "no transcripts that day"
+
+
+def test_neighbouring_partitions_are_not_touched(home: Path) -> None:
+    assert materialize(home, "2026-09-14").success and materialize(home, DAY).success
+    before = rows(home, f"SELECT {MEMORY_COLUMNS} FROM memories ORDER BY id")
+    sessions_before = rows(home, "SELECT * EXCLUDE (parsed_at) FROM sessions ORDER BY session_id")
+    assert materialize(home, "2026-09-14").success
+    assert rows(home, f"SELECT {MEMORY_COLUMNS} FROM memories ORDER BY id") == before
+    assert rows(home, "SELECT * EXCLUDE (parsed_at) FROM sessions ORDER BY session_id") == sessions_before
+
+
+def test_a_broken_transcript_is_listed_and_the_check_warns(home: Path) -> None:
+    folder = home / "raw" / "conversations" / "2026" / "09" / "15"
+    (folder / "2300-ses_broken-bad.md").write_text("---\nsession_id: ses_broken\nstarted: 2026-09-15T23:00:00Z\n---\n"
+                                                   "## 23:00 — robot\nhi\n", encoding="utf-8")
+    result = materialize(home)
+    assert result.success
+    meta = result.asset_materializations_for_node("sessions")[0].metadata
+    assert meta["sessions"].value == 2 and meta["rejected"].value == 1
+    assert "2300-ses_broken-bad.md:5: unknown role" in meta["rejected_transcripts"].value[0]
+    check = next(c for c in result.get_asset_check_evaluations() if c.asset_key == dg.AssetKey("sessions"))
+    assert not check.passed and check.severity == dg.AssetCheckSeverity.WARN
+
+
+def test_an_extractor_version_bump_replaces_only_its_own_memories(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert materialize(home).success
+    by_source = dict(rows(home, "SELECT source, list(id ORDER BY id) FROM memories GROUP BY source"))
+    old_decisions = by_source.pop("extract:decisions@1")
+    # a summary already archived one decision: it must survive the re-extraction as it is
+    archived_id = old_decisions[0]
+    with MemoryStore(home / "memory.duckdb").connect() as con:
+        con.execute("UPDATE memories SET lifecycle = 'archived', archived_by = 'sum_1', importance = 0.5 WHERE id = ?",
+                    [archived_id])
+    others = rows(home, f"SELECT {MEMORY_COLUMNS} FROM memories WHERE source <> 'extract:decisions@1' ORDER BY id")
+    bumped = dataclasses.replace(extractors.EXTRACTORS["decisions"], version="2")
+    monkeypatch.setitem(extractors.EXTRACTORS, "decisions", bumped)
+    result = materialize(
+        home, assets=[sessions, session_memories], selection=[EXTRACTOR_KEYS["decisions"]]
+    )
+    assert result.success
+    assert rows(home, f"SELECT {MEMORY_COLUMNS} FROM memories WHERE source NOT LIKE 'extract:decisions@%' "
+                      "ORDER BY id") == others
+    old = dict(rows(home, "SELECT id, lifecycle FROM memories WHERE source = 'extract:decisions@1'"))
+    assert old.pop(archived_id) == "archived" and set(old.values()) == {"superseded"}
+    new = rows(home, "SELECT lifecycle FROM memories WHERE source = 'extract:decisions@2'")
+    assert len(new) == len(old_decisions) and {r[0] for r in new} == {"active"}
+    check = next(c for c in result.get_asset_check_evaluations() if c.check_name == LINEAGE_CHECK)
+    assert check.asset_key == EXTRACTOR_KEYS["decisions"] and not check.passed
+    assert check.metadata["kept_archived_ids"].value == [archived_id]
+    unstamped = "SELECT count(*) FROM memories WHERE lifecycle = 'superseded' AND superseded_at IS NULL"
+    assert rows(home, unstamped) == [(0,)]
+    # the journal now shows the new version's decisions (and the archived one, which still happened)
+    assert materialize(home, selection=[journals_asset()]).success
+
+
+def journals_asset() -> dg.AssetsDefinition:
+    from memory_pipeline.journals.assets import journals
+
+    return journals
+
+
+def test_extractor_asset_code_versions_are_their_versions() -> None:
+    versions = session_memories.code_versions_by_key
+    assert {k: versions[k] for k in EXTRACTOR_KEYS.values()} == {
+        k: extractors.EXTRACTORS[n].version for n, k in EXTRACTOR_KEYS.items()
+    }
+
+
+def test_memory_md_from_a_week_of_journals(home: Path) -> None:
+    for day in ("2026-09-14", "2026-09-16", "2026-09-18"):  # three of the week's days (Sunday 13th–Saturday 19th)
+        assert materialize(home, day).success
+    result = dg.materialize([memory_md], resources=resources(home), partition_key="2026-09-13")
+    assert result.success
+    text = (home / "knowledge" / "memory" / "MEMORY.md").read_text()
+    entries = knowledge.parse_memory_md(text)
+    assert {e.section for e in entries} == set(knowledge.SECTIONS)
+    assert all(date(2026, 9, 13) <= e.day <= date(2026, 9, 19) for e in entries)
+    assert knowledge.line_count(text) <= 200 and f"line_count: {knowledge.line_count(text)}" in text
+    first = text
+    assert dg.materialize([memory_md], resources=resources(home), partition_key="2026-09-13").success
+    assert (home / "knowledge" / "memory" / "MEMORY.md").read_text() == first
+
+
+def test_memory_md_stays_under_200_lines_and_drops_stale_entries() -> None:
+    old = [knowledge.Entry("Active Context", date(2026, 1, 1), "x: old", "x")]
+    many = [knowledge.Entry("Key Decisions", date(2026, 3, 1), f"decision {i}", f"decision {i}") for i in range(300)]
+    merged = knowledge.merge_memory(old, many, date(2026, 3, 7))
+    text = knowledge.memory_md_text(merged, date(2026, 3, 7))
+    assert knowledge.line_count(text) <= 200 and "x: old" not in text
+
+
+@pytest.mark.parametrize(("lines", "passed", "severity"), [
+    (179, True, None), (180, False, dg.AssetCheckSeverity.WARN), (219, False, dg.AssetCheckSeverity.WARN),
+    (220, False, dg.AssetCheckSeverity.ERROR),
+])
+def test_memory_md_cap_check(tmp_path: Path, lines: int, passed: bool, severity: object) -> None:
+    path = tmp_path / "MEMORY.md"
+    path.write_text("".join(f"- 2026-01-01: entry {i}\n" for i in range(lines)))
+    result = memory_cap_result(path)
+    assert result.passed is passed and result.metadata["lines"].value == lines
+    if severity is not None:
+        assert result.severity == severity
+
+
+def test_journals_older_than_90_days_move_to_the_archive(tmp_path: Path) -> None:
+    journal_dir = tmp_path / "knowledge" / "journal"
+    journal_dir.mkdir(parents=True)
+    as_of = date(2026, 12, 31)
+    for age in (89, 90, 91, 200):
+        (journal_dir / f"{as_of - timedelta(days=age)}.md").write_text(f"journal {age}\n")
+    result = dg.materialize(
+        [journal_archive], resources={"store": MemoryStoreResource(home=str(tmp_path))},
+        run_config={"ops": {"journal_archive": {"config": {"as_of": as_of.isoformat()}}}},
+    )
+    assert result.success
+    archived = tmp_path / "archive" / "journal"
+    assert sorted(p.read_text() for p in archived.glob("*.md")) == ["journal 200\n", "journal 91\n"]
+    assert sorted(p.read_text() for p in journal_dir.glob("*.md")) == ["journal 89\n", "journal 90\n"]
+    again = dg.materialize(
+        [journal_archive], resources={"store": MemoryStoreResource(home=str(tmp_path))},
+        run_config={"ops": {"journal_archive": {"config": {"as_of": as_of.isoformat()}}}},
+    )
+    assert again.asset_materializations_for_node("journal_archive")[0].metadata["moved"].value == 0
