@@ -17,7 +17,9 @@ from memory_pipeline.store.lease import SKIP_MESSAGE
 DEMO_MARKER = ".memory_pipeline_demo"
 # Domain CLIs: each module has `register(sub: argparse._SubParsersAction) -> None` and imports Dagster lazily.
 DOMAIN_CLIS: tuple[str, ...] = (
+    "memory_pipeline.graph.cli",
     "memory_pipeline.rollups.cli",
+    "memory_pipeline.operator.cli",
     "memory_pipeline.journals.cli",
     "memory_pipeline.compaction.cli",
 )
@@ -79,7 +81,12 @@ def _run_job(home: Path, job_name: str, run_config: dict[str, Any], as_of: str =
     tags = {PID_TAG: str(os.getpid()), HOST_TAG: socket.gethostname()}
     with dg.DagsterInstance.get() as instance:
         _recover_dead_cli_runs(instance)
-        return job.execute_in_process(instance=instance, run_config=config, raise_on_error=False, tags=tags)
+        from memory_pipeline.operator.progress import progress_for  # a bar on stderr when it is a terminal
+
+        with progress_for(instance, job, config) as (run_id, config):
+            return job.execute_in_process(
+                instance=instance, run_config=config, raise_on_error=False, tags=tags, run_id=run_id
+            )
 
 
 def _print_report(home: Path, run_id: str) -> dict[str, Any] | None:

@@ -24,6 +24,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 
 # Each module exposes `DOMAIN: memory_pipeline.domain.Domain`; one line per domain.
 DOMAINS: tuple[str, ...] = (
+    "memory_pipeline.graph.definitions",
     "memory_pipeline.rollups.definitions",
     "memory_pipeline.compaction.definitions",
     "memory_pipeline.journals.definitions",

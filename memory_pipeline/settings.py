@@ -26,6 +26,24 @@ ENV_NAMES: dict[str, tuple[str, type]] = {
     "max_cost_usd": ("COMPRESSION_MAX_COST_USD", float),
     "lease_ttl_hours": ("MEMORY_PIPELINE_LEASE_TTL_HOURS", float),
     "backups_keep": ("MEMORY_PIPELINE_BACKUPS_KEEP", int),
+    # graph-preserving compaction (seed 004)
+    "cluster_source": ("COMPRESSION_CLUSTER_SOURCE", str),
+    "key_window": ("COMPRESSION_KEY_WINDOW", str),
+    "key_max_members": ("COMPRESSION_KEY_MAX_MEMBERS", int),
+    "key_max_tokens": ("COMPRESSION_KEY_MAX_TOKENS", int),
+    "usage_decay": ("COMPRESSION_USAGE_DECAY", float),
+    "rollup_max_keys": ("COMPRESSION_ROLLUP_MAX_KEYS", int),
+    "hub_policy": ("COMPRESSION_HUB_POLICY", str),
+    "external_indexes": ("MEMORY_PIPELINE_EXTERNAL_INDEXES", str),
+    "outbox_critical": ("MEMORY_PIPELINE_OUTBOX_CRITICAL", int),
+}
+
+# Text settings and their allowed values (None: free text).
+CHOICES: dict[str, tuple[str, ...] | None] = {
+    "cluster_source": ("embedding", "keys", "both"),
+    "key_window": ("day", "week"),
+    "hub_policy": ("summarise", "pin"),
+    "external_indexes": None,
 }
 
 # Lower bounds; the critical floor's comes from seed §10: below 2.0 it compresses what is really critical.
@@ -41,17 +59,28 @@ _MINIMA: dict[str, float] = {
     "max_cost_usd": 0,
     "lease_ttl_hours": 0,
     "backups_keep": 1,
+    "key_max_members": 2,
+    "key_max_tokens": 1,
+    "usage_decay": 1e-9,
+    "rollup_max_keys": 1,
+    "outbox_critical": 1,
 }
 
 
-def env_overrides(environ: dict[str, str] | None = None) -> dict[str, int | float]:
+def env_overrides(environ: dict[str, str] | None = None) -> dict[str, int | float | str]:
     """The engine settings that the environment sets, parsed and checked."""
     env = os.environ if environ is None else environ
-    values: dict[str, int | float] = {}
+    values: dict[str, int | float | str] = {}
     for field_name, (var, kind) in ENV_NAMES.items():
         if var not in env:
             continue
         raw = env[var]
+        if kind is str:
+            allowed = CHOICES.get(field_name)
+            if allowed is not None and raw not in allowed:
+                raise SettingsError(f"{var}={raw!r}: expected one of {', '.join(allowed)}")
+            values[field_name] = raw
+            continue
         try:
             value = kind(raw)
         except ValueError:
@@ -60,7 +89,7 @@ def env_overrides(environ: dict[str, str] | None = None) -> dict[str, int | floa
             raise SettingsError(f"{var}={raw!r}: must be finite")
         if value < _MINIMA[field_name]:
             raise SettingsError(f"{var}={raw!r}: must be ≥ {_MINIMA[field_name]:g}")
-        if field_name == "similarity_threshold" and value > 1:
+        if field_name in ("similarity_threshold", "usage_decay") and value > 1:
             raise SettingsError(f"{var}={raw!r}: must be ≤ 1")
         values[field_name] = value
     return values

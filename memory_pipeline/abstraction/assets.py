@@ -24,10 +24,16 @@ from memory_pipeline.abstraction.report import (
     reduction_pct,
 )
 from memory_pipeline.faults import crash_point
+from memory_pipeline.graph import outbox as graph_outbox
+from memory_pipeline.graph import plan as graph_plan
+from memory_pipeline.graph import queries as graph_queries
+from memory_pipeline.graph.external_index import parse_index_names
+from memory_pipeline.operator.metadata import OWNERS, cluster_size_metadata, outcome_metadata
+from memory_pipeline.operator.progress import ThrottledProgress, encode_in_steps
 from memory_pipeline.resources import EmbedderResource, EngineConfig, LLMResource, MemoryStoreResource
 from memory_pipeline.store import backup, edges, lease
 from memory_pipeline.store import repository as repo
-from memory_pipeline.store.db import atomic, utcnow
+from memory_pipeline.store.db import MemoryStore, atomic, utcnow
 from memory_pipeline.store.dedupe import archive_exact_duplicates
 from memory_pipeline.store.records import MemoryRecord
 
@@ -83,7 +89,10 @@ def _lease_alive(instance: dg.DagsterInstance, held: lease.Lease) -> bool:
     return lease.pid_alive(held)
 
 
-@dg.asset(group_name=GROUP, pool=POOL, kinds={"duckdb"}, output_required=False)
+@dg.asset(
+    group_name=GROUP, pool=POOL, kinds={"duckdb"}, owners=OWNERS, tags={"component": "cortex_dedupe"},
+    output_required=False,
+)
 def exact_duplicates(
     context: dg.AssetExecutionContext, store: MemoryStoreResource, engine: EngineConfig
 ) -> Iterator[dg.Output[RunStart]]:
@@ -138,7 +147,10 @@ def exact_duplicates(
     )
 
 
-@dg.asset(group_name=GROUP, pool=POOL, kinds={"duckdb", "numpy"}, deps=[exact_duplicates])
+@dg.asset(
+    group_name=GROUP, pool=POOL, kinds={"duckdb", "numpy"}, owners=OWNERS, tags={"component": "ClusterFinder"},
+    deps=[exact_duplicates],
+)
 def memory_embeddings(
     context: dg.AssetExecutionContext, store: MemoryStoreResource, embedder: EmbedderResource, engine: EngineConfig
 ) -> dg.MaterializeResult:
@@ -148,9 +160,16 @@ def memory_embeddings(
         todo = repo.memories_without_embedding(con, embedder.model)
     started = time.perf_counter()
     done = 0
+    context.log.info(f"embedding {len(todo)} memories with {embedder.model}")
+    progress = ThrottledProgress(context.log.info, "embedding memories", len(todo))
     for lo in range(0, len(todo), EMBED_CHUNK):
         chunk = todo.iloc[lo : lo + EMBED_CHUNK]
-        vectors = embedder.encode(chunk["content"].tolist())
+        vectors = encode_in_steps(
+            embedder.encode,
+            chunk["content"].tolist(),
+            2 * embedder.batch_size,
+            lambda n, lo=lo: progress.update(lo + n),
+        )
         with db.transaction() as con:
             repo.upsert_embeddings(con, embedder.model, chunk["id"].tolist(), vectors, engine.now())
         done += len(chunk)
@@ -166,7 +185,9 @@ def memory_embeddings(
     )
 
 
-@dg.asset(group_name=GROUP, kinds={"duckdb"}, deps=[memory_embeddings])
+@dg.asset(
+    group_name=GROUP, kinds={"duckdb"}, owners=OWNERS, tags={"component": "ClusterFinder"}, deps=[memory_embeddings]
+)
 def eligible_memories(
     context: dg.AssetExecutionContext, store: MemoryStoreResource, embedder: EmbedderResource, engine: EngineConfig
 ) -> dg.Output[repo.EligibleSet]:
@@ -184,9 +205,16 @@ class ClusterBuild(dg.Config):
     changed memories; full recomputes every edge. Empty = env MEMORY_PIPELINE_CLUSTER_BUILD, else incremental."""
 
     build: str = ""
+    # graph-preserving compaction (seed 004): override EngineConfig.cluster_source for this run
+    # (embedding | keys | both) and restrict key-centred clusters to keys with these prefixes (comma-separated,
+    # e.g. "spam:" for the spam-family compaction the trigger sensor requests)
+    source: str = ""
+    key_prefixes: str = ""
 
 
-@dg.asset(group_name=GROUP, pool=POOL, kinds={"numpy", "scipy", "duckdb"})
+@dg.asset(
+    group_name=GROUP, pool=POOL, kinds={"numpy", "scipy", "duckdb"}, owners=OWNERS, tags={"component": "ClusterFinder"}
+)
 def clusters(
     context: dg.AssetExecutionContext,
     config: ClusterBuild,
@@ -197,42 +225,57 @@ def clusters(
 ) -> dg.Output[list[MemoryCluster]]:
     """Single linkage at the threshold = connected components of the threshold graph; largest first. The
     graph is kept in the store between nights; only a run that also writes the store (archive_updates)
-    saves it back, so the dry run computes the same clusters and writes nothing."""
+    saves it back, so the dry run computes the same clusters and writes nothing.
+
+    Seed 004: key-centred clusters as a second source (`cluster_source`), hubs protected per `hub_policy`,
+    and no new compaction while the outbox of external-index actions is critical."""
     started = time.perf_counter()
     since = engine.now() - timedelta(days=engine.fingerprint_ttl_days)
+    settings = graph_plan.GraphSettings.from_engine(
+        engine, config.source, [p.strip() for p in config.key_prefixes.split(",") if p.strip()]
+    )
     db = store.open()
     with db.connect() as con:
         recent = repo.recent_fingerprints(con, since, RECENT_SKIP_REASON.split("{")[0])
+        open_actions = graph_outbox.open_count(con)
+        holders = graph_queries.key_holders(con, engine.hub_top_keys, engine.now().date(), engine.usage_decay)
+    if open_actions >= engine.outbox_critical:
+        reason = (
+            f"compaction paused: ops/outbox-critical ({open_actions} open outbox actions ≥ {engine.outbox_critical})"
+        )
+        context.log.warning(f"ClusterFinder: {reason}")
+        return dg.Output([], metadata={"clusters_found": 0, "paused": reason, "outbox_open": open_actions})
     run_assets = context.run.asset_selection or context.job_def.asset_layer.executable_asset_keys
+    persist = dg.AssetKey("archive_updates") in run_assets
     ids = eligible_memories.frame["id"].to_numpy(dtype=object)
-    graph = edges.night_graph(
-        db,
-        ids,
-        eligible_memories.vectors,
-        model=embedder.model,
-        threshold=engine.similarity_threshold,
-        mode=threshold_graph.resolve_mode(config.build),
-        persist=dg.AssetKey("archive_updates") in run_assets,
-        now=engine.now(),
-        run_id=context.run.run_id,
+    if settings.cluster_source == "keys":  # no embedding clusters tonight: the stored graph is left as it is
+        found = []
+        graph_meta: dict[str, object] = {"graph_build": "not used (cluster_source=keys)"}
+    else:
+        found, graph_meta = _embedding_clusters(
+            context, config, db, embedder, engine, eligible_memories, ids, recent, persist
+        )
+    planned = graph_plan.plan(
+        found, eligible_memories.frame, eligible_memories.vectors, holders, settings, engine.now().date(), recent
     )
-    context.log.info(f"ClusterFinder: {graph.mode} threshold graph ({graph.reason}): {graph.stats}")
-    found = clustering.build_clusters(
-        eligible_memories.frame,
-        eligible_memories.vectors,
-        engine.similarity_threshold,
-        engine.min_cluster_size,
-        recent,
-        engine.fingerprint_ttl_days,
-        groups=graph.components(engine.min_cluster_size),
-    )
+    found = planned.clusters
+    if persist and planned.hubs:
+        with db.transaction() as con:
+            if settings.hubs.policy == "pin":
+                graph_queries.pin_hubs(con, [h.id for h in planned.hubs if planned.hub_actions[h.id] == "pinned"])
+            graph_queries.record_hubs(con, context.run.run_id, planned.hubs, planned.hub_actions, engine.now())
     seconds = time.perf_counter() - started
     skipped = sum(1 for c in found if c.skip_reason)
-    context.log.info(f"ClusterFinder: found {len(found)} clusters ({skipped} recently processed) in {seconds:.2f}s")
+    context.log.info(
+        f"ClusterFinder: found {len(found)} clusters {planned.by_source} ({skipped} recently processed), "
+        f"{len(planned.hubs)} hub(s), in {seconds:.2f}s"
+    )
     table = pd.DataFrame(
         [
             {
                 "cluster_id": c.cluster_id,
+                "source": c.extra.get("source", "embedding"),
+                "key": c.extra.get("key", ""),
                 "members": c.member_count,
                 "avg_similarity": c.avg_similarity,
                 "category": c.dominant_category,
@@ -249,15 +292,57 @@ def clusters(
             "recently_processed": skipped,
             "largest": max((c.member_count for c in found), default=0),
             "seconds": round(seconds, 3),
-            "graph_build": graph.mode,
-            "graph_rows_computed": int(graph.stats.get("computed_rows", 0)),
-            "graph_edges": int(graph.rows.size),
+            **graph_meta,
+            "cluster_source": settings.cluster_source,
+            "key_clusters": planned.by_source.get("keys", 0),
+            "hubs": len(planned.hubs),
             "clusters": dg.MetadataValue.md(table.head(50).to_markdown(index=False)) if len(table) else "none",
+            **cluster_size_metadata(found),
         },
     )
 
 
-@dg.asset(group_name=GROUP, kinds={"anthropic"})
+def _embedding_clusters(
+    context: dg.AssetExecutionContext,
+    config: ClusterBuild,
+    db: MemoryStore,
+    embedder: EmbedderResource,
+    engine: EngineConfig,
+    eligible_memories: repo.EligibleSet,
+    ids: object,
+    recent: set[str],
+    persist: bool,
+) -> tuple[list[MemoryCluster], dict[str, object]]:
+    """The embedding source: connected components of the (stored, incremental) threshold graph."""
+    graph = edges.night_graph(
+        db,
+        ids,
+        eligible_memories.vectors,
+        model=embedder.model,
+        threshold=engine.similarity_threshold,
+        mode=threshold_graph.resolve_mode(config.build),
+        persist=persist,
+        now=engine.now(),
+        run_id=context.run.run_id,
+    )
+    context.log.info(f"ClusterFinder: {graph.mode} threshold graph ({graph.reason}): {graph.stats}")
+    found = clustering.build_clusters(
+        eligible_memories.frame,
+        eligible_memories.vectors,
+        engine.similarity_threshold,
+        engine.min_cluster_size,
+        recent,
+        engine.fingerprint_ttl_days,
+        groups=graph.components(engine.min_cluster_size),
+    )
+    return found, {
+        "graph_build": graph.mode,
+        "graph_rows_computed": int(graph.stats.get("computed_rows", 0)),
+        "graph_edges": int(graph.rows.size),
+    }
+
+
+@dg.asset(group_name=GROUP, kinds={"anthropic"}, owners=OWNERS, tags={"component": "Distiller"})
 def distillations(
     context: dg.AssetExecutionContext,
     config: ClusterSelection,
@@ -355,8 +440,13 @@ def distillations(
     )
 
 
-def _summary_record(c: MemoryCluster, d: Distillation, now: datetime) -> MemoryRecord:
-    """Seed 000 §4.3: top-2 source categories + `compressed`, importance max(sources) floored at 1.0."""
+def _summary_record(
+    c: MemoryCluster, d: Distillation, now: datetime, hooks: graph_plan.SummaryHooks | None = None
+) -> MemoryRecord:
+    """Seed 000 §4.3: top-2 source categories + `compressed`, importance max(sources) floored at 1.0.
+    Seed 004 §4.1: the summary also carries the rolled-up tags and nexus keys of its sources (as its own tags
+    and keys, so retrieval by key reaches it), and its lineage says what the caps dropped."""
+    hooks = hooks or graph_plan.SummaryHooks([], [], [], [])
     return MemoryRecord(
         id="mem-" + uuid.uuid4().hex[:16],
         content=d.abstraction,
@@ -374,11 +464,38 @@ def _summary_record(c: MemoryCluster, d: Distillation, now: datetime) -> MemoryR
             "distilled_at": now.isoformat() + "Z",
             "source_date_range": [c.oldest_member_at, c.newest_member_at],
             "distiller": d.distiller,
+            "cluster_source": c.extra.get("source", "embedding"),
+            **({"compaction_key": c.extra["key"], "window_start": c.extra["window_start"]} if "key" in c.extra else {}),
+            **({"hubs": c.extra["hubs"]} if c.extra.get("hubs") else {}),
+            "rolled_up_tags": hooks.tags,
+            "rolled_up_nexus_keys": hooks.nexus_keys,
+            "dropped_tags": hooks.dropped_tags,
+            "dropped_nexus_keys": hooks.dropped_nexus_keys,
         },
+        tags=hooks.tags,
+        nexus_keys=hooks.nexus_keys,
+        rolled_up_tags=hooks.tags,
+        rolled_up_nexus_keys=hooks.nexus_keys,
     )
 
 
-@dg.asset(group_name=GROUP, pool=POOL, kinds={"duckdb"})
+def _summaries_hooks(
+    con: duckdb.DuckDBPyConnection, engine: EngineConfig, clusters: list[MemoryCluster]
+) -> dict[str, graph_plan.SummaryHooks]:
+    """Rolled-up tags and keys per cluster id, from the members' rows and the items' degrees in the store."""
+    ids = sorted({m for c in clusters for m in c.member_ids})
+    rows = repo.fetch_members(con, ids) if ids else pd.DataFrame(columns=["id", "tags", "nexus_keys"])
+    members = {
+        str(r.id): (list(r.tags) if r.tags is not None else [], list(r.nexus_keys) if r.nexus_keys is not None else [])
+        for r in rows.itertuples()
+    }
+    tag_deg = graph_queries.degrees(con, sorted({t for v in members.values() for t in v[0]}), "tags")
+    key_deg = graph_queries.degrees(con, sorted({k for v in members.values() for k in v[1]}), "nexus_keys")
+    settings = graph_plan.GraphSettings.from_engine(engine)
+    return {c.cluster_id: graph_plan.summary_hooks(c, members, tag_deg, key_deg, settings) for c in clusters}
+
+
+@dg.asset(group_name=GROUP, pool=POOL, kinds={"duckdb"}, owners=OWNERS, tags={"component": "MemoryWriter"})
 def compressed_memories(
     context: dg.AssetExecutionContext,
     store: MemoryStoreResource,
@@ -405,7 +522,11 @@ def compressed_memories(
                     reason=o.skip_reason,
                 )
     accepted = [o for o in distillations if o.distillation is not None]
-    records = [_summary_record(o.cluster, o.distillation, now) for o in accepted if o.distillation]
+    with db.connect() as con:
+        hooks = _summaries_hooks(con, engine, [o.cluster for o in accepted])
+    records = [
+        _summary_record(o.cluster, o.distillation, now, hooks[o.cluster.cluster_id]) for o in accepted if o.distillation
+    ]
     vectors = embedder.encode([r.content for r in records])
     try:
         with db.transaction() as con:
@@ -422,10 +543,13 @@ def compressed_memories(
     written = len(records)
     crash_point("after_phase1")
     skipped = sum(1 for o in distillations if o.status == "skipped")
-    return dg.Output(distillations, metadata={"pending_written": written, "skipped_logged": skipped})
+    return dg.Output(
+        distillations,
+        metadata={"pending_written": written, "skipped_logged": skipped, **outcome_metadata(distillations)},
+    )
 
 
-@dg.asset(group_name=GROUP, pool=POOL, kinds={"duckdb"})
+@dg.asset(group_name=GROUP, pool=POOL, kinds={"duckdb"}, owners=OWNERS, tags={"component": "Archiver"})
 def archive_updates(
     context: dg.AssetExecutionContext,
     store: MemoryStoreResource,
@@ -443,9 +567,21 @@ def archive_updates(
         for o in compressed_memories:
             if o.summary_id is None or o.distillation is None:
                 continue
-            archived += _commit_cluster(context, con, o, engine.critical_floor, run_id, now)
+            archived += _commit_cluster(
+                context, con, o, engine.critical_floor, run_id, now, parse_index_names(engine.external_indexes)
+            )
+        tombstones = int(con.execute("SELECT count(*) FROM tombstones WHERE run_id = ?", [run_id]).fetchall()[0][0])
+        enqueued = int(con.execute("SELECT count(*) FROM outbox WHERE run_id = ?", [run_id]).fetchall()[0][0])
     compressed = sum(1 for o in compressed_memories if o.status == "compressed")
-    return dg.Output(compressed_memories, metadata={"clusters_compressed": compressed, "memories_archived": archived})
+    return dg.Output(
+        compressed_memories,
+        metadata={
+            "clusters_compressed": compressed,
+            "memories_archived": archived,
+            "tombstones": tombstones,
+            "outbox_enqueued": enqueued,
+        },
+    )
 
 
 def _commit_cluster(
@@ -455,8 +591,11 @@ def _commit_cluster(
     critical_floor: float,
     run_id: str,
     now: datetime,
+    index_names: list[str] | None = None,
 ) -> int:
-    """One cluster's phase-2 transaction; on failure, the compensating action and a `failed` log entry."""
+    """One cluster's phase-2 transaction; on failure, the compensating action and a `failed` log entry.
+    Seed 004 §5 phase 2 in the same transaction: a tombstone per source, and (only when external indexes
+    are configured) the outbox actions that keep them in step."""
     c, summary_id, d = o.cluster, o.summary_id, o.distillation
     assert summary_id is not None and d is not None
     try:
@@ -472,6 +611,21 @@ def _commit_cluster(
             )
             crash_point("inside_phase2")
             repo.activate_summary(con, summary_id)
+            graph_queries.write_tombstones(
+                con, c.member_ids, summary_id=summary_id, cluster_id=c.cluster_id, run_id=run_id, now=now
+            )
+            if index_names:
+                sql = "SELECT nexus_keys, tags FROM memories WHERE id = ?"
+                keys, tags = con.execute(sql, [summary_id]).fetchall()[0]
+                graph_outbox.enqueue_compaction(
+                    con,
+                    index_names=index_names,
+                    summary_id=summary_id,
+                    summary_payload={"kind": "summary", "nexus_keys": list(keys or []), "tags": list(tags or [])},
+                    source_ids=c.member_ids,
+                    run_id=run_id,
+                    now=now,
+                )
             repo.log_cluster(
                 con,
                 fingerprint=c.fingerprint,
@@ -513,7 +667,7 @@ class AtomResults:
     errors: list[CompressionError] = field(default_factory=list)
 
 
-@dg.asset(group_name=GROUP, pool=POOL, kinds={"duckdb"})
+@dg.asset(group_name=GROUP, pool=POOL, kinds={"duckdb"}, owners=OWNERS, tags={"component": "AtomEnricher"})
 def atoms(
     context: dg.AssetExecutionContext,
     store: MemoryStoreResource,
@@ -581,7 +735,7 @@ def atoms(
     )
 
 
-@dg.asset(group_name=GROUP, pool=POOL, kinds={"duckdb", "json"})
+@dg.asset(group_name=GROUP, pool=POOL, kinds={"duckdb", "json"}, owners=OWNERS, tags={"component": "Reporter"})
 def report(
     context: dg.AssetExecutionContext,
     store: MemoryStoreResource,
@@ -658,9 +812,12 @@ def report(
         pending_removed=len(exact_duplicates.pending_removed),
         skip_reasons=skip_reasons,
     )
+    with db.connect() as con:
+        graph_section = _graph_report(con, run_id, clusters, outcomes)
     payload = r.to_dict() | {
         "memory_count": memory_count,
         "llm": llm.report_fields(usage, clusters_deferred=deferred, max_cost_usd=engine.max_cost_usd),
+        "graph": graph_section,
     }
     path = write_report(store.reports_dir, payload)
     with db.transaction() as con:
@@ -693,6 +850,34 @@ def report(
             "abstractions_created": r.abstractions_created,
         }
     )
+
+
+def _graph_report(
+    con: duckdb.DuckDBPyConnection, run_id: str, clusters: list[MemoryCluster], outcomes: list[ClusterOutcome]
+) -> dict[str, object]:
+    """Seed 004 in the run report: clusters per source, hubs, tombstones, outbox, keys dropped by the caps."""
+    by_source: dict[str, dict[str, int]] = {}
+    for o in outcomes:
+        entry = by_source.setdefault(str(o.cluster.extra.get("source", "embedding")), {"found": 0, "compressed": 0})
+        entry["compressed"] += o.status == "compressed"
+    for c in clusters:
+        by_source.setdefault(str(c.extra.get("source", "embedding")), {"found": 0, "compressed": 0})["found"] += 1
+    dropped = con.execute(
+        """SELECT coalesce(sum(json_array_length(json_extract(compressed_from, '$.dropped_nexus_keys'))), 0),
+                  coalesce(sum(json_array_length(json_extract(compressed_from, '$.dropped_tags'))), 0)
+           FROM memories WHERE created_by_run = ? AND kind = 'summary' AND lifecycle = 'active'""",
+        [run_id],
+    ).fetchall()[0]
+    count = lambda sql: int(con.execute(sql, [run_id]).fetchall()[0][0])  # noqa: E731
+    return {
+        "clusters_by_source": by_source,
+        "hubs": graph_queries.hubs_of_run(con, run_id),
+        "tombstones": count("SELECT count(*) FROM tombstones WHERE run_id = ?"),
+        "outbox_enqueued": count("SELECT count(*) FROM outbox WHERE run_id = ?"),
+        "outbox_open": graph_outbox.open_count(con),
+        "nexus_keys_dropped_by_cap": int(dropped[0]),
+        "tags_dropped_by_cap": int(dropped[1]),
+    }
 
 
 def write_report(reports_dir: Path, payload: dict[str, object]) -> Path:

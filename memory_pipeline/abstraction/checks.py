@@ -8,6 +8,7 @@ import duckdb
 
 from memory_pipeline.abstraction.assets import RunStart, archive_updates, report
 from memory_pipeline.abstraction.report import CompressionRunReport, health_bands, report_from_dict
+from memory_pipeline.graph import queries as graph_queries
 from memory_pipeline.resources import EngineConfig, MemoryStoreResource
 from memory_pipeline.store import invariants
 
@@ -56,7 +57,10 @@ def protected_memories_untouched(store: MemoryStoreResource, engine: EngineConfi
 
 @dg.asset_check(asset=archive_updates, blocking=True, description="A summary is never compressed again.")
 def no_summary_recompressed(store: MemoryStoreResource) -> dg.AssetCheckResult:
-    return _violations("summaries recompressed", _query(store, invariants.recompressed_summaries))
+    """An explicit higher-level rollup (`summary_of` provenance, seed 004 §6) is the one allowed exception."""
+    explicit = _query(store, lambda con: sorted(graph_queries.explicit_rollup_members(con)))
+    found = _query(store, invariants.recompressed_summaries)
+    return _violations("summaries recompressed", [i for i in found if i not in set(explicit)])
 
 
 @dg.asset_check(
@@ -65,7 +69,9 @@ def no_summary_recompressed(store: MemoryStoreResource) -> dg.AssetCheckResult:
     description="Every archived memory is listed by an active summary; every active summary's sources are archived.",
 )
 def lineage_consistent(store: MemoryStoreResource) -> dg.AssetCheckResult:
-    orphans = _query(store, invariants.archived_without_summary)
+    under_rollups = set(_query(store, lambda con: sorted(graph_queries.sources_under_rollups(con))))
+    explicit = set(_query(store, lambda con: sorted(graph_queries.explicit_rollup_members(con))))
+    orphans = [i for i in _query(store, invariants.archived_without_summary) if i not in under_rollups | explicit]
     loose = _query(store, invariants.summaries_with_unarchived_sources)
     return dg.AssetCheckResult(
         passed=not orphans and not loose,
@@ -75,6 +81,31 @@ def lineage_consistent(store: MemoryStoreResource) -> dg.AssetCheckResult:
             "summaries_with_active_sources": len(loose),
             "examples": ", ".join((orphans + loose)[:10]) or "none",
         },
+    )
+
+
+@dg.asset_check(
+    asset=archive_updates,
+    blocking=True,
+    description="Seed 004 §4.3: every tag and nexus key of an archived source is reachable from an active summary "
+    "(its rolled-up tags/keys), or listed there as deliberately dropped by the cap.",
+)
+def keys_stay_reachable(store: MemoryStoreResource) -> dg.AssetCheckResult:
+    with store.open().connect() as con:
+        c = graph_queries.connectivity(con)
+    return dg.AssetCheckResult(
+        passed=c.passed,
+        severity=ERROR,
+        metadata={
+            "sources_checked": c.sources_checked,
+            "items_checked": c.items_checked,
+            "lost": len(c.lost),
+            "dropped_by_cap": len(c.dropped_by_cap),
+            "legacy_sources": c.legacy_sources,
+            "lost_examples": ", ".join(f"{m} {i}" for m, i in c.lost[:10]) or "none",
+            "dropped_examples": ", ".join(f"{m} {i}" for m, i in c.dropped_by_cap[:10]) or "none",
+        },
+        description=None if c.passed else f"{len(c.lost)} key(s)/tag(s) of archived sources unreachable",
     )
 
 
@@ -115,6 +146,7 @@ CHECKS = [
     protected_memories_untouched,
     no_summary_recompressed,
     lineage_consistent,
+    keys_stay_reachable,
     no_orphan_pending,
     token_reduction_not_negative,
     report_health,

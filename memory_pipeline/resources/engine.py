@@ -24,6 +24,29 @@ class EngineConfig(dg.ConfigurableResource):
     lease_ttl_hours: float = 6.0  # a lease from a process that died on another host expires after this
     backups_keep: int = 7
     as_of: str = ""  # ISO timestamp; empty = now. Lets a replay or a benchmark run "after" its data.
+    # graph-preserving compaction (seed 004); the defaults keep the engine's embedding-only behaviour
+    cluster_source: str = "embedding"  # embedding | keys | both
+    key_window: str = "week"  # day | week: deterministic window buckets of key-centred clusters
+    key_max_members: int = 25
+    key_max_tokens: int = 3000
+    key_seed_count: int = 200  # top candidates (seed-004 score) that vote for hot compaction keys
+    key_min_age_days: int = 7
+    key_max_clusters: int = 100
+    score_age_weight: float = 1.0  # a
+    score_usage_weight: float = 2.0  # b
+    score_pinned_weight: float = 100.0  # c
+    score_human_weight: float = 10.0  # d
+    score_spam_weight: float = 5.0  # e
+    usage_decay: float = 0.95  # per day bucket
+    rollup_max_keys: int = 32  # K, for rolled-up tags and for rolled-up nexus keys
+    rollup_per_namespace: int = 8
+    hub_policy: str = "summarise"  # summarise | pin
+    hub_top_keys: int = 32
+    hub_list_size: int = 8
+    hub_min_lists: int = 3
+    external_indexes: str = ""  # comma-separated names of external indexes kept in step through the outbox
+    outbox_critical: int = 10_000  # open outbox actions at which compaction pauses
+    summary_rollup_min_sources: int = 6  # explicit summary-of-summary only: higher than min_cluster_size
 
     @classmethod
     def from_env(cls, as_of: str = "") -> "EngineConfig":

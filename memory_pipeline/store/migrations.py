@@ -176,7 +176,71 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX IF NOT EXISTS idx_sessions_day ON sessions(day)",
         ),
     ),
-
+    Migration(
+        20,
+        "graph-preserving compaction: usage decay, human_authored, rolled-up keys, tombstones, outbox, hubs",
+        (
+            "ALTER TABLE memories ADD COLUMN IF NOT EXISTS human_authored BOOLEAN DEFAULT false",
+            "ALTER TABLE memories ADD COLUMN IF NOT EXISTS included_count_total BIGINT DEFAULT 0",
+            # decayed inclusions as of usage_day (the last day bucket applied): × 0.95 per day, + 1 per inclusion
+            "ALTER TABLE memories ADD COLUMN IF NOT EXISTS included_count_decay DOUBLE DEFAULT 0",
+            "ALTER TABLE memories ADD COLUMN IF NOT EXISTS usage_day DATE",
+            "ALTER TABLE memories ADD COLUMN IF NOT EXISTS rolled_up_tags VARCHAR[]",
+            "ALTER TABLE memories ADD COLUMN IF NOT EXISTS rolled_up_nexus_keys VARCHAR[]",
+            "ALTER TABLE memories ADD COLUMN IF NOT EXISTS summary_of VARCHAR[]",
+            """
+            CREATE TABLE IF NOT EXISTS usage_events (
+                event_id    VARCHAR NOT NULL,
+                memory_id   VARCHAR NOT NULL,
+                day         DATE NOT NULL,
+                count       INTEGER NOT NULL,
+                source      VARCHAR,
+                recorded_at TIMESTAMP NOT NULL
+            )
+            """,
+            "CREATE INDEX IF NOT EXISTS idx_usage_events_id ON usage_events(event_id)",
+            """
+            CREATE TABLE IF NOT EXISTS tombstones (
+                memory_id              VARCHAR NOT NULL,
+                replaced_by_summary_id VARCHAR NOT NULL,
+                cluster_id             VARCHAR NOT NULL,
+                run_id                 VARCHAR NOT NULL,
+                archived_at            TIMESTAMP NOT NULL,
+                tags                   VARCHAR[] NOT NULL,
+                nexus_keys             VARCHAR[] NOT NULL
+            )
+            """,
+            "CREATE INDEX IF NOT EXISTS idx_tombstones_memory ON tombstones(memory_id)",
+            # follow-up actions for external indexes; id is the idempotency key the index dedupes on
+            """
+            CREATE TABLE IF NOT EXISTS outbox (
+                id          VARCHAR NOT NULL,
+                index_name  VARCHAR NOT NULL,
+                action      VARCHAR NOT NULL,
+                target_id   VARCHAR NOT NULL,
+                payload     JSON,
+                status      VARCHAR NOT NULL,
+                run_id      VARCHAR NOT NULL,
+                created_at  TIMESTAMP NOT NULL,
+                claimed_by  VARCHAR,
+                claimed_at  TIMESTAMP,
+                attempts    INTEGER NOT NULL DEFAULT 0,
+                done_at     TIMESTAMP,
+                last_error  VARCHAR
+            )
+            """,
+            """
+            CREATE TABLE IF NOT EXISTS graph_hubs (
+                run_id      VARCHAR NOT NULL,
+                memory_id   VARCHAR NOT NULL,
+                centrality  INTEGER NOT NULL,
+                hot_keys    VARCHAR[] NOT NULL,
+                action      VARCHAR NOT NULL,
+                recorded_at TIMESTAMP NOT NULL
+            )
+            """,
+        ),
+    ),
     Migration(
         30,
         "rollups: compression_meta per session (its fixed ordinal), Core and Sphere rows",

@@ -55,6 +55,12 @@ class MemoryRecord:
     archived_at: datetime | None = None
     prior_importance: float | None = None
     embedding: list[float] | None = None
+    human_authored: bool = False
+    # summaries only (graph-preserving compaction): the capped roll-up of the sources' tags and nexus keys, and
+    # for an explicit higher-level rollup, the summaries it rolls up
+    rolled_up_tags: list[str] | None = None
+    rolled_up_nexus_keys: list[str] | None = None
+    summary_of: list[str] | None = None
 
     @property
     def token_count(self) -> int:
@@ -189,4 +195,14 @@ def parse_record(obj: Any, where: str, embedding_dim: int | None = None) -> Memo
         archived_at=parse_timestamp(archived_at, where, "archived_at") if archived_at else None,
         prior_importance=_number(prior, where, "prior_importance") if prior is not None else None,
         embedding=embedding,
+        human_authored=_flag(obj.get("human_authored"), where, "human_authored"),
+        rolled_up_tags=(
+            _string_list(obj["rolled_up_tags"], where, "rolled_up_tags") if obj.get("rolled_up_tags") else None
+        ),
+        rolled_up_nexus_keys=(
+            _string_list(obj["rolled_up_nexus_keys"], where, "rolled_up_nexus_keys")
+            if obj.get("rolled_up_nexus_keys")
+            else None
+        ),
+        summary_of=_string_list(obj["summary_of"], where, "summary_of") if obj.get("summary_of") else None,
     )

@@ -38,6 +38,10 @@ _MEMORY_SCHEMA = pa.schema(
         ("archived_at", pa.timestamp("us")),
         ("prior_importance", pa.float64()),
         ("created_by_run", pa.string()),
+        ("human_authored", pa.bool_()),
+        ("rolled_up_tags", pa.list_(pa.string())),
+        ("rolled_up_nexus_keys", pa.list_(pa.string())),
+        ("summary_of", pa.list_(pa.string())),
     ]
 )
 
@@ -67,6 +71,10 @@ def insert_memories(con: duckdb.DuckDBPyConnection, records: Sequence[MemoryReco
         columns["archived_at"].append(r.archived_at)
         columns["prior_importance"].append(r.prior_importance)
         columns["created_by_run"].append(run_id)
+        columns["human_authored"].append(r.human_authored)
+        columns["rolled_up_tags"].append(r.rolled_up_tags)
+        columns["rolled_up_nexus_keys"].append(r.rolled_up_nexus_keys)
+        columns["summary_of"].append(r.summary_of)
     incoming = pa.table(columns, schema=_MEMORY_SCHEMA)  # noqa: F841 - scanned by DuckDB by name
     con.execute(f"INSERT INTO memories ({', '.join(_MEMORY_SCHEMA.names)}) SELECT * FROM incoming")
     return len(records)
@@ -177,7 +185,9 @@ def load_eligible(
             SELECT id, {TWIN_RANK} AS twin_rank FROM memories
             WHERE lifecycle = 'active' AND kind <> 'summary' AND compressed_from IS NULL
         )
-        SELECT m.id, m.importance, m.categories, m.token_count, m.created_at, e.vector
+        SELECT m.id, m.importance, m.categories, m.token_count, m.created_at, m.tags, m.nexus_keys,
+               coalesce(m.human_authored, false) AS human_authored,
+               coalesce(m.included_count_decay, 0) AS included_count_decay, m.usage_day, e.vector
         FROM memories m JOIN embeddings e ON e.memory_id = m.id AND e.model = ?
         JOIN twins t ON t.id = m.id AND t.twin_rank = 1
         WHERE {ELIGIBLE_WHERE}

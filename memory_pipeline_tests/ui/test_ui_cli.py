@@ -1,0 +1,53 @@
+import os
+import socket
+import sys
+from pathlib import Path
+
+import pytest
+
+from memory_pipeline.cli import main
+from memory_pipeline.operator import cli as ui
+
+
+def test_ui_refuses_a_busy_port_without_starting_anything(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("MEMORY_PIPELINE_HOME", str(tmp_path / "ws"))
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dh"))
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        assert main(["ui", "--port", str(port)]) == 2
+    assert f"127.0.0.1:{port} is in use" in capsys.readouterr().err
+    assert main(["ui", "--port", "70000"]) == 2
+
+
+def test_ui_execs_dagster_dev_with_the_cli_workspace_and_instance(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("MEMORY_PIPELINE_HOME", str(tmp_path / "ws"))
+    monkeypatch.delenv("DAGSTER_HOME", raising=False)
+    seen: dict = {}
+
+    def fake_execve(path: str, argv: list[str], env: dict[str, str]) -> None:
+        seen.update(path=path, argv=argv, env=env)
+
+    monkeypatch.setattr(os, "execve", fake_execve)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    assert main(["ui", "--port", str(port)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"Dagster UI: http://127.0.0.1:{port}\n")
+    assert seen["argv"][1:] == ["dev", "-w", str(ui.WORKSPACE_YAML), "--host", "127.0.0.1", "--port", str(port)]
+    assert Path(seen["path"]) == Path(sys.executable).with_name("dagster")
+    # the same persistent instance the CLI's runs go to (cli._dagster_home), with the project's dagster.yaml
+    assert seen["env"]["DAGSTER_HOME"] == str(tmp_path / "dagster_home")
+    assert (tmp_path / "dagster_home" / "dagster.yaml").exists()
+    assert seen["env"]["MEMORY_PIPELINE_HOME"] == str(tmp_path / "ws")
+
+
+def test_url_for_wildcard_and_ipv6_hosts() -> None:
+    assert ui.ui_url("0.0.0.0", 3000) == "http://127.0.0.1:3000"
+    assert ui.ui_url("::1", 3001) == "http://[::1]:3001"
