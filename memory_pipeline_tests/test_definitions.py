@@ -18,6 +18,8 @@ def test_definitions_load_and_the_graph_reads_like_the_seed_diagram() -> None:
         parents = {k.to_user_string() for k in graph.get(dg.AssetKey(downstream)).parent_keys}
         assert upstream in parents, (upstream, downstream)
     assert set(defs.resolve_job_def("consolidation_dry_run").graph.node_names()) == {"eligible_memories", "clusters"}
+    for job in ("nightly_consolidation", "consolidation_dry_run"):  # runs launched from the UI or schedule
+        assert defs.resolve_job_def(job).run_config == {"execution": {"config": {"in_process": {}}}}
 
 
 def test_every_store_writer_shares_the_single_writer_pool() -> None:

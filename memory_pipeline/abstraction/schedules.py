@@ -19,6 +19,10 @@ from memory_pipeline.abstraction.assets import (
 
 NIGHTLY_CRON = os.environ.get("NIGHTLY_CONSOLIDATION_CRON", "30 3 * * *")
 NIGHTLY_TZ = os.environ.get("NIGHTLY_CONSOLIDATION_TZ", "America/New_York")
+# Steps run one after another and every store writer waits for the single-writer pool anyway, so a process per
+# step only adds interpreter start-up (about 6× the run time on 2 cores); the launchpad can still choose
+# `multiprocess`.
+IN_PROCESS = {"execution": {"config": {"in_process": {}}}}
 
 nightly_consolidation = dg.define_asset_job(
     "nightly_consolidation",
@@ -26,12 +30,14 @@ nightly_consolidation = dg.define_asset_job(
     description="Dedupe, embed, cluster, distil, write (phase 1), archive (phase 2), atoms, report.",
     # One consolidation at a time: the run-level tag limit lives in dagster.yaml's run queue.
     tags={"memory_pipeline/consolidation": "nightly"},
+    config=IN_PROCESS,
 )
 
 consolidation_dry_run = dg.define_asset_job(
     "consolidation_dry_run",
     selection=dg.AssetSelection.assets(eligible_memories, clusters),
     description="Scan and cluster only; writes nothing to the store.",
+    config=IN_PROCESS,
 )
 
 # Listed so a reader sees the pipeline order in one place.

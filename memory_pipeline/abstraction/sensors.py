@@ -1,7 +1,12 @@
 """Alerts from what the instance recorded: failed checks, failed runs and every run report.
 
 Failed asset checks neither fail the run nor trigger run-failure sensors (dagster#29896), so this sensor
-reads check evaluations from the event log itself, with a cursor so each event alerts once."""
+reads each finished run's own events. It walks runs, not global event ids: the default SQLite storage
+shards events per run, and its event ids are neither unique nor ordered across runs."""
+
+import json
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 
 import dagster as dg
 from dagster import DagsterEventType
@@ -10,73 +15,87 @@ from memory_pipeline.abstraction import alerts
 from memory_pipeline.resources.notifier import NotifierResource
 
 REPORT_KEY = dg.AssetKey("report")
-BATCH = 200
+BATCH = 50  # runs per tick
+FINISHED = [dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED]
+EVENTS = {DagsterEventType.ASSET_CHECK_EVALUATION, DagsterEventType.RUN_FAILURE, DagsterEventType.ASSET_MATERIALIZATION}
+# Runs updated within this much of the cursor are re-read and skipped by id: update timestamps can tie.
+OVERLAP = timedelta(seconds=1)
 
 
-def _events(instance: dg.DagsterInstance, event_type: DagsterEventType, after: int) -> list[dg.EventLogRecord]:
-    return list(
-        instance.get_event_records(
-            dg.EventRecordsFilter(event_type=event_type, after_cursor=after), limit=BATCH, ascending=True
-        )
-    )
+@dataclass
+class AlertCursor:
+    """The last run update time handled, and the runs handled that lie within OVERLAP of it."""
+
+    updated_after: float = 0.0
+    seen: list[str] = field(default_factory=list)
+
+    @classmethod
+    def parse(cls, raw: str | None) -> "AlertCursor":
+        try:
+            data = json.loads(raw) if raw else {}
+            return cls(float(data["updated_after"]), list(data["seen"])) if isinstance(data, dict) and data else cls()
+        except (ValueError, KeyError, TypeError):
+            return cls()  # a cursor from an older version: start over (alerts are idempotent to read)
+
+    def dump(self) -> str:
+        return json.dumps({"updated_after": self.updated_after, "seen": self.seen})
 
 
 def _metadata(values: dict) -> dict:
     return {k: getattr(v, "value", v) for k, v in values.items()}
 
 
-def collect_alerts(instance: dg.DagsterInstance, after: int) -> tuple[list[alerts.Alert], int]:
-    """Alerts for events after storage id `after`, and the new cursor.
-
-    Each event type is read in batches; when one type fills its batch, the cursor stops at that batch's last
-    event, so another type's later events are never skipped — they are read on the next tick."""
-    checks = _events(instance, DagsterEventType.ASSET_CHECK_EVALUATION, after)
-    failures = _events(instance, DagsterEventType.RUN_FAILURE, after)
-    materializations = _events(instance, DagsterEventType.ASSET_MATERIALIZATION, after)
-    full = [batch[-1].storage_id for batch in (checks, failures, materializations) if len(batch) >= BATCH]
-    horizon = min(full) if full else None
-
-    def within(records: list[dg.EventLogRecord]) -> list[dg.EventLogRecord]:
-        return [r for r in records if horizon is None or r.storage_id <= horizon]
-
-    found: list[tuple[int, alerts.Alert]] = []
-    cursor = after
-    for record in within(checks):
-        cursor = max(cursor, record.storage_id)
-        ev = record.event_log_entry.dagster_event.asset_check_evaluation_data
-        alert = alerts.from_check(
-            record.run_id,
-            ev.asset_key.to_user_string(),
-            ev.check_name,
-            ev.passed,
-            ev.severity.value,
-            _metadata(ev.metadata),
-        )
-        if alert:
-            found.append((record.storage_id, alert))
-    for record in within(failures):
-        cursor = max(cursor, record.storage_id)
-        run = instance.get_run_by_id(record.run_id)
-        message = record.event_log_entry.dagster_event.message or "run failed"
-        found.append((record.storage_id, alerts.from_run_failure(record.run_id, run.job_name if run else "?", message)))
-    for record in within(materializations):
-        cursor = max(cursor, record.storage_id)
-        materialization = record.asset_materialization
-        if materialization is None or materialization.asset_key != REPORT_KEY:
+def _run_alerts(instance: dg.DagsterInstance, run: dg.DagsterRun) -> list[alerts.Alert]:
+    found: list[alerts.Alert] = []
+    for entry in instance.all_logs(run.run_id, of_type=EVENTS):
+        event = entry.dagster_event
+        if event is None:
             continue
-        found.append((record.storage_id, alerts.from_report(record.run_id, _metadata(materialization.metadata))))
-    found.sort(key=lambda pair: pair[0])
-    return [a for _, a in found], cursor
+        if event.event_type == DagsterEventType.ASSET_CHECK_EVALUATION:
+            ev = event.asset_check_evaluation_data
+            alert = alerts.from_check(
+                run.run_id, ev.asset_key.to_user_string(), ev.check_name, ev.passed, ev.severity.value,
+                _metadata(ev.metadata),
+            )
+            if alert:
+                found.append(alert)
+        elif event.event_type == DagsterEventType.RUN_FAILURE:
+            found.append(alerts.from_run_failure(run.run_id, run.job_name, event.message or "run failed"))
+        else:
+            materialization = event.step_materialization_data.materialization
+            if materialization.asset_key == REPORT_KEY:
+                found.append(alerts.from_report(run.run_id, _metadata(materialization.metadata)))
+    return found
+
+
+def collect_alerts(instance: dg.DagsterInstance, cursor: AlertCursor) -> tuple[list[alerts.Alert], AlertCursor]:
+    """Alerts of the runs that finished since `cursor`, oldest first, and the new cursor."""
+    after = datetime.fromtimestamp(cursor.updated_after, UTC) - OVERLAP if cursor.updated_after else None
+    records = instance.get_run_records(
+        filters=dg.RunsFilter(statuses=FINISHED, updated_after=after),
+        order_by="update_timestamp",
+        ascending=True,
+        limit=BATCH + len(cursor.seen),
+    )
+    seen = set(cursor.seen)
+    fresh = [r for r in records if r.dagster_run.run_id not in seen][:BATCH]
+    found = [alert for record in fresh for alert in _run_alerts(instance, record.dagster_run)]
+    if not fresh:
+        return found, cursor
+    newest = max(r.update_timestamp.timestamp() for r in fresh)
+    handled = [(r.dagster_run.run_id, r.update_timestamp.timestamp()) for r in records if r.dagster_run.run_id in seen]
+    handled += [(r.dagster_run.run_id, r.update_timestamp.timestamp()) for r in fresh]
+    window = newest - OVERLAP.total_seconds()
+    return found, AlertCursor(newest, sorted({run_id for run_id, ts in handled if ts >= window}))
 
 
 @dg.sensor(minimum_interval_seconds=60, default_status=dg.DefaultSensorStatus.RUNNING)
 def consolidation_alerts(context: dg.SensorEvaluationContext, notifier: NotifierResource) -> dg.SkipReason:
     """Seed §8.3 priorities: `action` on a FAIL verdict, errors, negative reduction, a run over 30 min, a
     failed ERROR check or a failed run; `info` otherwise."""
-    after = int(context.cursor) if context.cursor else 0
-    found, cursor = collect_alerts(context.instance, after)
+    found, cursor = collect_alerts(context.instance, AlertCursor.parse(context.cursor))
     for alert in found:
         notifier.send(alert, context.log)
-    context.update_cursor(str(cursor))
+    context.update_cursor(cursor.dump())
     actions = sum(1 for a in found if a.priority == "action")
     return dg.SkipReason(f"sent {len(found)} alert(s), {actions} needing action")

@@ -30,42 +30,41 @@ def break_lineage(home: Path) -> None:
 def test_sensor_alerts_on_failed_error_check_failed_run_and_reports(
     workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    instance = dg.DagsterInstance.ephemeral()
-    notifier = NotifierResource(alerts_path=str(tmp_path / "alerts.jsonl"))
-    good = run_job(workspace, instance=instance)
-    assert good.success
-    break_lineage(workspace)
-    bad = run_job(workspace, instance=instance)
-    assert not bad.success  # the blocking check stopped the run
+    # an on-disk instance: the default SQLite storage shards events per run, as under `dagster dev`
+    (tmp_path / "dagster_home").mkdir()
+    with dg.instance_for_test(temp_dir=str(tmp_path / "dagster_home")) as instance:
+        notifier = NotifierResource(alerts_path=str(tmp_path / "alerts.jsonl"))
+        good = run_job(workspace, instance=instance)
+        assert good.success
+        break_lineage(workspace)
+        bad = run_job(workspace, instance=instance)
+        assert not bad.success  # the blocking check stopped the run
 
-    context = dg.build_sensor_context(instance=instance, resources={"notifier": notifier})
-    outcome = consolidation_alerts(context)
-    sent = read_alerts(tmp_path / "alerts.jsonl")
-    by_source = {(a["source"], a["run_id"]): a for a in sent}
-    report_alert = by_source[("report", good.run_id)]
-    assert report_alert["priority"] == "info" and report_alert["subject"].startswith("COMPRESSION RUN PASS")
-    check_alerts = [a for a in sent if a["source"] == "check" and a["run_id"] == bad.run_id]
-    assert [a["subject"] for a in check_alerts] == ["CHECK ERROR archive_updates.lineage_consistent failed"]
-    assert check_alerts[0]["priority"] == "action"
-    assert by_source[("run", bad.run_id)]["priority"] == "action"
-    assert "sent" in outcome.skip_message
+        context = dg.build_sensor_context(instance=instance, resources={"notifier": notifier})
+        outcome = consolidation_alerts(context)
+        sent = read_alerts(tmp_path / "alerts.jsonl")
+        by_source = {(a["source"], a["run_id"]): a for a in sent}
+        report_alert = by_source[("report", good.run_id)]
+        assert report_alert["priority"] == "info" and report_alert["subject"].startswith("COMPRESSION RUN PASS")
+        check_alerts = [a for a in sent if a["source"] == "check" and a["run_id"] == bad.run_id]
+        assert [a["subject"] for a in check_alerts] == ["CHECK ERROR archive_updates.lineage_consistent failed"]
+        assert check_alerts[0]["priority"] == "action"
+        assert by_source[("run", bad.run_id)]["priority"] == "action"
+        assert "sent" in outcome.skip_message
 
-    # the cursor advanced: evaluating again sends nothing new
-    again = dg.build_sensor_context(instance=instance, cursor=context.cursor, resources={"notifier": notifier})
-    consolidation_alerts(again)
-    assert len(read_alerts(tmp_path / "alerts.jsonl")) == len(sent)
+        # the cursor advanced: evaluating again sends nothing new
+        again = dg.build_sensor_context(instance=instance, cursor=context.cursor, resources={"notifier": notifier})
+        consolidation_alerts(again)
+        assert len(read_alerts(tmp_path / "alerts.jsonl")) == len(sent)
 
-    # tiny batches: tick after tick, the same alerts arrive in the same order, none skipped or repeated
-    monkeypatch.setattr(sensors, "BATCH", 2)
-    cursor, trickled = 0, []
-    for _ in range(1000):
-        found, next_cursor = sensors.collect_alerts(instance, cursor)
-        trickled += found
-        if next_cursor == cursor:
-            break
-        cursor = next_cursor
-    expected = [(a["source"], a["run_id"], a["subject"]) for a in sent]
-    assert [(a.source, a.run_id, a.subject) for a in trickled] == expected
+        # one run per tick: the same alerts arrive in the same order, none skipped or repeated
+        monkeypatch.setattr(sensors, "BATCH", 1)
+        cursor, trickled = sensors.AlertCursor(), []
+        for _ in range(10):
+            found, cursor = sensors.collect_alerts(instance, cursor)
+            trickled += found
+        expected = [(a["source"], a["run_id"], a["subject"]) for a in sent]
+        assert [(a.source, a.run_id, a.subject) for a in trickled] == expected
 
 
 @pytest.mark.parametrize(
