@@ -1,11 +1,11 @@
-"""`python -m benchmarks [clustering|incremental|nightly|embeddings|all] [options]` — results are appended
-to benchmarks/RESULTS.md with the date, the machine, the BLAS kernel and the OPENBLAS_* variables."""
+"""`python -m benchmarks [clustering|incremental|nightly|embeddings|locomo-retention|all] [options]` — results
+are appended to benchmarks/RESULTS.md with the date, the machine, the BLAS kernel and the OPENBLAS_* variables."""
 
 from __future__ import annotations
 
 import sys
 
-NAMES = ("clustering", "incremental", "nightly", "embeddings")
+NAMES = ("clustering", "incremental", "nightly", "embeddings", "locomo-retention")
 
 
 def main(argv: list[str]) -> int:
@@ -21,7 +21,7 @@ def main(argv: list[str]) -> int:
     if name not in NAMES:
         print(f"unknown benchmark {name!r}; choose from {', '.join(NAMES)} or all", file=sys.stderr)
         return 2
-    module = __import__(f"benchmarks.{name}", fromlist=["main"])
+    module = __import__(f"benchmarks.{name.replace('-', '_')}", fromlist=["main"])
     module.main(rest)
     return 0
 

@@ -22,6 +22,9 @@ from memory_pipeline.settings import workspace_home
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
+OWNER = "team:agent-memory"
+SEEDS = {"abstraction": "000", "journals": "001", "rollups": "002", "compaction": "003", "graph": "004"}
+
 # Each module exposes `DOMAIN: memory_pipeline.domain.Domain`; one line per domain.
 DOMAINS: tuple[str, ...] = (
     "memory_pipeline.graph.definitions",
@@ -48,13 +51,20 @@ def default_resources(home: str | None = None, as_of: str = "") -> dict[str, dg.
     }
 
 
+def _badged(spec: dg.AssetSpec) -> dg.AssetSpec:
+    """Every asset shows an owner and the seed it implements in the UI, whichever domain defined it."""
+    spec = spec.replace_attributes(owners=spec.owners or [OWNER])
+    seed = SEEDS.get(spec.group_name or "")
+    return spec.merge_attributes(tags={"seed": seed}) if seed and "seed" not in spec.tags else spec
+
+
 def build_definitions(resources: dict[str, dg.ConfigurableResource] | None = None) -> dg.Definitions:
     shared = dict(resources or default_resources())
     domains = [importlib.import_module(name).DOMAIN for name in DOMAINS]
     for domain in domains:
         shared = {**domain.resources(shared), **shared}
     return dg.Definitions(
-        assets=[*PIPELINE, *(a for d in domains for a in d.assets)],
+        assets=dg.map_asset_specs(_badged, [*PIPELINE, *(a for d in domains for a in d.assets)]),
         asset_checks=[*CHECKS, *(c for d in domains for c in d.asset_checks)],
         jobs=[
             nightly_consolidation,

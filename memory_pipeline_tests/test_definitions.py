@@ -32,6 +32,17 @@ def test_every_store_writer_shares_the_single_writer_pool() -> None:
         assert (assets_def.op.pool == POOL) == (name in writers), name
 
 
+def test_every_asset_renders_its_badges() -> None:
+    graph = defs.resolve_asset_graph()
+    keys = graph.get_all_asset_keys()
+    assert len(keys) > len(PIPELINE)  # the other domains are loaded too
+    for key in keys:
+        node = graph.get(key)
+        name = key.to_user_string()
+        assert node.description and node.group_name and node.kinds, name
+        assert node.owners == ["team:agent-memory"] and node.tags["seed"].isdigit(), name
+
+
 def test_schedule_is_seed_time_in_new_york() -> None:
     schedule = defs.resolve_schedule_def("nightly_consolidation_schedule")
     assert schedule.cron_schedule == "30 3 * * *"

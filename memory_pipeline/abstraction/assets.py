@@ -364,6 +364,7 @@ def distillations(
         rate_limit_per_min=engine.rate_limit_per_min,
         max_cost_usd=engine.max_cost_usd,
         min_compression_ratio=engine.min_compression_ratio,
+        max_abstraction_tokens=engine.max_abstraction_tokens,
         log=context.log.info,
     )
     context.instance.add_run_tags(context.run.run_id, llm.run_tags())

@@ -137,59 +137,149 @@ def is_causal_text(text: str) -> bool:
     return CAUSAL_MARKERS.search(text) is not None
 
 
+# Conversational filler: words that make a sentence friendly but carry no fact an agent could be asked about.
+_FILLER = frozenset(
+    """hey hi hello thanks thank wow awesome great good nice cool glad love lovely amazing sweet sound sounds
+    totally really yeah yep yup oh ah haha lol hope hoping hear heard see seeing talk talking chat chatting catch
+    bye later care happy excited super fun means mean lot lots appreciate proud congrats congratulations sure
+    definitely absolutely agree right okay ok well whoa omg incredible beautiful wonderful fantastic stuff thing
+    things something anything everything much many feel feeling felt keep going gonna wanna got get getting
+    doing been new since time long missed miss share sharing kind words way totally pretty little bit
+    always never ever even still like know think thought guess let let's i'm you're it's that's what's
+    can't don't i've you've we're i'll you'll isn't didn't doesn't wasn't say said saying want wanted tell
+    told talked spoke speak spill beans moment moments cherish wish wishing best enjoy enjoyed fave inspiring
+    inspired support supportive""".split()
+)
+_VOCATIVE = re.compile(  # "Hey Mel!", "Thanks, Tomas!", "Kofi, I moved…": addressing someone states nothing
+    r"(?:^|(?<=,\s)|"
+    + "|".join(
+        rf"(?<=\b{w}\s)|(?<=\b{w.capitalize()}\s)"
+        for w in ("hey", "hi", "hello", "thanks", "bye", "wow", "dear", "yo", "thank you")
+    )
+    + r")[A-Z][a-z]+(?=\s*[!,.?;])"
+)
+_LABEL = re.compile(r"^([A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}):\s+(?=\S)")
+_ENTITY = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z]+(?:[A-Z][a-z]+)*\b")
+_NUMERIC = re.compile(r"\d")
+_DATE_WORD = re.compile(
+    r"\b(?:jan(?:uary)?|feb(?:ruary)?|march|april|june|july|aug(?:ust)?|sept?(?:ember)?|oct(?:ober)?|"
+    r"nov(?:ember)?|dec(?:ember)?|monday|tuesday|wednesday|thursday|friday|saturday|sunday|weekend|"
+    r"yesterday|tomorrow|tonight|week|month|year|ago)\b",
+    re.IGNORECASE,
+)
+RATIO_MARGIN = 1.08  # aim this far above the validation floor: token estimates of parts and whole differ
+
+
+@dataclass(frozen=True)
+class _Sentence:
+    member: int
+    position: int
+    text: str
+    words: frozenset[str]  # informative words (no stop words, no filler, no speaker names)
+    score: float
+    tokens: int
+
+
 class OfflineDistiller:
-    """Deterministic, extractive, and honest about it: it selects the sentences that carry the words most
-    members share, drops redundant ones, and adds how many observations the pattern rests on. It
-    paraphrases nothing, so it cannot invent a fact."""
+    """Deterministic and extractive: it paraphrases nothing, so it cannot invent a fact.
+
+    Which sentences survive (issue 10, measured on LoCoMo): first every member's most informative sentence
+    — the one with the most words that are neither stop words nor conversational filler, counting names,
+    numbers and dates double — so no member's fact is dropped for sharing fewer words with the others;
+    then further sentences that add words not yet covered, up to `budget_fraction` of the sources. A member
+    made only of filler ("Thanks, Mel! Talk soon!") contributes nothing; a cluster of nothing but filler keeps
+    the one sentence that shares the most words. The whole stays within the validation rules: at most
+    `max_tokens`, and a compression ratio at least `min_ratio` (with a margin). A member written as
+    "Name: text" keeps its label in front of its sentences, so who said what survives."""
 
     name = "offline-extractive"
 
-    def __init__(self, budget_fraction: float = 0.3) -> None:
+    def __init__(self, budget_fraction: float = 0.3, max_tokens: int = 2000, min_ratio: float = 1.5) -> None:
         self.budget_fraction = budget_fraction
+        self.max_tokens = max_tokens
+        self.min_ratio = min_ratio
 
     def distill(self, members: Sequence[Member], category: str, date_range: tuple[str, str]) -> Distillation:
         source_tokens = sum(estimate_tokens(m.content) for m in members)
-        doc_freq: Counter[str] = Counter()
+        labels: list[str] = []
+        bodies: list[str] = []
         for m in members:
-            doc_freq.update(set(content_words(m.content)))
+            match = _LABEL.match(m.content.strip())
+            labels.append(match.group(1) if match else "")
+            bodies.append(m.content.strip()[match.end() :] if match else m.content.strip())
+        names = {w for label in labels for w in content_words(label)}
+
+        def name_like(word: str) -> bool:  # "Mel" for a member labelled "Melanie" is an address, not a fact
+            return word in names or (len(word) >= 3 and any(n.startswith(word) for n in names))
+
+        doc_freq: Counter[str] = Counter()
+        for body in bodies:
+            doc_freq.update(set(content_words(body)))
         shared = {w: c for w, c in doc_freq.items() if c >= 2}
         # The pattern is causal when at least half the members state a cause; then the causal sentences
         # are preferred so the abstraction (and the atom drawn from it) keeps the cause.
         causal = 2 * sum(1 for m in members if is_causal_text(m.content)) >= len(members)
 
-        candidates: list[tuple[float, int, str, set[str]]] = []
-        for order, m in enumerate(members):
-            for sentence in split_sentences(m.content):
-                words = set(content_words(sentence))
-                if not words:
-                    continue
-                weight = sum(shared.get(w, 0) for w in words)
-                score = weight / (len(words) ** 0.5) + 0.01 * m.importance
+        sentences: list[_Sentence] = []
+        for order, (m, body) in enumerate(zip(members, bodies, strict=True)):
+            for position, sentence in enumerate(split_sentences(body)):
+                plain = _VOCATIVE.sub(lambda v: v.group(0) if _DATE_WORD.fullmatch(v.group(0)) else "", sentence)
+                words = frozenset(w for w in content_words(plain) if w not in _FILLER and not name_like(w))
+                entities = [e for e in _ENTITY.findall(plain) if not name_like(e.lower())]
+                marks = len(entities) + len(_DATE_WORD.findall(sentence)) + (1 if _NUMERIC.search(sentence) else 0)
+                if not (len(words) >= 3 or (marks and words)):
+                    words = frozenset()  # small talk: never picked for what it says
+                score = len(words) + marks + 0.01 * m.importance
                 if causal and is_causal_text(sentence):
                     score *= 1.5
-                candidates.append((score, order, sentence, words))
-        candidates.sort(key=lambda c: (-c[0], c[1], c[2]))
+                sentences.append(_Sentence(order, position, sentence, words, score, estimate_tokens(sentence)))
 
-        budget = max(1, int(self.budget_fraction * source_tokens))
-        chosen: list[tuple[int, str]] = []
-        covered: set[str] = set()
-        used = 0
-        for _, _, sentence, words in candidates:
-            cost = estimate_tokens(sentence)
-            if chosen and used + cost > budget:
-                continue
-            new_shared = {w for w in words if w in shared} - covered
-            if chosen and len(new_shared) < max(2, 0.3 * len([w for w in words if w in shared])):
-                continue  # redundant with what we already have
-            chosen.append((len(chosen), _as_statement(sentence)))
-            covered |= words
-            used += cost
-            if used >= budget:
-                break
-        body = " ".join(s for _, s in chosen)
         start, end = date_range[0][:10], date_range[1][:10]
         span = start if start == end else f"{start} to {end}"
-        abstraction = f"{body} [Pattern seen {len(members)} times, {span}.]"
+        tail = f"[Pattern seen {len(members)} times, {span}.]"
+        hard = min(self.max_tokens, int(source_tokens / (self.min_ratio * RATIO_MARGIN))) - estimate_tokens(tail) - 1
+        soft = max(1, int(self.budget_fraction * source_tokens))
+
+        def cost(s: _Sentence, chosen: list[_Sentence]) -> int:
+            labelled = labels[s.member] and all(c.member != s.member for c in chosen)
+            return s.tokens + (estimate_tokens(labels[s.member] + ":") if labelled else 0) + 1
+
+        chosen: list[_Sentence] = []
+        used = 0
+        best_of_member: dict[int, _Sentence] = {}
+        for s in sentences:
+            if s.words and (s.member not in best_of_member or s.score > best_of_member[s.member].score):
+                best_of_member[s.member] = s
+        covered: set[str] = set()
+        for s in sorted(best_of_member.values(), key=lambda s: (-s.score, s.member)):
+            if not s.words <= covered and used + cost(s, chosen) <= hard:  # a repeated fact is kept once
+                used += cost(s, chosen)
+                chosen.append(s)
+                covered |= s.words
+        rest = [s for s in sentences if s not in chosen and s.words]
+
+        def gain(s: _Sentence) -> tuple[float, int, int]:
+            return len(s.words - covered) + 0.5 * (s.score - len(s.words)), -s.member, -s.position
+
+        while rest:
+            s = max(rest, key=gain)
+            rest.remove(s)
+            new_words = s.words - covered
+            if len(new_words) < 2 or used + cost(s, chosen) > min(hard, max(soft, used)):
+                continue
+            used += cost(s, chosen)
+            chosen.append(s)
+            covered |= s.words
+        if not chosen and sentences:  # nothing but filler: keep the sentence that shares the most words
+            fallback = max(
+                sentences,
+                key=lambda s: (sum(shared.get(w, 0) for w in content_words(s.text)) / s.tokens**0.5, -s.member),
+            )
+            if cost(fallback, chosen) <= max(hard, 1):
+                chosen.append(fallback)
+
+        body = self._render(chosen, labels)
+        abstraction = f"{body} {tail}" if body else tail
         out_tokens = estimate_tokens(abstraction)
         return Distillation(
             abstraction=abstraction,
@@ -200,6 +290,18 @@ class OfflineDistiller:
             llm_latency_ms=0.0,
             distiller=self.name,
         )
+
+    @staticmethod
+    def _render(chosen: list[_Sentence], labels: list[str]) -> str:
+        """Members in their order, each member's sentences in theirs, behind the member's label if it had one."""
+        parts: list[str] = []
+        previous = ""
+        for member in sorted({s.member for s in chosen}):
+            texts = [_as_statement(s.text) for s in sorted(chosen, key=lambda s: s.position) if s.member == member]
+            label = labels[member]
+            parts.append(f"{label}: {' '.join(texts)}" if label and label != previous else " ".join(texts))
+            previous = label
+        return " ".join(parts)
 
     def extract_atom(self, text: str) -> dict[str, str] | None:
         return extract_atom_rule_based(text)

@@ -132,7 +132,7 @@ def _extractor(
     return LLMExtractor(distiller)
 
 
-@dg.asset(group_name=GROUP, partitions_def=weekly_partitions, pool=TIER_POOL, kinds={"python"}, code_version="2")
+@dg.asset(group_name=GROUP, partitions_def=weekly_partitions, pool=TIER_POOL, kinds={"markdown"}, code_version="2")
 def episodic_summaries(
     context: dg.AssetExecutionContext,
     store: MemoryStoreResource,
@@ -165,7 +165,7 @@ def episodic_summaries(
     )
 
 
-@dg.asset(group_name=GROUP, partitions_def=weekly_partitions, pool=TIER_POOL, kinds={"python"}, code_version="2")
+@dg.asset(group_name=GROUP, partitions_def=weekly_partitions, pool=TIER_POOL, kinds={"markdown"}, code_version="2")
 def semantic_insights(
     context: dg.AssetExecutionContext,
     store: MemoryStoreResource,

@@ -99,6 +99,7 @@ class LLMResource(dg.ConfigurableResource):
         rate_limit_per_min: float = 10,
         max_cost_usd: float | None = None,
         min_compression_ratio: float = 1.5,
+        max_abstraction_tokens: int = 2000,
         log: Callable[[str], object] | None = None,
         sleep: Callable[[float], None] | None = None,
         clock: Callable[[], float] | None = None,
@@ -108,7 +109,8 @@ class LLMResource(dg.ConfigurableResource):
         """The distiller for a run. With `reports_dir`, usage and batch state persist under it (the run's
         ledger); `rate_limit_per_min` and `max_cost_usd` apply to the whole run, across steps."""
         if not self.uses_anthropic():
-            return OfflineDistiller()
+            # the offline distiller aims inside the validation limits the run will apply
+            return OfflineDistiller(max_tokens=max_abstraction_tokens, min_ratio=min_compression_ratio)
         import random as random_module
         import time
 

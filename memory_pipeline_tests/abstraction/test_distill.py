@@ -9,6 +9,7 @@ from memory_pipeline.abstraction.distill import (
     extract_atom_rule_based,
     is_causal_text,
     parse_json_object,
+    split_sentences,
     validate_abstraction,
 )
 from memory_pipeline.tokens import estimate_tokens
@@ -123,3 +124,60 @@ def test_rule_based_atoms(text: str, subject: str, outcome: str) -> None:
 
 def test_non_causal_text_gives_no_atom() -> None:
     assert extract_atom_rule_based("The kettle in the office is new and shiny.") is None
+
+
+CHAT = [
+    Member("t-1", "Ruth: Hey Tomas! Good to see you! I sold my first vase at the spring market for 40 dollars.", 1.0),
+    Member("t-2", "Tomas: Hey Ruth! Good to see you too! I adopted a beagle named Biscuit last Saturday.", 1.0),
+    Member("t-3", "Ruth: Hey Tomas! Good to see you! How have you been lately?", 1.0),
+    Member("t-4", "Tomas: Hey Ruth! Great to hear from you! I am training for the Lisbon half marathon.", 1.0),
+    Member("t-5", "Ruth: Thanks, Tomas! Talk soon, bye!", 1.0),
+    Member("t-6", "Tomas: Wow, that sounds so much fun! Glad you had a great time, Ruth!", 1.0),
+]
+
+
+def test_offline_distiller_keeps_every_members_fact_and_drops_small_talk() -> None:
+    """Issue 10: the facts a later question needs (names, numbers, dates) survive; greetings do not."""
+    d = OfflineDistiller().distill(CHAT, "chat", ("2024-03-03T09:15:00", "2024-04-21T18:40:00"))
+    text = d.abstraction
+    for fact in ("sold my first vase at the spring market for 40 dollars", "beagle named Biscuit last Saturday",
+                 "Lisbon half marathon"):  # fmt: skip
+        assert fact in text
+    for small_talk in ("Good to see you", "How have you been", "Thanks", "Glad you had"):
+        assert small_talk not in text
+    assert text.startswith("Ruth: I sold my first vase") and "Tomas: I adopted a beagle" in text  # who said it
+    source = sum(estimate_tokens(m.content) for m in CHAT)
+    assert validate_abstraction(text, source, [m.id for m in CHAT], 1.5, 2000) >= 1.5
+
+
+def test_offline_distiller_on_pure_small_talk_keeps_one_sentence() -> None:
+    members = [Member(f"g-{i}", f"Ruth: Thanks, Tomas! Talk soon, bye{'!' * i}", 1.0) for i in range(1, 5)]
+    d = OfflineDistiller().distill(members, "chat", ("2024-03-03", "2024-03-03"))
+    body = d.abstraction.split(" [Pattern seen")[0]
+    assert body.startswith("Ruth: ") and len(split_sentences(body)) == 1  # one line stands for the pattern
+    assert d.compression_ratio >= 1.5
+
+
+def test_offline_distiller_stays_under_the_token_cap_on_a_huge_cluster() -> None:
+    members = [
+        Member(
+            f"h-{i}",
+            f"Tomas: On day {i} I ran {i % 17 + 3} kilometres along the Tagus river in Lisbon with Biscuit.",
+            1.0,
+        )
+        for i in range(600)
+    ]
+    d = OfflineDistiller().distill(members, "chat", ("2024-01-01", "2024-12-31"))
+    source = sum(estimate_tokens(m.content) for m in members)
+    assert source > 10_000
+    assert estimate_tokens(d.abstraction) <= 2000  # the engine's default COMPRESSION_MAX_ABSTRACTION_TOKENS
+    validate_abstraction(d.abstraction, source, [m.id for m in members], 1.5, 2000)
+    small = OfflineDistiller(max_tokens=300).distill(members, "chat", ("2024-01-01", "2024-12-31"))
+    assert estimate_tokens(small.abstraction) <= 300
+
+
+def test_the_offline_distiller_aims_inside_the_runs_validation_limits() -> None:
+    from memory_pipeline.resources import LLMResource
+
+    distiller = LLMResource(mode="offline").get_distiller(max_abstraction_tokens=300, min_compression_ratio=2.5)
+    assert (distiller.max_tokens, distiller.min_ratio) == (300, 2.5)
