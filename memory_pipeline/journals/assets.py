@@ -7,6 +7,7 @@ memories (and the journals/MEMORY.md below them) stale, and a backfill of that a
 
 import os
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from pathlib import Path
 
@@ -14,11 +15,18 @@ import dagster as dg
 
 from memory_pipeline.abstraction.assets import POOL
 from memory_pipeline.journals import knowledge, tables
-from memory_pipeline.journals.extractors import EXTRACTORS, category_of
+from memory_pipeline.journals.extractors import EXTRACTORS, Extractor, category_of
 from memory_pipeline.journals.gitlog import commit_knowledge
+from memory_pipeline.journals.llm_extractors import (
+    LLMExtractionFailed,
+    LLMSessionExtractor,
+    llm_configured,
+    llm_extractor,
+    version_for,
+)
 from memory_pipeline.journals.partitions import daily_partitions, weekly_partitions
 from memory_pipeline.journals.transcript import read_day
-from memory_pipeline.resources import MemoryStoreResource
+from memory_pipeline.resources import EngineConfig, LLMResource, MemoryStoreResource
 from memory_pipeline.store.db import atomic, utcnow
 
 GROUP = "journals"
@@ -27,6 +35,9 @@ SESSIONS = dg.AssetKey("sessions")
 EXTRACTOR_KEYS = {name: dg.AssetKey(["session_memories", name]) for name in EXTRACTORS}
 LINEAGE_CHECK = "archived_lineage_kept"
 REJECTS_CHECK = "transcripts_parse"
+# The version the code location's `llm` resource will run (the LLM one with ANTHROPIC_API_KEY): the assets'
+# code_version, so turning the key on or off marks the extractors stale. What actually ran is in the metadata.
+DEFINED_VERSIONS = {name: version_for(name, llm_configured()) for name in EXTRACTORS}
 
 
 def raw_root(home: Path) -> Path:
@@ -93,9 +104,10 @@ def sessions(context: dg.AssetExecutionContext, store: MemoryStoreResource) -> I
             key,
             deps=[SESSIONS],
             group_name=GROUP,
-            code_version=EXTRACTORS[name].version,
+            code_version=DEFINED_VERSIONS[name],
             partitions_def=daily_partitions,
-            description=f"{EXTRACTORS[name].description} Memories with source `{EXTRACTORS[name].source}`.",
+            description=f"{EXTRACTORS[name].description} Memories with source `{EXTRACTORS[name].source}` "
+            f"offline, `{llm_extractor(name).source}` through the `llm` resource (the seed's prompt).",
             kinds={"duckdb"},
             skippable=True,
         )
@@ -115,24 +127,44 @@ def sessions(context: dg.AssetExecutionContext, store: MemoryStoreResource) -> I
     name="session_memories",
 )
 def session_memories(
-    context: dg.AssetExecutionContext, store: MemoryStoreResource, sessions: dict
+    context: dg.AssetExecutionContext,
+    store: MemoryStoreResource,
+    llm: LLMResource,
+    engine: EngineConfig,
+    sessions: dict,
 ) -> Iterator[object]:
-    """One transaction for the selected extractors: replace exactly their memories for the day's sessions."""
+    """The selected extractors over the day's sessions — by Claude when the `llm` resource uses it (decided per
+    run), offline otherwise or for a session whose LLM answer failed validation — then one transaction that
+    replaces exactly their memories for those sessions. LLM calls happen before the transaction opens."""
     transcripts = tables.from_tables(sessions)
     selected = [n for n, k in EXTRACTOR_KEYS.items() if k in context.selected_asset_keys]
+    use_llm = llm.uses_anthropic()
+    asker = _session_extractor(context, llm, store, engine) if use_llm and selected and transcripts else None
+    runs = [_extract(context, name, transcripts, asker) for name in selected]
+    for name in selected:
+        if version_for(name, use_llm) != DEFINED_VERSIONS[name]:
+            context.log.warning(
+                f"{name}: this run's `llm` resource runs version {version_for(name, use_llm)}, the code location "
+                f"was loaded with {DEFINED_VERSIONS[name]} (the asset's code_version); the memories' source says "
+                "which ran"
+            )
     now = utcnow()
     outcomes = []
     with store.open().connect() as con, atomic(con):
-        for name in selected:
-            extractor = EXTRACTORS[name]
-            found = {t.session_id: extractor.find(t) for t in transcripts}
-            outcomes.append(tables.replace_extracted(con, extractor, transcripts, found, now, context.run.run_id))
-    for o in outcomes:
+        for run in runs:
+            parts = [
+                tables.replace_extracted(con, extractor, subset, run.found, now, context.run.run_id)
+                for extractor, subset in run.groups(transcripts)
+                if subset
+            ]
+            outcomes.append((run, _merged(run, parts)))
+    for run, o in outcomes:
         key = EXTRACTOR_KEYS[o.extractor]
         kept = o.kept_archived or []
         yield dg.MaterializeResult(
             asset_key=key,
             metadata={
+                **run.metadata(llm, DEFINED_VERSIONS[run.name]),
                 "source": o.source,
                 "memories": o.produced,
                 "inserted": o.inserted,
@@ -159,6 +191,83 @@ def session_memories(
             )
 
 
+def _session_extractor(
+    context: dg.AssetExecutionContext, llm: LLMResource, store: MemoryStoreResource, engine: EngineConfig
+) -> LLMSessionExtractor:
+    """Calls share the run's usage ledger, rate limit and cost cap (COMPRESSION_MAX_COST_USD) with its other
+    steps, exactly as the abstraction engine's and the compactor's."""
+    distiller = llm.get_distiller(
+        reports_dir=store.reports_dir,
+        run_id=context.run.run_id,
+        rate_limit_per_min=engine.rate_limit_per_min,
+        max_cost_usd=engine.max_cost_usd,
+        log=context.log.info,
+    )
+    return LLMSessionExtractor(distiller)
+
+
+@dataclass
+class _ExtractorRun:
+    """One extractor over the day: each session's candidates, and which sessions fell back offline and why."""
+
+    name: str
+    mode: str  # llm | offline
+    found: dict[str, list] = field(default_factory=dict)
+    fallbacks: dict[str, str] = field(default_factory=dict)
+    calls: int = 0
+
+    def groups(self, transcripts: list) -> list[tuple[Extractor, list]]:
+        offline = EXTRACTORS[self.name]
+        if self.mode == "offline":
+            return [(offline, transcripts)]
+        llm_sessions = [t for t in transcripts if t.session_id not in self.fallbacks]
+        fell_back = [t for t in transcripts if t.session_id in self.fallbacks]
+        return [(llm_extractor(self.name), llm_sessions), (offline, fell_back)]
+
+    def metadata(self, llm: LLMResource, defined: str) -> dict[str, object]:
+        return {
+            "mode": self.mode,
+            "version": version_for(self.name, self.mode == "llm"),
+            "code_version_defined": defined,
+            "distiller": llm.distiller_name() if self.mode == "llm" else "offline",
+            "llm_calls": self.calls,
+            "fallback_sessions": len(self.fallbacks),
+            "fallbacks": dg.MetadataValue.json(self.fallbacks),
+        }
+
+
+def _extract(
+    context: dg.AssetExecutionContext, name: str, transcripts: list, asker: LLMSessionExtractor | None
+) -> _ExtractorRun:
+    run = _ExtractorRun(name, "llm" if asker else "offline")
+    before = asker.calls if asker else 0
+    for t in transcripts:
+        if asker is not None:
+            try:
+                run.found[t.session_id] = asker.find(name, t)
+                continue
+            except LLMExtractionFailed as exc:
+                run.fallbacks[t.session_id] = str(exc)
+                context.log.warning(f"{name}: session {t.session_id}: LLM extraction failed ({exc}); offline instead")
+        run.found[t.session_id] = EXTRACTORS[name].find(t)
+    run.calls = (asker.calls - before) if asker else 0
+    return run
+
+
+def _merged(run: _ExtractorRun, parts: list[tables.ExtractionOutcome]) -> tables.ExtractionOutcome:
+    """One outcome per extractor; its source is the version this run chose (fallbacks are in the metadata)."""
+    source = llm_extractor(run.name).source if run.mode == "llm" else EXTRACTORS[run.name].source
+    out = tables.ExtractionOutcome(run.name, source, kept_archived=[])
+    for p in parts:
+        out.produced += p.produced
+        out.inserted += p.inserted
+        out.unchanged += p.unchanged
+        out.reactivated += p.reactivated
+        out.superseded += p.superseded
+        out.kept_archived += p.kept_archived or []
+    return out
+
+
 @dg.asset(
     partitions_def=daily_partitions,
     group_name=GROUP,
@@ -178,7 +287,9 @@ def journals(context: dg.AssetExecutionContext, store: MemoryStoreResource, sess
         context.log.info(f"{day}: no transcripts, no journal")
         return dg.MaterializeResult(metadata={"sessions": 0, "written": False, "note": "no transcripts that day"})
     topics = {t.session_id: category_of(t) for t in transcripts}
-    sources = [e.source for e in EXTRACTORS.values()]
+    # both versions of each extractor: a day may mix LLM memories and offline fallbacks (per session), and the
+    # replacement rules keep only one version active per session and extractor
+    sources = [e.source for name, e in EXTRACTORS.items()] + [llm_extractor(name).source for name in EXTRACTORS]
     with store.open().connect() as con:
         rows = tables.day_items(con, list(topics), sources)
     items = [

@@ -20,7 +20,8 @@ from memory_pipeline.journals.assets import (
     sessions,
 )
 from memory_pipeline.journals.io import ParquetIOManager
-from memory_pipeline.resources import MemoryStoreResource
+from memory_pipeline.journals.llm_extractors import llm_configured, version_for
+from memory_pipeline.resources import EngineConfig, LLMResource, MemoryStoreResource
 from memory_pipeline.store import MemoryStore
 
 DAY = "2026-09-15"
@@ -38,7 +39,12 @@ def home(tmp_path: Path) -> Path:
 
 
 def resources(home: Path) -> dict:
-    return {"store": MemoryStoreResource(home=str(home)), IO_MANAGER: ParquetIOManager(base_dir=str(home / "parquet"))}
+    return {
+        "store": MemoryStoreResource(home=str(home)),
+        IO_MANAGER: ParquetIOManager(base_dir=str(home / "parquet")),
+        "llm": LLMResource(mode="offline"),
+        "engine": EngineConfig(),
+    }
 
 
 def materialize(home: Path, day: str = DAY, assets: list | None = None, **kw: object) -> dg.ExecuteInProcessResult:
@@ -150,8 +156,13 @@ def journals_asset() -> dg.AssetsDefinition:
 def test_extractor_asset_code_versions_are_their_versions() -> None:
     versions = session_memories.code_versions_by_key
     assert {k: versions[k] for k in EXTRACTOR_KEYS.values()} == {
-        k: extractors.EXTRACTORS[n].version for n, k in EXTRACTOR_KEYS.items()
+        k: version_for(n, llm_configured()) for n, k in EXTRACTOR_KEYS.items()
     }
+    # the LLM versions are distinct, and chosen exactly when the code location's `llm` resource will use Claude
+    assert {version_for(n, True) for n in EXTRACTOR_KEYS} == {"llm-1"}
+    assert {version_for(n, False) for n in EXTRACTOR_KEYS} == {"1"}
+    assert llm_configured({"ANTHROPIC_API_KEY": "k"}) and llm_configured({"MEMORY_PIPELINE_LLM": "anthropic"})
+    assert not llm_configured({}) and not llm_configured({"ANTHROPIC_API_KEY": "k", "MEMORY_PIPELINE_LLM": "offline"})
 
 
 def test_memory_md_from_a_week_of_journals(home: Path) -> None:
