@@ -249,7 +249,7 @@ def cmd_rollback(args: argparse.Namespace) -> int:
             run_ids = rb.runs_since(con, since)
     try:
         rollback_id, plan = rb.rollback(store, run_ids, dry_run=args.dry_run)
-    except LeaseBusy as busy:
+    except (LeaseBusy, rb.RollbackRefused) as busy:
         print(f"cannot roll back now: {busy}", file=sys.stderr)
         return 1
     print("DRY RUN — nothing changed" if args.dry_run else f"rolled back ({rollback_id})")

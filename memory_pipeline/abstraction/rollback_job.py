@@ -3,7 +3,8 @@
 import dagster as dg
 
 from memory_pipeline.abstraction.assets import POOL
-from memory_pipeline.resources import MemoryStoreResource
+from memory_pipeline.graph.external_index import parse_index_names
+from memory_pipeline.resources import EngineConfig, MemoryStoreResource
 from memory_pipeline.store import rollback as rb
 from memory_pipeline.store.records import parse_timestamp
 
@@ -17,8 +18,11 @@ class RollbackConfig(dg.Config):
 
 
 @dg.op(pool=POOL)
-def rollback_runs(context: dg.OpExecutionContext, config: RollbackConfig, store: MemoryStoreResource) -> dict:
-    """Restore sources' exact prior importance, retire the runs' summaries and atoms; nothing is deleted."""
+def rollback_runs(
+    context: dg.OpExecutionContext, config: RollbackConfig, store: MemoryStoreResource, engine: EngineConfig
+) -> dict:
+    """Restore sources' exact prior importance, retire the runs' summaries and atoms, revert their tombstones
+    and queue the external indexes' compensating actions; nothing is deleted."""
     if bool(config.run_id) == bool(config.since):
         raise dg.Failure("give exactly one of run_id or since")
     db = store.open()
@@ -27,7 +31,12 @@ def rollback_runs(context: dg.OpExecutionContext, config: RollbackConfig, store:
     else:
         with db.connect() as con:
             run_ids = rb.runs_since(con, parse_timestamp(config.since, "RollbackConfig", "since"))
-    rollback_id, plan = rb.rollback(db, run_ids, dry_run=config.dry_run)
+    try:
+        rollback_id, plan = rb.rollback(
+            db, run_ids, dry_run=config.dry_run, index_names=parse_index_names(engine.external_indexes)
+        )
+    except rb.RollbackRefused as exc:
+        raise dg.Failure(str(exc)) from exc
     for line in plan.describe():
         context.log.info(("[dry run] " if config.dry_run else "") + line)
     return {
@@ -35,6 +44,8 @@ def rollback_runs(context: dg.OpExecutionContext, config: RollbackConfig, store:
         "dry_run": config.dry_run,
         "sources_restored": len(plan.sources),
         "summaries_retired": len(plan.summaries),
+        "tombstones_reverted": len(plan.tombstones),
+        "outbox_enqueued": 0 if config.dry_run else plan.outbox_actions,
     }
 
 

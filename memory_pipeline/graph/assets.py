@@ -105,6 +105,18 @@ def roll_up_summaries(
         )
         from memory_pipeline.store import repository as repo
 
+        names = parse_index_names(engine.external_indexes)
+        if names:  # the lower summaries leave the external indexes, the rollup enters them (same transaction)
+            outbox.enqueue_compaction(
+                con,
+                index_names=names,
+                summary_id=record.id,
+                summary_payload=outbox.memory_payload("summary", record.nexus_keys, record.tags),
+                source_ids=list(rows["id"]),
+                run_id=context.run.run_id,
+                now=now,
+            )
+
         repo.upsert_embeddings(con, embedder.model, [record.id], embedder.encode([record.content]), now)
     context.log.info(f"rolled up {len(rows)} summaries into {record.id}")
     return {"rollup_id": record.id, "summary_of": list(rows["id"])}

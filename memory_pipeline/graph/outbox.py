@@ -11,9 +11,10 @@ import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import duckdb
+import pandas as pd
 
 from memory_pipeline.faults import crash_point
 from memory_pipeline.graph.external_index import ExternalIndex, OutboxAction
@@ -67,6 +68,44 @@ def enqueue_compaction(
     return len(rows)
 
 
+def memory_payload(kind: str, nexus_keys: Sequence[str] | None, tags: Sequence[str] | None) -> dict[str, object]:
+    """What an index holds for one memory (the summary upsert of a compaction has the same shape)."""
+    return {"kind": kind, "nexus_keys": list(nexus_keys or []), "tags": list(tags or [])}
+
+
+def enqueue_rollback(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    index_names: Sequence[str],
+    restored: Sequence[tuple[str, str, Sequence[str] | None, Sequence[str] | None]],
+    summary_ids: Sequence[str],
+    rollback_id: str,
+    now: datetime,
+) -> int:
+    """Inside the rollback's transaction: per index, re-upsert every restored source (id, kind, keys, tags)
+    and delete every rolled-back summary. Created strictly after every action already queued for these
+    targets, so a drain (which goes in (created_at, id) order) applies the compaction's delete first."""
+    targets = pd.DataFrame({"id": [r[0] for r in restored] + list(summary_ids)})  # noqa: F841
+    sql = "SELECT max(created_at) FROM outbox WHERE target_id IN (SELECT id FROM targets)"
+    latest = con.execute(sql).fetchall()[0][0]
+    at = now if latest is None or latest < now else latest + timedelta(milliseconds=1)
+    rows: list[tuple[str, str, str, str, str]] = []
+    for name in index_names:
+        for sid, kind, keys, tags in sorted(restored, key=lambda r: r[0]):
+            payload = json.dumps(memory_payload(kind, keys, tags), sort_keys=True)
+            rows.append((action_id(name, "upsert", sid, "rollback:" + rollback_id), name, "upsert", sid, payload))
+        for sum_id in sorted(summary_ids):
+            payload = json.dumps({"rolled_back_by": rollback_id})
+            rows.append((action_id(name, "delete", sum_id, "rollback:" + rollback_id), name, "delete", sum_id, payload))
+    for row in rows:
+        con.execute(
+            """INSERT INTO outbox (id, index_name, action, target_id, payload, status, run_id, created_at, attempts)
+               SELECT ?, ?, ?, ?, ?, 'pending', ?, ?, 0 WHERE NOT EXISTS (SELECT 1 FROM outbox WHERE id = ?)""",
+            [*row, rollback_id, at, row[0]],
+        )
+    return len(rows)
+
+
 def open_count(con: duckdb.DuckDBPyConnection) -> int:
     return int(con.execute("SELECT count(*) FROM outbox WHERE status <> 'done'").fetchall()[0][0])
 
@@ -77,6 +116,7 @@ class DrainResult:
     reclaimed: int = 0
     failed: int = 0
     unknown_index: int = 0
+    deferred: int = 0  # behind a failed action on the same target: left pending, in order, for the next drain
     remaining: int = 0
     errors: list[str] = field(default_factory=list)
 
@@ -94,6 +134,7 @@ def drain(
     result = DrainResult()
     names = sorted(indexes)
     failed_ids: list[str] = []  # failed in this drain: not retried until the next one
+    failed_targets: set[tuple[str, str]] = set()  # (index, target) with a failed action: the rest wait too
     with store.connect() as con:
         with atomic(con):
             stale = con.execute("SELECT DISTINCT claimed_by FROM outbox WHERE status = 'claimed' ORDER BY 1").fetchall()
@@ -125,6 +166,16 @@ def drain(
                 break
             for row in sorted(claimed, key=lambda r: (r[5], r[0])):
                 action = OutboxAction(row[0], row[1], row[2], row[3], json.loads(row[4]) if row[4] else {})
+                if (action.index_name, action.target_id) in failed_targets:
+                    # an earlier action on this target failed: applying a later one first would reorder them
+                    with atomic(con):
+                        con.execute(
+                            "UPDATE outbox SET status = 'pending', claimed_by = NULL, claimed_at = NULL WHERE id = ?",
+                            [action.id],
+                        )
+                    failed_ids.append(action.id)
+                    result.deferred += 1
+                    continue
                 try:
                     indexes[action.index_name].apply(action)
                 except Exception as exc:  # the index said no: back to pending with the reason, next drain retries
@@ -135,6 +186,7 @@ def drain(
                         )
                     result.failed += 1
                     failed_ids.append(action.id)
+                    failed_targets.add((action.index_name, action.target_id))
                     result.errors.append(f"{action.index_name} {action.action} {action.target_id}: {exc}")
                     continue
                 crash_point(CRASH_POINT)

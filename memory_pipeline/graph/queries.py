@@ -63,8 +63,8 @@ def write_tombstones(
     """One tombstone per archived source, with the tags and keys it had (what the roll-up must keep)."""
     frame = pd.DataFrame({"id": list(member_ids)})  # noqa: F841
     rows = con.execute(
-        """INSERT INTO tombstones SELECT m.id, ?, ?, ?, ?, m.tags, m.nexus_keys
-           FROM memories m JOIN frame f USING (id) RETURNING memory_id""",
+        """INSERT INTO tombstones (memory_id, replaced_by_summary_id, cluster_id, run_id, archived_at, tags, nexus_keys)
+           SELECT m.id, ?, ?, ?, ?, m.tags, m.nexus_keys FROM memories m JOIN frame f USING (id) RETURNING memory_id""",
         [summary_id, cluster_id, run_id, now],
     ).fetchall()
     return len(rows)
@@ -138,7 +138,8 @@ class Connectivity:
 def connectivity(con: duckdb.DuckDBPyConnection) -> Connectivity:
     """Every tag and nexus key that reached an archived source must be reachable from an active summary: on
     the summary that lists the source (or on the explicit rollup above it), or listed there as dropped by
-    the cap. Exact-duplicate archives point at their kept twin and are not covered here."""
+    the cap. An exact-duplicate archive must have every item on its kept twin (dedupe carries them there);
+    one archived before dedupe carried keys (no tombstone) is counted as legacy."""
     summaries = {
         r[0]: {
             "lifecycle": r[1],
@@ -167,6 +168,25 @@ def connectivity(con: duckdb.DuckDBPyConnection) -> Connectivity:
         f"""SELECT id, nexus_keys, tags FROM memories WHERE lifecycle = 'archived' AND compressed_from IS NULL
             AND NOT starts_with(coalesce(archived_by, ''), '{DEDUPE_PREFIX}') ORDER BY id"""
     ).fetchall()
+    twins = con.execute(
+        f"""SELECT m.id, m.nexus_keys, m.tags, k.nexus_keys, k.tags, t.memory_id IS NOT NULL FROM memories m
+            LEFT JOIN memories k ON k.id = substr(m.archived_by, {len(DEDUPE_PREFIX) + 1})
+            LEFT JOIN (SELECT DISTINCT memory_id FROM tombstones WHERE reverted_at IS NULL
+                       AND starts_with(cluster_id, '{DEDUPE_PREFIX}')) t ON t.memory_id = m.id
+            WHERE m.lifecycle = 'archived' AND starts_with(coalesce(m.archived_by, ''), '{DEDUPE_PREFIX}')
+            ORDER BY m.id"""
+    ).fetchall()
+    for mid, keys, tags, twin_keys, twin_tags, carried in twins:
+        if not carried:
+            out.legacy_sources += 1
+            continue
+        out.sources_checked += 1
+        for item, reached in [("key:" + k, k in set(twin_keys or ())) for k in keys or ()] + [
+            ("tag:" + t, t in set(twin_tags or ())) for t in tags or ()
+        ]:
+            out.items_checked += 1
+            if not reached:
+                out.lost.append((mid, item))
     for mid, keys, tags in rows:
         chains = []
         for sid in listed_by.get(mid, []):

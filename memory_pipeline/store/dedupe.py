@@ -1,4 +1,8 @@
-"""Exact-match dedupe before semantic work (the seed's `cortex_dedupe`): keep the oldest, archive the rest."""
+"""Exact-match dedupe before semantic work (the seed's `cortex_dedupe`): keep the oldest, archive the rest.
+
+Seed 004: the archived twin's tags and nexus keys are carried to the kept twin (union) and a tombstone
+records both what the archived twin had and what the kept one gained, so retrieval by key still finds the
+text and a rollback can take back exactly what was added."""
 
 from __future__ import annotations
 
@@ -48,4 +52,33 @@ def archive_exact_duplicates(
         """,
         [archived_importance, now, run_id, critical_floor, fresh_before],
     ).fetchall()
-    return [(str(a), str(k)[len(DEDUPE_PREFIX) :]) for a, k in rows]
+    pairs = sorted((str(a), str(k)[len(DEDUPE_PREFIX) :]) for a, k in rows)
+    _carry_keys(con, pairs, run_id, now)
+    return pairs
+
+
+def _union(have: list[str], extra: list[str]) -> tuple[list[str], list[str]]:
+    added = [x for x in dict.fromkeys(extra) if x not in set(have)]
+    return have + added, added
+
+
+def _carry_keys(con: duckdb.DuckDBPyConnection, pairs: list[tuple[str, str]], run_id: str, now: datetime) -> None:
+    if not pairs:
+        return
+    ids = sorted({i for pair in pairs for i in pair})
+    current = {
+        r[0]: (list(r[1] or []), list(r[2] or []))
+        for r in con.execute("SELECT id, tags, nexus_keys FROM memories WHERE list_contains(?, id)", [ids]).fetchall()
+    }
+    for archived, kept in pairs:
+        tags, keys = current[archived]
+        kept_tags, added_tags = _union(current[kept][0], tags)
+        kept_keys, added_keys = _union(current[kept][1], keys)
+        current[kept] = (kept_tags, kept_keys)
+        if added_tags or added_keys:
+            con.execute("UPDATE memories SET tags = ?, nexus_keys = ? WHERE id = ?", [kept_tags, kept_keys, kept])
+        con.execute(
+            """INSERT INTO tombstones (memory_id, replaced_by_summary_id, cluster_id, run_id, archived_at, tags,
+                   nexus_keys, added_tags, added_nexus_keys) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+            [archived, kept, DEDUPE_PREFIX + kept, run_id, now, tags, keys, added_tags, added_keys],
+        )

@@ -295,4 +295,15 @@ MIGRATIONS: tuple[Migration, ...] = (
         "journals: when an extracted memory was superseded by a re-extraction (lifecycle 'superseded')",
         ("ALTER TABLE memories ADD COLUMN IF NOT EXISTS superseded_at TIMESTAMP",),
     ),
+    Migration(
+        21,
+        "graph: tombstones reverted by a rollback (never deleted); what a dedupe archive added to its kept twin",
+        (
+            "ALTER TABLE tombstones ADD COLUMN IF NOT EXISTS reverted_at TIMESTAMP",
+            "ALTER TABLE tombstones ADD COLUMN IF NOT EXISTS reverted_by VARCHAR",
+            # exact dedupe carries the archived twin's tags/keys to the kept one; a rollback takes back these
+            "ALTER TABLE tombstones ADD COLUMN IF NOT EXISTS added_tags VARCHAR[]",
+            "ALTER TABLE tombstones ADD COLUMN IF NOT EXISTS added_nexus_keys VARCHAR[]",
+        ),
+    ),
 )

@@ -4,18 +4,29 @@ Sources get their exact prior importance back and lose their archive fields; the
 rows marked `rolled_back`; atom confidence changes are reversed (atoms a run created are retired); and a
 `rolled_back` compression_log entry lets each fingerprint be compressed again. Rolling back twice is a
 no-op: everything it touches is selected by a state that the first rollback changed.
+
+Seed 004 in the same transaction: the runs' tombstones are marked reverted (kept, with who and when), what
+an exact-dedupe archive carried to its kept twin is taken back, and — when external indexes are configured
+or the runs wrote to one — compensating outbox actions re-upsert each restored source and delete each
+rolled-back summary, so a drain brings the index back to where it was before the runs.
 """
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 import duckdb
+import pandas as pd
 
 from memory_pipeline.store import lease
 from memory_pipeline.store.db import MemoryStore, utcnow
+
+
+class RollbackRefused(ValueError):
+    """Rolling back these runs alone would leave the store inconsistent; nothing was changed."""
 
 
 @dataclass
@@ -26,10 +37,23 @@ class RollbackPlan:
     atoms_weakened: list[tuple[str, float]] = field(default_factory=list)
     atoms_retired: list[str] = field(default_factory=list)
     fingerprints: list[tuple[str, str, int]] = field(default_factory=list)
+    tombstones: list[str] = field(default_factory=list)  # memory ids whose tombstone of these runs gets reverted
+    twin_additions: list[tuple[str, list[str], list[str]]] = field(default_factory=list)  # (kept twin, tags, keys)
+    hubs_unpinned: list[str] = field(default_factory=list)  # hubs the runs pinned (hub_policy=pin)
+    index_names: list[str] = field(default_factory=list)
+    outbox_actions: int = 0
 
     @property
     def empty(self) -> bool:
-        return not (self.sources or self.summaries or self.atoms_weakened or self.atoms_retired or self.fingerprints)
+        return not (
+            self.sources
+            or self.summaries
+            or self.atoms_weakened
+            or self.atoms_retired
+            or self.fingerprints
+            or self.tombstones
+            or self.hubs_unpinned
+        )
 
     def describe(self) -> list[str]:
         return [
@@ -39,6 +63,11 @@ class RollbackPlan:
             f"atoms weakened:     {len(self.atoms_weakened)}",
             f"atoms retired:      {len(self.atoms_retired)}",
             f"fingerprints freed: {len(self.fingerprints)}",
+            f"tombstones reverted: {len(self.tombstones)}",
+            f"dedupe twins reset: {len(self.twin_additions)}",
+            f"hubs unpinned:      {len(self.hubs_unpinned)}",
+            f"outbox actions:     {self.outbox_actions}"
+            + (f" ({', '.join(self.index_names)})" if self.index_names else " (no external index)"),
         ]
 
 
@@ -53,11 +82,23 @@ def _param(run_ids: list[str]) -> str:
     return ", ".join("?" for _ in run_ids) or "NULL"
 
 
-def plan(con: duckdb.DuckDBPyConnection, run_ids: list[str]) -> RollbackPlan:
+def plan(con: duckdb.DuckDBPyConnection, run_ids: list[str], index_names: Sequence[str] = ()) -> RollbackPlan:
+    """`index_names`: the configured external indexes; any index the runs wrote to is compensated too."""
     p = RollbackPlan(list(run_ids))
     if not run_ids:
         return p
     ph = _param(run_ids)
+    rolled_up = con.execute(
+        f"""SELECT id, archived_by_run FROM memories WHERE kind = 'summary' AND created_by_run IN ({ph})
+            AND lifecycle = 'archived' AND archived_by_run NOT IN ({ph}) ORDER BY id""",
+        [*run_ids, *run_ids],
+    ).fetchall()
+    if rolled_up:
+        later = sorted({str(r[1]) for r in rolled_up})
+        raise RollbackRefused(
+            f"{len(rolled_up)} summary(ies) of these runs (e.g. {rolled_up[0][0]}) were rolled up since by run(s) "
+            f"{', '.join(later)}: roll those back first, or together with these"
+        )
     p.sources = [
         r[0]
         for r in con.execute(
@@ -67,9 +108,9 @@ def plan(con: duckdb.DuckDBPyConnection, run_ids: list[str]) -> RollbackPlan:
     p.summaries = [
         r[0]
         for r in con.execute(
-            f"SELECT id FROM memories WHERE kind = 'summary' AND lifecycle = 'active' AND created_by_run IN ({ph})"
-            " ORDER BY id",
-            run_ids,
+            f"""SELECT id FROM memories WHERE kind = 'summary' AND created_by_run IN ({ph})
+                AND (lifecycle = 'active' OR (lifecycle = 'archived' AND archived_by_run IN ({ph}))) ORDER BY id""",
+            [*run_ids, *run_ids],
         ).fetchall()
     ]
     p.atoms_weakened = [
@@ -95,12 +136,46 @@ def plan(con: duckdb.DuckDBPyConnection, run_ids: list[str]) -> RollbackPlan:
             run_ids,
         ).fetchall()
     ]
+    tombstones = con.execute(
+        f"""SELECT memory_id, replaced_by_summary_id, added_tags, added_nexus_keys FROM tombstones
+            WHERE run_id IN ({ph}) AND reverted_at IS NULL ORDER BY archived_at, memory_id""",
+        run_ids,
+    ).fetchall()
+    p.tombstones = sorted({str(r[0]) for r in tombstones})
+    p.twin_additions = [(str(r[1]), list(r[2] or []), list(r[3] or [])) for r in tombstones if r[2] or r[3]]
+    p.hubs_unpinned = [
+        r[0]
+        for r in con.execute(
+            f"SELECT DISTINCT memory_id FROM graph_hubs WHERE action = 'pinned' AND run_id IN ({ph}) ORDER BY 1",
+            run_ids,
+        ).fetchall()
+    ]
+    written = con.execute(f"SELECT DISTINCT index_name FROM outbox WHERE run_id IN ({ph})", run_ids).fetchall()
+    p.index_names = sorted({*index_names, *(str(r[0]) for r in written)})
+    if p.index_names:
+        p.outbox_actions = len(p.index_names) * (len(p.sources) + len(p.summaries))
     return p
 
 
 def apply(con: duckdb.DuckDBPyConnection, p: RollbackPlan, now: datetime, rollback_id: str) -> None:
     """The caller owns the transaction."""
     ph = _param(p.run_ids)
+    for twin, tags, keys in p.twin_additions:  # what an exact-dedupe archive carried to its kept twin
+        con.execute(
+            """UPDATE memories SET tags = list_filter(tags, lambda t: NOT list_contains(?, t)),
+                   nexus_keys = list_filter(nexus_keys, lambda k: NOT list_contains(?, k)) WHERE id = ?""",
+            [tags, keys, twin],
+        )
+    if p.hubs_unpinned:
+        con.execute("UPDATE memories SET pinned = false WHERE list_contains(?, id)", [p.hubs_unpinned])
+        con.execute(
+            f"UPDATE graph_hubs SET action = 'pinned:rolled_back' WHERE action = 'pinned' AND run_id IN ({ph})",
+            p.run_ids,
+        )
+    con.execute(
+        f"UPDATE tombstones SET reverted_at = ?, reverted_by = ? WHERE run_id IN ({ph}) AND reverted_at IS NULL",
+        [now, rollback_id, *p.run_ids],
+    )
     con.execute(
         f"""UPDATE memories SET importance = coalesce(prior_importance, importance), prior_importance = NULL,
                lifecycle = 'active', archived_by = NULL, archived_at = NULL, archived_by_run = NULL
@@ -126,15 +201,45 @@ def apply(con: duckdb.DuckDBPyConnection, p: RollbackPlan, now: datetime, rollba
             "INSERT INTO compression_log VALUES (?, ?, ?, NULL, 'rolled_back', ?, ?, NULL, ?, ?)",
             [uuid.uuid4().hex, fingerprint, cluster_id, f"rolled back by {rollback_id}", members, rollback_id, now],
         )
+    if p.index_names and (p.sources or p.summaries):
+        from memory_pipeline.graph.outbox import enqueue_rollback
+
+        src = pd.DataFrame({"id": p.sources})  # noqa: F841 - scanned by DuckDB
+        restored = con.execute(
+            "SELECT id, kind, nexus_keys, tags FROM memories WHERE id IN (SELECT id FROM src) ORDER BY id"
+        ).fetchall()
+        enqueue_rollback(
+            con,
+            index_names=p.index_names,
+            restored=restored,
+            summary_ids=p.summaries,
+            rollback_id=rollback_id,
+            now=now,
+        )
+
+
+def configured_indexes() -> list[str]:
+    """MEMORY_PIPELINE_EXTERNAL_INDEXES, for callers without an EngineConfig (the CLI)."""
+    from memory_pipeline.graph.external_index import parse_index_names
+    from memory_pipeline.settings import env_overrides
+
+    return parse_index_names(str(env_overrides().get("external_indexes", "")))
 
 
 def rollback(
-    store: MemoryStore, run_ids: list[str], *, dry_run: bool, now: datetime | None = None
+    store: MemoryStore,
+    run_ids: list[str],
+    *,
+    dry_run: bool,
+    now: datetime | None = None,
+    index_names: Sequence[str] | None = None,
 ) -> tuple[str, RollbackPlan]:
-    """Plan, and unless `dry_run`, apply in one transaction under the consolidation lease."""
+    """Plan, and unless `dry_run`, apply in one transaction under the consolidation lease. `index_names`
+    defaults to the configured external indexes (environment)."""
     rollback_id = "rollback-" + uuid.uuid4().hex[:12]
+    names = configured_indexes() if index_names is None else list(index_names)
     with store.transaction() as con:
-        p = plan(con, run_ids)
+        p = plan(con, run_ids, names)
         if dry_run or p.empty:
             return rollback_id, p
         lease.acquire(con, rollback_id, now or utcnow(), timedelta(minutes=10))
