@@ -1,4 +1,4 @@
-"""`memory-pipeline demo | run | status | import` — the same Dagster job the schedule runs, from a shell."""
+"""`memory-pipeline …`: the same Dagster jobs the schedules run, from a shell (domains add their commands)."""
 
 from __future__ import annotations
 
