@@ -37,8 +37,9 @@ from benchmarks.locomo import (
     score_questions,
     write_jsonl,
 )
+from memory_pipeline.journals.locomo import default_locomo_path
 
-DEFAULT_DATA = Path("/work/shared/datasets/locomo/locomo_dev.json")
+DEFAULT_DATA = default_locomo_path()
 RESULTS_DIR = common.HERE / "results"
 THRESHOLDS = tuple(round(0.70 + 0.02 * i, 2) for i in range(11))  # 0.70 … 0.90
 DEFAULT_THRESHOLD = 0.82

@@ -9,6 +9,7 @@ own folder; never copy it into the repository.
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -18,6 +19,17 @@ from typing import Any
 from memory_pipeline.journals.transcript import Turn, format_transcript, transcript_path
 
 LICENCE = "LoCoMo, CC BY-NC 4.0 (https://creativecommons.org/licenses/by-nc/4.0/)"
+
+
+def default_locomo_path() -> Path:
+    """The shared LoCoMo dev set, read in place (its licence forbids copying it into the repo): `LOCOMO_DATA`,
+    else `../shared/datasets/locomo/` beside the checkout, else the workstation's `/work/shared`."""
+    name = Path("shared") / "datasets" / "locomo" / "locomo_dev.json"
+    candidates = [Path(os.environ["LOCOMO_DATA"])] if os.environ.get("LOCOMO_DATA") else []
+    candidates += [Path(__file__).resolve().parents[3] / name, Path("/work") / name]
+    return next((c for c in candidates if c.exists()), candidates[-1])
+
+
 _SESSION_KEY = re.compile(r"^session_(\d+)$")
 _ESCAPE = ("#", ">", "<!--", "---")
 

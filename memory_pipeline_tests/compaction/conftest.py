@@ -11,12 +11,13 @@ import pytest
 
 from memory_pipeline.compaction.tiers import META_FILE, TIERS
 from memory_pipeline.definitions import build_definitions
+from memory_pipeline.journals.locomo import default_locomo_path
 from memory_pipeline.tokens import estimate_tokens
 from memory_pipeline_tests.conftest import resources_for
 
 NOW = datetime(2026, 11, 1, 3, 30, tzinfo=UTC)  # the shared SAMPLE_NOW; inside weekly partition 2026-11-01
 PARTITION = "2026-11-01"
-LOCOMO = Path("/work/shared/datasets/locomo/locomo_dev.json")
+LOCOMO = default_locomo_path()
 
 WORKING_NOTE = """# Deploy day
 

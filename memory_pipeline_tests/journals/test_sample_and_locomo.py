@@ -6,11 +6,16 @@ import pytest
 
 from memory_pipeline.cli import main
 from memory_pipeline.definitions import REPO_ROOT
-from memory_pipeline.journals.locomo import LocomoError, locomo_to_transcripts, parse_locomo_datetime
+from memory_pipeline.journals.locomo import (
+    LocomoError,
+    default_locomo_path,
+    locomo_to_transcripts,
+    parse_locomo_datetime,
+)
 from memory_pipeline.journals.sample_transcripts import generate_sessions
 from memory_pipeline.journals.transcript import parse_transcript
 
-LOCOMO = Path("/work/shared/datasets/locomo/locomo_dev.json")
+LOCOMO = default_locomo_path()
 needs_locomo = pytest.mark.skipif(not LOCOMO.exists(), reason="LoCoMo data not present")
 SAMPLE_ROOT = REPO_ROOT / "data" / "sample"
 

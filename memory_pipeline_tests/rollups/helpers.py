@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
+from memory_pipeline.journals.locomo import default_locomo_path
 from memory_pipeline.store import MemoryStore
 from memory_pipeline.store.db import utcnow
 
@@ -64,7 +65,7 @@ def insert_sessions(home: Path, sessions: Sequence[Session]) -> MemoryStore:
     return store
 
 
-LOCOMO = Path(__file__).resolve().parents[3] / "shared" / "datasets" / "locomo" / "locomo_dev.json"
+LOCOMO = default_locomo_path()
 
 
 def locomo_sessions(sample: dict) -> list[Session]:
