@@ -152,17 +152,9 @@ def main(argv: list[str] | None = None) -> None:
     )
     args = p.parse_args(argv)
     env, load_before = common.machine(), common.load_average()
-    order = (
-        "exact_duplicates",
-        "memory_embeddings",
-        "eligible_memories",
-        "clusters",
-        "distillations",
-        "compressed_memories",
-        "archive_updates",
-        "atoms",
-        "report",
-    )
+    from memory_pipeline.abstraction.schedules import PIPELINE
+
+    order = tuple(a.key.to_user_string() for a in PIPELINE)
     rows = []
     jobs = [(n, "nightly_consolidation") for n in args.sizes] + [(n, "consolidation_dry_run") for n in args.dry_sizes]
     for n, job_name in jobs:

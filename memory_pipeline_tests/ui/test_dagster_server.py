@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from dagster_graphql import DagsterGraphQLClient
 
+from memory_pipeline.abstraction.schedules import PIPELINE
 from memory_pipeline.definitions import REPO_ROOT
 from memory_pipeline.sample_data import write_sample_jsonl
 from memory_pipeline.store import MemoryStore
@@ -30,17 +31,7 @@ ARTIFACTS = REPO_ROOT / "memory_pipeline_tests" / "artifacts"
 README_SCREENSHOT = REPO_ROOT / "docs" / "asset-graph.png"
 CHROMIUM = Path("/usr/bin/chromium")
 IN_PROCESS = {"execution": {"config": {"in_process": {}}}}
-ABSTRACTION = [
-    "exact_duplicates",
-    "memory_embeddings",
-    "eligible_memories",
-    "clusters",
-    "distillations",
-    "compressed_memories",
-    "archive_updates",
-    "atoms",
-    "report",
-]
+ABSTRACTION = [a.key.to_user_string() for a in PIPELINE]  # in the seed diagram's order
 BACKFILL_DAYS = ["2026-09-14", "2026-09-15"]
 
 

@@ -4,6 +4,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from memory_pipeline.abstraction.schedules import PIPELINE
 from memory_pipeline.definitions import build_definitions
 from memory_pipeline.resources import EmbedderResource
 from memory_pipeline.resources.embedder import HASHING
@@ -12,17 +13,7 @@ from memory_pipeline.store import MemoryStore
 from memory_pipeline.store.importers import import_jsonl
 from memory_pipeline_tests.conftest import SAMPLE_NOW, resources_for
 
-ABSTRACTION = [
-    "exact_duplicates",
-    "memory_embeddings",
-    "eligible_memories",
-    "clusters",
-    "distillations",
-    "compressed_memories",
-    "archive_updates",
-    "atoms",
-    "report",
-]
+ABSTRACTION = [a.key.to_user_string() for a in PIPELINE]  # in the seed diagram's order
 
 
 @pytest.fixture(scope="module")
