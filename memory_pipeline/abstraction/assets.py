@@ -13,7 +13,7 @@ import duckdb
 import pandas as pd
 
 from memory_pipeline.abstraction import clustering, threshold_graph
-from memory_pipeline.abstraction.atoms import EmbeddingCache, ExistingAtom, find_matching_atom
+from memory_pipeline.abstraction.atoms import AtomIndex, ExistingAtom
 from memory_pipeline.abstraction.clustering import RECENT_SKIP_REASON, MemoryCluster
 from memory_pipeline.abstraction.distill import Distillation, DistillationRejected, Member, validate_abstraction
 from memory_pipeline.abstraction.report import (
@@ -46,6 +46,7 @@ ATOM_CONFIDENCE_STEP = 0.1
 ATOM_SUBJECT_THRESHOLD = 0.85
 ATOM_ACTION_THRESHOLD = 0.75
 EMBED_CHUNK = 512
+ARCHIVE_BATCH = 256  # clusters per phase-2 transaction
 
 
 class ClusterSelection(dg.Config):
@@ -387,20 +388,24 @@ def distillations(
             context.log.info(f"Distiller: {len(due)} cluster(s) deferred or failed by the API earlier are due again")
     outcomes: list[ClusterOutcome] = []
     todo = [c for c in selected if not c.skip_reason]
-    requests = []
-    for cluster in todo:
-        with db.connect() as con:
-            rows = repo.fetch_members(con, cluster.member_ids)
-        members = [Member(r.id, r.content, float(r.importance)) for r in rows.itertuples()]
-        span = (cluster.oldest_member_at, cluster.newest_member_at)
-        requests.append(llm_runs.DistillRequest(cluster.cluster_id, members, cluster.dominant_category, span))
+    with db.connect() as con:
+        rows = repo.fetch_members(con, [m for c in todo for m in c.member_ids])
+    by_id = {r.id: Member(r.id, r.content, float(r.importance)) for r in rows.itertuples()}
+    requests = [
+        llm_runs.DistillRequest(
+            c.cluster_id,
+            [by_id[m] for m in c.member_ids if m in by_id],
+            c.dominant_category,
+            (c.oldest_member_at, c.newest_member_at),
+        )
+        for c in todo
+    ]
+    progress = ThrottledProgress(context.log.info, "Distiller: cluster", len(todo))
     results = llm_runs.distill_all(distiller, requests)
     for i, (cluster, result) in enumerate(zip(todo, results, strict=True), start=1):
         outcome = ClusterOutcome(cluster)
         outcomes.append(outcome)
-        context.log.info(
-            f"Distiller: cluster {i}/{len(todo)} ({cluster.member_count} members, category={cluster.dominant_category})"
-        )
+        progress.update(i, f"({cluster.member_count} members, category={cluster.dominant_category})")
         try:
             if isinstance(result, BaseException):
                 raise result
@@ -509,19 +514,13 @@ def compressed_memories(
     db = store.open()
     run_id = context.run.run_id
     now = engine.now()
+    skipped_logs = [
+        repo.ClusterLog(o.cluster.fingerprint, o.cluster.cluster_id, "skipped", o.cluster.member_count, o.skip_reason)
+        for o in distillations
+        if o.status == "skipped"
+    ]
     with db.transaction() as con:
-        for o in distillations:
-            if o.status == "skipped":
-                repo.log_cluster(
-                    con,
-                    fingerprint=o.cluster.fingerprint,
-                    cluster_id=o.cluster.cluster_id,
-                    status="skipped",
-                    member_count=o.cluster.member_count,
-                    run_id=run_id,
-                    now=now,
-                    reason=o.skip_reason,
-                )
+        repo.log_clusters(con, skipped_logs, run_id=run_id, now=now)
     accepted = [o for o in distillations if o.distillation is not None]
     with db.connect() as con:
         hooks = _summaries_hooks(con, engine, [o.cluster for o in accepted])
@@ -563,14 +562,15 @@ def archive_updates(
     db = store.open()
     run_id = context.run.run_id
     now = engine.now()
+    index_names = parse_index_names(engine.external_indexes)
+    ready = [o for o in compressed_memories if o.summary_id is not None and o.distillation is not None]
+    progress = ThrottledProgress(context.log.info, "Archiver: clusters", len(ready))
     archived = 0
     with db.connect() as con:
-        for o in compressed_memories:
-            if o.summary_id is None or o.distillation is None:
-                continue
-            archived += _commit_cluster(
-                context, con, o, engine.critical_floor, run_id, now, parse_index_names(engine.external_indexes)
-            )
+        for lo in range(0, len(ready), ARCHIVE_BATCH):
+            batch = ready[lo : lo + ARCHIVE_BATCH]
+            archived += _commit_batch(context, con, batch, engine.critical_floor, run_id, now, index_names)
+            progress.update(lo + len(batch), f"({archived} sources archived)")
         tombstones = int(con.execute("SELECT count(*) FROM tombstones WHERE run_id = ?", [run_id]).fetchall()[0][0])
         enqueued = int(con.execute("SELECT count(*) FROM outbox WHERE run_id = ?", [run_id]).fetchall()[0][0])
     compressed = sum(1 for o in compressed_memories if o.status == "compressed")
@@ -585,6 +585,78 @@ def archive_updates(
     )
 
 
+def _phase2(
+    con: duckdb.DuckDBPyConnection,
+    batch: list[ClusterOutcome],
+    critical_floor: float,
+    run_id: str,
+    now: datetime,
+    index_names: list[str],
+) -> int:
+    """Inside the caller's transaction: archive the sources (importance → 0.5, prior kept), activate the
+    summaries, log the clusters. Seed 004 §5 phase 2 in the same transaction: a tombstone per source, and
+    (only when external indexes are configured) the outbox actions that keep them in step."""
+    done = [(o.cluster, o.summary_id or "", o.distillation) for o in batch if o.distillation is not None]
+    archived = repo.archive_clusters(
+        con,
+        [(c.cluster_id, c.member_ids) for c, _, _ in done],
+        archived_importance=ARCHIVED_IMPORTANCE,
+        critical_floor=critical_floor,
+        now=now,
+        run_id=run_id,
+    )
+    crash_point("inside_phase2")
+    repo.activate_summaries(con, [summary_id for _, summary_id, _ in done])
+    graph_queries.write_cluster_tombstones(
+        con, [(summary_id, c.cluster_id, c.member_ids) for c, summary_id, _ in done], run_id=run_id, now=now
+    )
+    for c, summary_id, _ in done if index_names else []:
+        keys, tags = con.execute("SELECT nexus_keys, tags FROM memories WHERE id = ?", [summary_id]).fetchall()[0]
+        graph_outbox.enqueue_compaction(
+            con,
+            index_names=index_names,
+            summary_id=summary_id,
+            summary_payload={"kind": "summary", "nexus_keys": list(keys or []), "tags": list(tags or [])},
+            source_ids=c.member_ids,
+            run_id=run_id,
+            now=now,
+        )
+    entries = [
+        repo.ClusterLog(
+            c.fingerprint, c.cluster_id, "compressed", c.member_count,
+            compressed_memory_id=summary_id, compression_ratio=d.compression_ratio,
+        )
+        for c, summary_id, d in done
+    ]
+    repo.log_clusters(con, entries, run_id=run_id, now=now)
+    return archived
+
+
+def _commit_batch(
+    context: dg.AssetExecutionContext,
+    con: duckdb.DuckDBPyConnection,
+    batch: list[ClusterOutcome],
+    critical_floor: float,
+    run_id: str,
+    now: datetime,
+    index_names: list[str],
+) -> int:
+    """Phase 2 for a batch of clusters in one transaction: a 100k night has thousands of clusters and each
+    statement has a fixed cost. If anything in the batch fails, it rolls back whole and each cluster is
+    committed on its own, so a bad cluster still fails alone and the rest still compress."""
+    if len(batch) > 1:
+        try:
+            with atomic(con):
+                archived = _phase2(con, batch, critical_floor, run_id, now, index_names)
+        except Exception as exc:
+            context.log.warning(f"Archiver: a batch of {len(batch)} clusters rolled back ({exc}); one by one now")
+        else:
+            for o in batch:
+                o.status = "compressed"
+            return archived
+    return sum(_commit_cluster(context, con, o, critical_floor, run_id, now, index_names) for o in batch)
+
+
 def _commit_cluster(
     context: dg.AssetExecutionContext,
     con: duckdb.DuckDBPyConnection,
@@ -592,52 +664,14 @@ def _commit_cluster(
     critical_floor: float,
     run_id: str,
     now: datetime,
-    index_names: list[str] | None = None,
+    index_names: list[str],
 ) -> int:
-    """One cluster's phase-2 transaction; on failure, the compensating action and a `failed` log entry.
-    Seed 004 §5 phase 2 in the same transaction: a tombstone per source, and (only when external indexes
-    are configured) the outbox actions that keep them in step."""
-    c, summary_id, d = o.cluster, o.summary_id, o.distillation
-    assert summary_id is not None and d is not None
+    """One cluster's phase-2 transaction; on failure, the compensating action and a `failed` log entry."""
+    c, summary_id = o.cluster, o.summary_id
+    assert summary_id is not None
     try:
         with atomic(con):
-            archived = repo.archive_sources(
-                con,
-                c.member_ids,
-                cluster_id=c.cluster_id,
-                archived_importance=ARCHIVED_IMPORTANCE,
-                critical_floor=critical_floor,
-                now=now,
-                run_id=run_id,
-            )
-            crash_point("inside_phase2")
-            repo.activate_summary(con, summary_id)
-            graph_queries.write_tombstones(
-                con, c.member_ids, summary_id=summary_id, cluster_id=c.cluster_id, run_id=run_id, now=now
-            )
-            if index_names:
-                sql = "SELECT nexus_keys, tags FROM memories WHERE id = ?"
-                keys, tags = con.execute(sql, [summary_id]).fetchall()[0]
-                graph_outbox.enqueue_compaction(
-                    con,
-                    index_names=index_names,
-                    summary_id=summary_id,
-                    summary_payload={"kind": "summary", "nexus_keys": list(keys or []), "tags": list(tags or [])},
-                    source_ids=c.member_ids,
-                    run_id=run_id,
-                    now=now,
-                )
-            repo.log_cluster(
-                con,
-                fingerprint=c.fingerprint,
-                cluster_id=c.cluster_id,
-                status="compressed",
-                member_count=c.member_count,
-                run_id=run_id,
-                now=now,
-                compressed_memory_id=summary_id,
-                compression_ratio=d.compression_ratio,
-            )
+            archived = _phase2(con, [o], critical_floor, run_id, now, index_names)
     except Exception as exc:
         context.log.error(f"Archiver: cluster {c.cluster_id} rolled back: {exc}")
         with atomic(con):
@@ -656,7 +690,6 @@ def _commit_cluster(
         o.errors.append(_error(c.cluster_id, "archive", exc))
         return 0
     o.status = "compressed"
-    context.log.info(f"Archiver: archived {archived} source memories of cluster {c.cluster_id}")
     return archived
 
 
@@ -666,6 +699,10 @@ class AtomResults:
     strengthened: int = 0
     not_causal: int = 0
     errors: list[CompressionError] = field(default_factory=list)
+
+
+def _has_fields(extracted: dict[str, str], *names: str) -> bool:
+    return all(isinstance(extracted.get(n), str) and extracted[n].strip() for n in names)
 
 
 @dg.asset(group_name=GROUP, pool=POOL, kinds={"duckdb"}, owners=OWNERS, tags={"component": "AtomEnricher"})
@@ -691,39 +728,40 @@ def atoms(
     db = store.open()
     run_id = context.run.run_id
     results = AtomResults()
-    embed = EmbeddingCache(embedder.encode)
     causal = [o for o in archive_updates if o.status == "compressed" and o.distillation and o.distillation.is_causal]
     extractions = llm_runs.extract_all(distiller, [o.distillation.abstraction for o in causal if o.distillation])
-    for o, extracted in zip(causal, extractions, strict=True):
-        assert o.distillation is not None
-        try:
-            if isinstance(extracted, BaseException):
-                raise extracted
-            if extracted is None:
-                results.not_causal += 1
-                continue
-            with db.transaction() as con:
-                existing = [ExistingAtom(r.id, r.subject, r.action) for r in repo.all_atoms(con).itertuples()]
-                match = find_matching_atom(
-                    extracted, existing, embed, ATOM_SUBJECT_THRESHOLD, ATOM_ACTION_THRESHOLD
-                )
-                if match:
-                    repo.strengthen_atom(con, match, ATOM_CONFIDENCE_STEP, o.summary_id or "", run_id, engine.now())
-                    results.strengthened += 1
-                else:
-                    repo.create_atom(
-                        con,
-                        extracted,
-                        ATOM_CONFIDENCE_NEW,
-                        f"distilled:{o.distillation.distiller}",
-                        o.summary_id or "",
-                        run_id,
-                        engine.now(),
-                    )
-                    results.created += 1
-        except Exception as exc:
-            results.errors.append(_error(o.cluster.cluster_id, "enrich", exc))
-            context.log.warning(f"AtomEnricher: cluster {o.cluster.cluster_id}: {exc}")
+    usable = [i for i, e in enumerate(extractions) if isinstance(e, dict) and _has_fields(e, "subject", "action")]
+    flat = embedder.encode([str(extractions[i][f]) for i in usable for f in ("subject", "action")])  # type: ignore
+    field_vectors = {i: (flat[2 * k], flat[2 * k + 1]) for k, i in enumerate(usable)}
+    with db.connect() as con:
+        existing = [ExistingAtom(r.id, r.subject, r.action) for r in repo.all_atoms(con).itertuples()]
+        index = AtomIndex(existing, embedder.encode)
+        for i, (o, extracted) in enumerate(zip(causal, extractions, strict=True)):
+            assert o.distillation is not None
+            try:
+                if isinstance(extracted, BaseException):
+                    raise extracted
+                if extracted is None:
+                    results.not_causal += 1
+                    continue
+                if i not in field_vectors:
+                    raise ValueError(f"extracted atom lacks a subject or an action: {extracted!r}")
+                subject, action = field_vectors[i]
+                match = index.match(subject, action, ATOM_SUBJECT_THRESHOLD, ATOM_ACTION_THRESHOLD)
+                with atomic(con):
+                    if match:
+                        repo.strengthen_atom(con, match, ATOM_CONFIDENCE_STEP, o.summary_id or "", run_id, engine.now())
+                        results.strengthened += 1
+                    else:
+                        origin = f"distilled:{o.distillation.distiller}"
+                        atom_id = repo.create_atom(
+                            con, extracted, ATOM_CONFIDENCE_NEW, origin, o.summary_id or "", run_id, engine.now()
+                        )
+                        index.add(atom_id, subject, action)
+                        results.created += 1
+            except Exception as exc:
+                results.errors.append(_error(o.cluster.cluster_id, "enrich", exc))
+                context.log.warning(f"AtomEnricher: cluster {o.cluster.cluster_id}: {exc}")
     return dg.Output(
         results,
         metadata={

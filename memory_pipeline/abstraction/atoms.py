@@ -10,28 +10,59 @@ import numpy as np
 Embed = Callable[[Sequence[str]], np.ndarray]
 
 
-class EmbeddingCache:
-    """Memoises an embedder by text: matching every new atom against every existing one re-embeds the same
-    subjects and actions, which made the atoms step quadratic in the number of causal clusters."""
-
-    def __init__(self, embed: Embed) -> None:
-        self._embed = embed
-        self._vectors: dict[str, np.ndarray] = {}
-
-    def __call__(self, texts: Sequence[str]) -> np.ndarray:
-        missing = list(dict.fromkeys(t for t in texts if t not in self._vectors))
-        if missing:
-            self._vectors.update(zip(missing, self._embed(missing), strict=True))
-        if not texts:
-            return np.zeros((0, 0), dtype=np.float32)
-        return np.stack([self._vectors[t] for t in texts])
-
-
 @dataclass(frozen=True)
 class ExistingAtom:
     id: str
     subject: str
     action: str
+
+
+class AtomIndex:
+    """The atoms' subject and action vectors as two matrices that grow as the night creates atoms.
+
+    Each atom is embedded once, when it enters the index, and a candidate costs one matrix-vector product per
+    field: re-embedding every atom for every candidate made the atoms step quadratic in the causal clusters.
+    """
+
+    def __init__(self, atoms: Sequence[ExistingAtom], embed: Embed) -> None:
+        self._embed = embed
+        self.ids = [a.id for a in atoms]
+        vectors = embed([a.subject for a in atoms] + [a.action for a in atoms]) if atoms else None
+        dim = 0 if vectors is None else int(vectors.shape[1])
+        capacity = max(16, 2 * len(atoms))
+        self._subjects = np.zeros((capacity, dim), dtype=np.float32)
+        self._actions = np.zeros((capacity, dim), dtype=np.float32)
+        if vectors is not None:
+            n = len(atoms)
+            self._subjects[:n], self._actions[:n] = vectors[:n], vectors[n:]
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def match(
+        self, subject: np.ndarray, action: np.ndarray, subject_threshold: float, action_threshold: float
+    ) -> str | None:
+        """The best atom whose subject is ≥ `subject_threshold` similar and whose action is similar too."""
+        n = len(self.ids)
+        if n == 0:
+            return None
+        subject_sims = self._subjects[:n] @ subject
+        action_sims = self._actions[:n] @ action
+        ok = (subject_sims >= subject_threshold) & (action_sims >= action_threshold)
+        if not ok.any():
+            return None
+        return self.ids[int(np.argmax(np.where(ok, subject_sims + action_sims, -np.inf)))]
+
+    def add(self, atom_id: str, subject: np.ndarray, action: np.ndarray) -> None:
+        n = len(self.ids)
+        if self._subjects.shape[1] == 0:  # the first atom of an empty index fixes the dimension
+            self._subjects = np.zeros((16, subject.shape[0]), dtype=np.float32)
+            self._actions = np.zeros_like(self._subjects)
+        if n == self._subjects.shape[0]:
+            self._subjects = np.vstack([self._subjects, np.zeros_like(self._subjects)])
+            self._actions = np.vstack([self._actions, np.zeros_like(self._actions)])
+        self._subjects[n], self._actions[n] = subject, action
+        self.ids.append(atom_id)
 
 
 def find_matching_atom(
@@ -41,17 +72,8 @@ def find_matching_atom(
     subject_threshold: float,
     action_threshold: float,
 ) -> str | None:
-    """The best atom whose subject is ≥ `subject_threshold` similar and whose action is similar too."""
+    """One candidate against a list of atoms (the night's loop keeps an `AtomIndex` instead)."""
     if not atoms:
         return None
-    vectors = embed(
-        [candidate["subject"], candidate["action"]] + [a.subject for a in atoms] + [a.action for a in atoms]
-    )
-    n = len(atoms)
-    subject_sims = vectors[2 : 2 + n] @ vectors[0]
-    action_sims = vectors[2 + n :] @ vectors[1]
-    ok = (subject_sims >= subject_threshold) & (action_sims >= action_threshold)
-    if not ok.any():
-        return None
-    best = int(np.argmax(np.where(ok, subject_sims + action_sims, -np.inf)))
-    return atoms[best].id
+    subject, action = embed([candidate["subject"], candidate["action"]])
+    return AtomIndex(atoms, embed).match(subject, action, subject_threshold, action_threshold)

@@ -60,12 +60,23 @@ def write_tombstones(
     run_id: str,
     now: datetime,
 ) -> int:
-    """One tombstone per archived source, with the tags and keys it had (what the roll-up must keep)."""
-    frame = pd.DataFrame({"id": list(member_ids)})  # noqa: F841
+    return write_cluster_tombstones(con, [(summary_id, cluster_id, member_ids)], run_id=run_id, now=now)
+
+
+def write_cluster_tombstones(
+    con: duckdb.DuckDBPyConnection, clusters: Sequence[tuple[str, str, Sequence[str]]], *, run_id: str, now: datetime
+) -> int:
+    """One tombstone per archived source of each (summary_id, cluster_id, member_ids), with the tags and keys
+    it had (what the roll-up must keep)."""
+    frame = pd.DataFrame(  # noqa: F841
+        [(m, summary_id, cluster_id) for summary_id, cluster_id, members in clusters for m in members],
+        columns=["id", "summary_id", "cluster_id"],
+    )
     rows = con.execute(
         """INSERT INTO tombstones (memory_id, replaced_by_summary_id, cluster_id, run_id, archived_at, tags, nexus_keys)
-           SELECT m.id, ?, ?, ?, ?, m.tags, m.nexus_keys FROM memories m JOIN frame f USING (id) RETURNING memory_id""",
-        [summary_id, cluster_id, run_id, now],
+           SELECT m.id, f.summary_id, f.cluster_id, ?, ?, m.tags, m.nexus_keys
+           FROM memories m JOIN frame f USING (id) RETURNING memory_id""",
+        [run_id, now],
     ).fetchall()
     return len(rows)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -245,6 +246,41 @@ def fetch_members(con: duckdb.DuckDBPyConnection, ids: Sequence[str]) -> pd.Data
 # ---------------------------------------------------------------- two-phase commit
 
 
+@dataclass(frozen=True)
+class ClusterLog:
+    """One compression_log row."""
+
+    fingerprint: str
+    cluster_id: str
+    status: str
+    member_count: int
+    reason: str | None = None
+    compressed_memory_id: str | None = None
+    compression_ratio: float | None = None
+
+
+def log_clusters(con: duckdb.DuckDBPyConnection, entries: Sequence[ClusterLog], *, run_id: str, now: datetime) -> None:
+    """Many compression_log rows in one statement (a 100k night logs thousands)."""
+    if not entries:
+        return
+    n = len(entries)
+    rows = pa.table(  # noqa: F841 - scanned by name below; arrow keeps None as NULL where pandas would make NaN
+        {
+            "id": pa.array([uuid.uuid4().hex for _ in entries], pa.string()),
+            "fingerprint": pa.array([e.fingerprint for e in entries], pa.string()),
+            "cluster_id": pa.array([e.cluster_id for e in entries], pa.string()),
+            "compressed_memory_id": pa.array([e.compressed_memory_id for e in entries], pa.string()),
+            "status": pa.array([e.status for e in entries], pa.string()),
+            "reason": pa.array([e.reason for e in entries], pa.string()),
+            "member_count": pa.array([e.member_count for e in entries], pa.int64()),
+            "compression_ratio": pa.array([e.compression_ratio for e in entries], pa.float64()),
+            "run_id": pa.array([run_id] * n, pa.string()),
+            "created_at": pa.array([now] * n, pa.timestamp("us")),
+        }
+    )
+    con.execute("INSERT INTO compression_log SELECT * FROM rows")
+
+
 def log_cluster(
     con: duckdb.DuckDBPyConnection,
     *,
@@ -258,21 +294,8 @@ def log_cluster(
     compressed_memory_id: str | None = None,
     compression_ratio: float | None = None,
 ) -> None:
-    con.execute(
-        "INSERT INTO compression_log VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [
-            uuid.uuid4().hex,
-            fingerprint,
-            cluster_id,
-            compressed_memory_id,
-            status,
-            reason,
-            member_count,
-            compression_ratio,
-            run_id,
-            now,
-        ],
-    )
+    entry = ClusterLog(fingerprint, cluster_id, status, member_count, reason, compressed_memory_id, compression_ratio)
+    log_clusters(con, [entry], run_id=run_id, now=now)
 
 
 def archive_sources(
@@ -285,32 +308,71 @@ def archive_sources(
     now: datetime,
     run_id: str,
 ) -> int:
-    """Phase 2, step 1. Guards re-check what ClusterFinder filtered: a row that changed since is refused."""
-    frame = pd.DataFrame({"id": list(member_ids)})  # noqa: F841
+    """Phase 2, step 1, for one cluster (see `archive_clusters`)."""
+    return archive_clusters(
+        con,
+        [(cluster_id, member_ids)],
+        archived_importance=archived_importance,
+        critical_floor=critical_floor,
+        now=now,
+        run_id=run_id,
+    )
+
+
+def archive_clusters(
+    con: duckdb.DuckDBPyConnection,
+    clusters: Sequence[tuple[str, Sequence[str]]],
+    *,
+    archived_importance: float,
+    critical_floor: float,
+    now: datetime,
+    run_id: str,
+) -> int:
+    """Phase 2, step 1, for (cluster_id, member_ids) pairs in one statement. Guards re-check what
+    ClusterFinder filtered: a row that changed since is refused, and then the whole call fails naming the first
+    cluster that lost a source (the caller's transaction rolls back)."""
+    ids = [m for _, members in clusters for m in members]
+    owners = [cid for cid, members in clusters for _ in members]
+    if len(set(ids)) != len(ids):
+        twice = next(m for m, k in Counter(ids).items() if k > 1)
+        raise RuntimeError(f"memory {twice} is a source of more than one cluster in the same commit")
+    frame = pd.DataFrame({"id": ids, "cluster_id": owners})  # noqa: F841
     rows = con.execute(
         """
         UPDATE memories SET prior_importance = importance, importance = ?, lifecycle = 'archived',
-               archived_by = ?, archived_at = ?, archived_by_run = ?
-        WHERE id IN (SELECT id FROM frame) AND lifecycle = 'active' AND kind <> 'summary'
+               archived_by = frame.cluster_id, archived_at = ?, archived_by_run = ?
+        FROM frame
+        WHERE memories.id = frame.id AND lifecycle = 'active' AND kind <> 'summary'
           AND compressed_from IS NULL AND NOT pinned AND NOT locked AND importance < ?
-        RETURNING id
+        RETURNING memories.id
         """,
-        [archived_importance, cluster_id, now, run_id, critical_floor],
+        [archived_importance, now, run_id, critical_floor],
     ).fetchall()
-    if len(rows) != len(member_ids):
-        raise RuntimeError(
-            f"cluster {cluster_id}: {len(member_ids) - len(rows)} of {len(member_ids)} sources are no longer "
-            "archivable (changed since clustering)"
-        )
+    if len(rows) != len(ids):
+        done = {r[0] for r in rows}
+        for cid, members in clusters:
+            lost = sum(1 for m in members if m not in done)
+            if lost:
+                raise RuntimeError(
+                    f"cluster {cid}: {lost} of {len(members)} sources are no longer archivable (changed since "
+                    "clustering)"
+                )
     return len(rows)
 
 
 def activate_summary(con: duckdb.DuckDBPyConnection, summary_id: str) -> None:
+    activate_summaries(con, [summary_id])
+
+
+def activate_summaries(con: duckdb.DuckDBPyConnection, summary_ids: Sequence[str]) -> None:
+    frame = pd.DataFrame({"id": list(summary_ids)})  # noqa: F841
     rows = con.execute(
-        "UPDATE memories SET lifecycle = 'active' WHERE id = ? AND lifecycle = 'pending' RETURNING id", [summary_id]
+        "UPDATE memories SET lifecycle = 'active' WHERE id IN (SELECT id FROM frame) AND lifecycle = 'pending' "
+        "RETURNING id"
     ).fetchall()
-    if not rows:
-        raise RuntimeError(f"summary {summary_id} is not pending")
+    if len(rows) != len(summary_ids):
+        missing = sorted(set(summary_ids) - {r[0] for r in rows})
+        raise RuntimeError(f"summary {missing[0]} is not pending")
 
 
 def discard_pending(con: duckdb.DuckDBPyConnection, summary_id: str) -> None:

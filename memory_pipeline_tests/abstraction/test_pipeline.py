@@ -109,16 +109,16 @@ def test_second_run_on_unchanged_data_creates_nothing(workspace: Path) -> None:
 
 def test_failure_inside_phase_two_leaves_that_cluster_as_before(workspace: Path, monkeypatch) -> None:
     before = snapshot(workspace)
-    real = repo.activate_summary
-    calls = {"n": 0}
+    real = repo.activate_summaries
+    doomed: list[str] = []
 
-    def flaky(con, summary_id):  # archive_sources has already run in this transaction
-        calls["n"] += 1
-        if calls["n"] == 1:
+    def flaky(con, summary_ids):  # the sources have already been archived in this transaction
+        doomed[:] = doomed or summary_ids[:1]
+        if doomed[0] in summary_ids:  # the batch that holds it rolls back, then that cluster alone fails
             raise RuntimeError("injected fault inside the phase-2 transaction")
-        return real(con, summary_id)
+        return real(con, summary_ids)
 
-    monkeypatch.setattr(repo, "activate_summary", flaky)
+    monkeypatch.setattr(repo, "activate_summaries", flaky)
     result = run_job(workspace)
     assert result.success
     report = load_report(workspace, result.run_id)
