@@ -2,6 +2,7 @@
 
 import importlib
 import os
+import warnings
 from pathlib import Path
 
 import dagster as dg
@@ -21,6 +22,8 @@ from memory_pipeline.resources.notifier import NotifierResource
 from memory_pipeline.settings import workspace_home
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+# Journals and rollups use single-run backfills on purpose (one run per range); Dagster marks the parameter beta.
+warnings.filterwarnings("ignore", message=r"Parameter `backfill_policy`.*is currently in beta", category=dg.BetaWarning)
 
 OWNER = "team:agent-memory"
 SEEDS = {"abstraction": "000", "journals": "001", "rollups": "002", "compaction": "003", "graph": "004"}

@@ -47,6 +47,8 @@ def cmd_reconstruct(args: argparse.Namespace) -> int:
             print(str(exc), file=sys.stderr)
             return 2
     print(f"{len(result.days)} day(s), {len(result.weeks)} week(s) rebuilt; {len(result.failed)} failed")
+    for key in result.failed:
+        print(f"failed: {key}: {result.errors.get(key, '')}", file=sys.stderr)
     return 1 if result.failed else 0
 
 
@@ -77,7 +79,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     rec.add_argument("--from", dest="start", type=_date, required=True, help="first day, YYYY-MM-DD")
     rec.add_argument("--to", dest="end", type=_date, required=True, help="last day, YYYY-MM-DD")
     rec.add_argument("--extractor", action="append", help="only this extractor (repeatable); default all")
-    rec.add_argument("--in-process", action="store_true", help="run each day's steps in this process")
+    rec.add_argument("--in-process", action="store_true", help="run the steps in this process (default: one each)")
     rec.add_argument("--no-weekly", action="store_true", help="skip the weekly MEMORY.md rollup")
     rec.set_defaults(fn=cmd_reconstruct)
 
@@ -101,4 +103,6 @@ def demo_journals(home: Path, sample_root: Path, in_process: bool = True) -> int
     with dg.DagsterInstance.get() as instance:
         result = reconstruct(instance, START, last, multiprocess=not in_process, echo=lambda _line: None)
     print(f"journals: {len(result.days)} day(s), {len(result.weeks)} week(s); {len(result.failed)} failed")
+    for key in result.failed:
+        print(f"journals: {key} failed: {result.errors.get(key, '')}", file=sys.stderr)
     return 1 if result.failed else 0

@@ -1,6 +1,14 @@
-"""Reconstruction (seed 001 §8.7) as a backfill: each day of the range is one run of `journal_daily`, then each
-week touched is one run of `journal_weekly`. Runs are recorded in the Dagster instance like the UI's backfill
-runs; steps of a day run in separate processes (multiprocess executor) and wait for DuckDB's single writer."""
+"""`memory-pipeline reconstruct`: a backfill of the journal pipeline over a date range, from the CLI.
+
+The range's days are ONE run of `journal_daily` and the weeks it touches ONE run of `journal_weekly`: the assets
+have a single-run backfill policy and walk the run's partition key range, so the run carries Dagster's range tags
+(`dagster/asset_partition_range_start` / `_end`), exactly as a UI or daemon backfill launches it. A day that fails
+stops its run with an error naming the day and its file (the assets' `failed_partition`): the days before it are
+committed per asset but their later steps did not run, so a run over them completes them; the day is reported
+failed and a run over the days after it carries on. One bad day costs two more runs, never the rest of the range.
+Runs are recorded in the Dagster instance like the UI's backfill runs; with the multiprocess executor each step runs
+in its own process and waits for DuckDB's single writer (the store pool).
+"""
 
 from __future__ import annotations
 
@@ -10,18 +18,29 @@ from datetime import date, timedelta
 
 import dagster as dg
 
-from memory_pipeline.journals.assets import EXTRACTOR_KEYS, SESSIONS
+from memory_pipeline.journals.assets import EXTRACTOR_KEYS, FAILED_PARTITION, SESSIONS
 from memory_pipeline.journals.extractors import select
 
-PARTITION_TAG = "dagster/partition"  # what execute_job reads to run one partition
+RANGE_START_TAG = "dagster/asset_partition_range_start"  # dagster._core.storage.tags.ASSET_PARTITION_RANGE_*
+RANGE_END_TAG = "dagster/asset_partition_range_end"
+IN_PROCESS = {"execution": {"config": {"in_process": {}}}}
 
 
 @dataclass
 class ReconstructResult:
     days: list[str] = field(default_factory=list)
     weeks: list[str] = field(default_factory=list)
-    failed: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)  # days, and weeks as "week YYYY-MM-DD"
+    errors: dict[str, str] = field(default_factory=dict)  # failed entry → why (names the day and file)
     run_ids: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    run_id: str
+    success: bool
+    failed_key: str | None = None  # the partition the failing step named, if it named one
+    message: str = ""
 
 
 def daily_selection(extractors: Sequence[str] | None) -> list[dg.AssetKey]:
@@ -37,6 +56,78 @@ def week_keys(start: date, end: date) -> list[str]:
         keys.append(first.isoformat())
         first += timedelta(days=7)
     return keys
+
+
+def contiguous(keys: Sequence[str], step_days: int) -> list[list[str]]:
+    """Date keys split into runs of consecutive partitions (`step_days` apart): one ranged run each."""
+    out: list[list[str]] = []
+    for key in keys:
+        if out and date.fromisoformat(key) - date.fromisoformat(out[-1][-1]) == timedelta(days=step_days):
+            out[-1].append(key)
+        else:
+            out.append([key])
+    return out
+
+
+def range_tags(keys: Sequence[str]) -> dict[str, str]:
+    """The tags of one run over the partition key range keys[0]..keys[-1] (a one-key range is one partition)."""
+    return {RANGE_START_TAG: keys[0], RANGE_END_TAG: keys[-1]}
+
+
+def backfill(
+    keys: Sequence[str],
+    launch: Callable[[list[str]], RunOutcome],
+    name: Callable[[str], str] = str,
+    echo: Callable[[str], object] = print,
+) -> tuple[list[str], list[str], dict[str, str], list[str]]:
+    """One run over each contiguous range; a run that fails on a named partition is followed by a run over the
+    partitions before it and one over those after it. (done, failed, errors, run ids) — failed as `name(key)`."""
+    done: list[str] = []
+    failed: list[str] = []
+    errors: dict[str, str] = {}
+    run_ids: list[str] = []
+    pending = [list(keys)] if keys else []
+    while pending:
+        seg = pending.pop(0)
+        outcome = launch(seg)
+        run_ids.append(outcome.run_id)
+        span = name(seg[0]) if len(seg) == 1 else f"{name(seg[0])}..{seg[-1]}"
+        if outcome.success:
+            done += seg
+            echo(f"  {span}: ok (run {outcome.run_id})")
+            continue
+        if outcome.failed_key in seg:
+            at = seg.index(outcome.failed_key)
+            bad = [outcome.failed_key]
+            pending[:0] = [part for part in (seg[:at], seg[at + 1 :]) if part]
+        else:
+            bad = seg  # the run failed before or outside a partition's work: nothing says which, so all of them
+        for key in bad:
+            failed.append(name(key))
+            errors[name(key)] = outcome.message
+        shown = name(bad[0]) if len(bad) == 1 else span
+        echo(f"  {shown}: FAILED (run {outcome.run_id}): {outcome.message}")
+    return sorted(done), failed, errors, run_ids
+
+
+def run_outcome(instance: dg.DagsterInstance, run_id: str, success: bool) -> RunOutcome:
+    """What a finished run says: the partition its failing step named (a `dg.Failure` with `failed_partition`)
+    and the error, or the first step error, or the run's own failure."""
+    if success:
+        return RunOutcome(run_id, True)
+    message = ""
+    for entry in instance.all_logs(run_id, of_type=dg.DagsterEventType.STEP_FAILURE):
+        data = entry.dagster_event.step_failure_data if entry.dagster_event else None
+        if data is None:
+            continue
+        user = data.user_failure_data
+        if user is not None and FAILED_PARTITION in user.metadata:
+            return RunOutcome(run_id, False, str(user.metadata[FAILED_PARTITION].value), user.description or "")
+        message = message or (data.error.message.strip() if data.error else "")
+    if not message:
+        for entry in instance.all_logs(run_id, of_type=dg.DagsterEventType.RUN_FAILURE):
+            message = entry.message or ""
+    return RunOutcome(run_id, False, None, message or "the run failed; see its log in the Dagster instance")
 
 
 def free_finished_slots(instance: dg.DagsterInstance, pool: str) -> list[str]:
@@ -61,50 +152,53 @@ def reconstruct(
     weekly: bool = True,
     echo: Callable[[str], object] = print,
 ) -> ReconstructResult:
+    from memory_pipeline.abstraction.assets import POOL
     from memory_pipeline.journals.jobs import journal_daily_job, journal_weekly_job
     from memory_pipeline.journals.partitions import daily_partitions, weekly_partitions
 
     if end < start:
         raise ValueError(f"--to {end} is before --from {start}")
-    from memory_pipeline.abstraction.assets import POOL
-
     selection = daily_selection(extractors)
     for run_id in free_finished_slots(instance, POOL):
         echo(f"  freed the store pool slot of ended run {run_id}")
-    valid_days = set(daily_partitions.get_partition_keys(dynamic_partitions_store=instance))
-    out = ReconstructResult()
-    day = start
     tags = {"memory_pipeline/reconstruct": f"{start}..{end}"}
-    daily = dg.reconstructable(journal_daily_job)
-    while day <= end:
-        key = day.isoformat()
-        day += timedelta(days=1)
+    out = ReconstructResult()
+
+    def launch(job: dg.ReconstructableJob, run_config: dict, asset_selection: list | None) -> Callable:
+        def run(keys: list[str]) -> RunOutcome:
+            with dg.execute_job(
+                job, instance, run_config=run_config, tags={**tags, **range_tags(keys)}, asset_selection=asset_selection
+            ) as result:
+                run_id, ok = result.run_id, result.success
+            if not ok:
+                free_finished_slots(instance, POOL)
+            return run_outcome(instance, run_id, ok)
+
+        return run
+
+    valid_days = set(daily_partitions.get_partition_keys(dynamic_partitions_store=instance))
+    wanted = [(start + timedelta(days=i)).isoformat() for i in range((end - start).days + 1)]
+    for key in wanted:
         if key not in valid_days:
             echo(f"  {key}: not a complete partition yet (or before MEMORY_PIPELINE_JOURNAL_START); skipped")
-            continue
-        run_config = {} if multiprocess else {"execution": {"config": {"in_process": {}}}}
-        with dg.execute_job(
-            daily, instance, run_config=run_config, tags={**tags, PARTITION_TAG: key}, asset_selection=selection
-        ) as result:
-            ok = result.success
-            out.run_ids.append(result.run_id)
-        if not ok:
-            free_finished_slots(instance, POOL)
-        (out.days if ok else out.failed).append(key)
-        echo(f"  {key}: {'ok' if ok else 'FAILED'} (run {result.run_id})")
+    daily_run = launch(dg.reconstructable(journal_daily_job), {} if multiprocess else IN_PROCESS, selection)
+    for seg in contiguous([k for k in wanted if k in valid_days], 1):
+        done, failed, errors, run_ids = backfill(seg, daily_run, echo=echo)
+        out.days += done
+        out.failed += failed
+        out.errors.update(errors)
+        out.run_ids += run_ids
     if weekly:
-        weekly_job = dg.reconstructable(journal_weekly_job)
         valid_weeks = set(weekly_partitions.get_partition_keys(dynamic_partitions_store=instance))
-        for key in week_keys(start, end):
+        weeks = week_keys(start, end)
+        for key in weeks:
             if key not in valid_weeks:
                 echo(f"  week {key}: not complete yet; skipped")
-                continue
-            with dg.execute_job(
-                weekly_job, instance, run_config={"execution": {"config": {"in_process": {}}}},
-                tags={**tags, PARTITION_TAG: key},
-            ) as result:
-                ok = result.success
-                out.run_ids.append(result.run_id)
-            (out.weeks if ok else out.failed).append(f"week {key}")
-            echo(f"  week {key}: {'ok' if ok else 'FAILED'} (run {result.run_id})")
+        weekly_run = launch(dg.reconstructable(journal_weekly_job), IN_PROCESS, None)
+        for seg in contiguous([k for k in weeks if k in valid_weeks], 7):
+            done, failed, errors, run_ids = backfill(seg, weekly_run, name=lambda k: f"week {k}", echo=echo)
+            out.weeks += done
+            out.failed += failed
+            out.errors.update(errors)
+            out.run_ids += run_ids
     return out

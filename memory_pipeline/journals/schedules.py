@@ -11,13 +11,14 @@ journal_daily = dg.define_asset_job(
     "journal_daily",
     selection=dg.AssetSelection.assets(*DAILY_ASSETS),
     partitions_def=daily_partitions,
-    description="Transcripts → sessions → session memories → journal, for one day (backfill a range to reconstruct).",
+    description="Transcripts → sessions → session memories → journal, for one day; a backfill of a range of days "
+    "(the reconstruction) is one run over the range.",
 )
 journal_weekly = dg.define_asset_job(
     "journal_weekly",
     selection=dg.AssetSelection.assets(memory_md),
     partitions_def=weekly_partitions,
-    description="MEMORY.md from the week's journals.",
+    description="MEMORY.md from the week's journals (a range of weeks: one run, the weeks in order).",
 )
 journal_archive_job = dg.define_asset_job(
     "journal_archive_job", selection=dg.AssetSelection.assets(journal_archive), description="Archive old journals."

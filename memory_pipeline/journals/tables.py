@@ -139,11 +139,13 @@ def replace_day_sessions(con: duckdb.DuckDBPyConnection, day: date, table: pa.Ta
     con.execute("DELETE FROM sessions WHERE day = ?", [day])
     incoming = table  # noqa: F841 - scanned by DuckDB by name
     taken = con.execute(
-        "SELECT s.session_id, s.day, s.path FROM sessions s WHERE s.session_id IN (SELECT session_id FROM incoming)"
+        "SELECT i.path, s.session_id, s.day, s.path FROM sessions s JOIN incoming i USING (session_id) ORDER BY i.path"
     ).fetchall()
     if taken:
-        sid, other_day, path = taken[0]
-        raise ValueError(f"session {sid} is already stored for {other_day} ({path}); session ids must be unique")
+        new_path, sid, other_day, path = taken[0]
+        raise ValueError(
+            f"{new_path}: session {sid} is already stored for {other_day} ({path}); session ids must be unique"
+        )
     con.execute(f"INSERT INTO sessions ({', '.join(SESSIONS_SCHEMA.names)}) SELECT * FROM incoming")
     return table.num_rows
 

@@ -6,6 +6,7 @@ import pytest
 
 from memory_pipeline.cli import main
 from memory_pipeline.definitions import REPO_ROOT
+from memory_pipeline.journals.reconstruct import RANGE_END_TAG, RANGE_START_TAG, RunOutcome, backfill
 from memory_pipeline.store import MemoryStore
 
 
@@ -40,10 +41,15 @@ def test_a_week_backfill_with_the_multiprocess_executor_is_lock_free_and_reprodu
     assert (home / "knowledge" / "memory" / "MEMORY.md").exists()
     with dg.DagsterInstance.get() as instance:
         runs = instance.get_runs()
-        assert len(runs) == 9  # 7 days + 2 weeks touched (Sunday 13th, Sunday 20th)
+        assert len(runs) == 2  # one run over the 7 days, one over the 2 weeks touched (Sunday 13th, Sunday 20th)
         assert all(r.status == dg.DagsterRunStatus.SUCCESS for r in runs)
-        daily = [r for r in runs if r.job_name == "journal_daily"]
-        records = instance.get_records_for_run(daily[0].run_id).records
+        [daily] = [r for r in runs if r.job_name == "journal_daily"]
+        [weekly] = [r for r in runs if r.job_name == "journal_weekly"]
+        assert (daily.tags[RANGE_START_TAG], daily.tags[RANGE_END_TAG]) == ("2026-09-14", "2026-09-20")
+        assert (weekly.tags[RANGE_START_TAG], weekly.tags[RANGE_END_TAG]) == ("2026-09-13", "2026-09-20")
+        materialized = instance.fetch_materializations(dg.AssetKey("journals"), limit=100).records
+        assert sorted(r.partition_key for r in materialized) == [f"2026-09-{d}" for d in range(14, 21)]
+        records = instance.get_records_for_run(daily.run_id).records
         assert any(r.event_log_entry.dagster_event and r.event_log_entry.dagster_event.event_type_value
                    == "STEP_WORKER_STARTED" for r in records)  # steps ran in their own processes
         for run in runs:
@@ -70,3 +76,61 @@ def test_reconstruct_one_day_one_extractor_in_process(tmp_path: Path, monkeypatc
     journals, memories = _state(home)
     assert list(journals) == ["2026-09-15.md"]
     assert {m[3] for m in memories} == {"extract:decisions@1"}
+
+
+def test_a_failing_day_splits_the_range_around_it() -> None:
+    keys = [f"2026-09-{d}" for d in range(14, 19)]
+    launched: list[list[str]] = []
+
+    def launch(seg: list[str]) -> RunOutcome:
+        launched.append(seg)
+        bad = "2026-09-16"
+        if bad in seg:
+            return RunOutcome(f"run{len(launched)}", False, bad, f"sessions: {bad} failed (x.md): boom")
+        return RunOutcome(f"run{len(launched)}", True)
+
+    lines: list[str] = []
+    done, failed, errors, run_ids = backfill(keys, launch, echo=lines.append)
+    assert launched == [keys, keys[:2], keys[3:]]
+    assert done == keys[:2] + keys[3:] and failed == ["2026-09-16"] and run_ids == ["run1", "run2", "run3"]
+    assert errors == {"2026-09-16": "sessions: 2026-09-16 failed (x.md): boom"}
+    assert lines[0] == "  2026-09-16: FAILED (run run1): sessions: 2026-09-16 failed (x.md): boom"
+    # a failure that names no partition of the run fails the whole range, with no retry loop
+    done, failed, errors, _ = backfill(keys, lambda seg: RunOutcome("r", False, None, "no store"), echo=lines.append)
+    assert done == [] and failed == keys and set(errors.values()) == {"no store"}
+    assert lines[-1] == "  2026-09-14..2026-09-18: FAILED (run r): no store"
+
+
+@pytest.mark.slow
+def test_reconstruct_reports_a_failing_day_and_completes_the_others(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    home = _workspace(tmp_path, monkeypatch)
+    day14 = home / "raw" / "conversations" / "2026" / "09" / "14"
+    copied = home / "raw" / "conversations" / "2026" / "09" / "16" / "2330-ses_0b9691b5-copied.md"
+    shutil.copyfile(day14 / "1730-ses_0b9691b5-ops-the-tls-certificate-for-status.md", copied)
+    args = ["reconstruct", "--from", "2026-09-14", "--to", "2026-09-18", "--in-process", "--no-weekly"]
+    assert main(args) == 1
+    out, err = capsys.readouterr()
+    assert "0 failed" not in out and "4 day(s), 0 week(s) rebuilt; 1 failed" in out
+    assert "failed: 2026-09-16: sessions: 2026-09-16 failed (" in err
+    assert "raw/conversations/2026/09/16/2330-ses_0b9691b5-copied.md: session ses_0b9691b5 is already stored" in err
+    journals, _ = _state(home)
+    assert sorted(journals) == ["2026-09-14.md", "2026-09-15.md", "2026-09-17.md", "2026-09-18.md"]
+    with MemoryStore(home / "memory.duckdb").connect() as con:
+        stored = con.execute("SELECT DISTINCT day::VARCHAR FROM sessions ORDER BY 1").fetchall()
+        extracted = con.execute("SELECT DISTINCT s.day::VARCHAR FROM memories m JOIN sessions s USING (session_id) "
+                                "ORDER BY 1").fetchall()
+    assert stored == extracted == [("2026-09-14",), ("2026-09-15",), ("2026-09-17",), ("2026-09-18",)]
+    with dg.DagsterInstance.get() as instance:
+        runs = sorted(instance.get_runs(), key=lambda r: instance.get_run_record_by_id(r.run_id).create_timestamp)
+    spans = [(r.tags[RANGE_START_TAG], r.tags[RANGE_END_TAG], r.status) for r in runs]
+    assert spans == [
+        ("2026-09-14", "2026-09-18", dg.DagsterRunStatus.FAILURE),
+        ("2026-09-14", "2026-09-15", dg.DagsterRunStatus.SUCCESS),
+        ("2026-09-17", "2026-09-18", dg.DagsterRunStatus.SUCCESS),
+    ]
+    # the duplicate removed, the day reconstructs like any other
+    copied.unlink()
+    assert main(["reconstruct", "--from", "2026-09-16", "--to", "2026-09-16", "--in-process", "--no-weekly"]) == 0
+    assert "2026-09-16.md" in _state(home)[0]

@@ -21,6 +21,7 @@ from memory_pipeline.journals.assets import (
 )
 from memory_pipeline.journals.io import ParquetIOManager
 from memory_pipeline.journals.llm_extractors import llm_configured, version_for
+from memory_pipeline.journals.reconstruct import range_tags
 from memory_pipeline.resources import EngineConfig, LLMResource, MemoryStoreResource
 from memory_pipeline.store import MemoryStore
 
@@ -49,6 +50,13 @@ def resources(home: Path) -> dict:
 
 def materialize(home: Path, day: str = DAY, assets: list | None = None, **kw: object) -> dg.ExecuteInProcessResult:
     return dg.materialize(assets or DAILY_ASSETS, resources=resources(home), partition_key=day, **kw)
+
+
+def materialize_range(
+    home: Path, keys: list[str], assets: list | None = None, **kw: object
+) -> dg.ExecuteInProcessResult:
+    """One run over the partition key range keys[0]..keys[-1], as a single-run backfill launches it."""
+    return dg.materialize(assets or DAILY_ASSETS, resources=resources(home), tags=range_tags(keys), **kw)
 
 
 def rows(home: Path, sql: str, params: list | None = None) -> list[tuple]:
@@ -220,3 +228,78 @@ def test_journals_older_than_90_days_move_to_the_archive(tmp_path: Path) -> None
         run_config={"ops": {"journal_archive": {"config": {"as_of": as_of.isoformat()}}}},
     )
     assert again.asset_materializations_for_node("journal_archive")[0].metadata["moved"].value == 0
+
+
+def _knowledge(home: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(home)): p.read_bytes() for p in sorted((home / "knowledge").rglob("*.md"))}
+
+
+@pytest.mark.slow
+def test_a_range_of_days_in_one_run_writes_what_day_by_day_runs_write(tmp_path: Path) -> None:
+    days = ["2026-09-13", "2026-09-14", "2026-09-15", "2026-09-16"]  # the 13th has no transcripts
+    weeks = ["2026-09-13", "2026-09-20"]
+    ranged, daily = tmp_path / "ranged", tmp_path / "daily"
+    for home in (ranged, daily):
+        shutil.copytree(REPO_ROOT / "data" / "sample" / "raw", home / "raw")
+
+    result = materialize_range(ranged, days)
+    assert result.success
+    tags = result.dagster_run.tags  # one run over the range, tagged as a single-run backfill's run is
+    assert tags["dagster/asset_partition_range_start"] == days[0]
+    assert tags["dagster/asset_partition_range_end"] == days[-1]
+    assert "dagster/partition" not in tags
+    journal_events = result.asset_materializations_for_node("journals")
+    assert [m.partition for m in journal_events] == days  # one materialisation per day, with that day's metadata
+    assert [m.metadata["sessions"].value for m in journal_events] == [0, 2, 2, 2]
+    assert journal_events[0].metadata["note"].value == "no transcripts that day"
+    assert journal_events[2].metadata["path"].value.endswith("2026-09-15.md")
+    decisions = [m for m in result.asset_materializations_for_node("session_memories")
+                 if m.asset_key == EXTRACTOR_KEYS["decisions"]]
+    assert [m.partition for m in decisions] == days and decisions[0].metadata["memories"].value == 0
+    assert materialize_range(ranged, weeks, assets=[memory_md]).success
+
+    for day in days:
+        assert materialize(daily, day).success
+    for week in weeks:
+        assert dg.materialize([memory_md], resources=resources(daily), partition_key=week).success
+
+    assert _knowledge(ranged) == _knowledge(daily)  # byte-identical journals and MEMORY.md
+    assert len([k for k in _knowledge(ranged) if "/journal/" in k]) == 3
+    for sql in (f"SELECT {MEMORY_COLUMNS} FROM memories ORDER BY id",
+                "SELECT * EXCLUDE (parsed_at) FROM sessions ORDER BY session_id"):
+        assert rows(ranged, sql) == rows(daily, sql)
+    for day in days:
+        turns = [home / "parquet" / "sessions" / day / "turns.parquet" for home in (ranged, daily)]
+        assert rows(ranged, f"SELECT * FROM read_parquet('{turns[0]}') EXCEPT SELECT * FROM read_parquet('{turns[1]}')"
+                    ) == []
+        assert rows(ranged, f"SELECT count(*) FROM read_parquet('{turns[0]}')") == rows(
+            daily, f"SELECT count(*) FROM read_parquet('{turns[1]}')")
+
+
+DUPLICATE = "raw/conversations/2026/09/16/2330-ses_0b9691b5-copied.md"
+
+
+def duplicate_a_session(home: Path) -> None:
+    """The 14th's first session copied into the 16th: the 16th cannot be stored (session ids are unique)."""
+    source = home / "raw" / "conversations" / "2026" / "09" / "14" / (
+        "1730-ses_0b9691b5-ops-the-tls-certificate-for-status.md"
+    )
+    shutil.copyfile(source, home / DUPLICATE)
+
+
+def test_a_failing_day_inside_a_range_is_named_and_rolled_back(home: Path) -> None:
+    duplicate_a_session(home)
+    days = ["2026-09-14", "2026-09-15", "2026-09-16", "2026-09-17"]
+    result = materialize_range(home, days, raise_on_error=False)
+    assert not result.success
+    [failure] = [e for e in result.all_events if e.event_type_value == "STEP_FAILURE"]
+    assert failure.step_key == "sessions"
+    data = failure.step_failure_data.user_failure_data
+    assert data.metadata["failed_partition"].value == "2026-09-16"
+    assert data.description.startswith("sessions: 2026-09-16 failed (")
+    assert f"{DUPLICATE}: session ses_0b9691b5 is already stored for 2026-09-14" in data.description
+    # the days before it are stored, each in its own transaction; the 16th rolled back; the 17th never ran
+    assert rows(home, "SELECT DISTINCT day::VARCHAR FROM sessions ORDER BY 1") == [("2026-09-14",), ("2026-09-15",)]
+    # nothing downstream ran and no day's Parquet was written from the failed step
+    assert rows(home, "SELECT count(*) FROM memories") == [(0,)]
+    assert not (home / "parquet").exists() and not (home / "knowledge").exists()
