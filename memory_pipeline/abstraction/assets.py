@@ -14,7 +14,7 @@ import pandas as pd
 
 from memory_pipeline.abstraction import clustering, threshold_graph
 from memory_pipeline.abstraction.atoms import AtomIndex, ExistingAtom
-from memory_pipeline.abstraction.clustering import RECENT_SKIP_REASON, MemoryCluster
+from memory_pipeline.abstraction.clustering import MemoryCluster
 from memory_pipeline.abstraction.distill import Distillation, DistillationRejected, Member, validate_abstraction
 from memory_pipeline.abstraction.report import (
     CompressionError,
@@ -126,6 +126,7 @@ def exact_duplicates(
             fresh_before=now - timedelta(hours=engine.freshness_hours),
             now=now,
             run_id=run_id,
+            index_names=parse_index_names(engine.external_indexes),
         )
     if activated or removed:
         context.log.warning(
@@ -235,9 +236,11 @@ def clusters(
     settings = graph_plan.GraphSettings.from_engine(
         engine, config.source, [p.strip() for p in config.key_prefixes.split(",") if p.strip()]
     )
+    from memory_pipeline.llm.runs import NON_ATTEMPT_PREFIXES
+
     db = store.open()
     with db.connect() as con:
-        recent = repo.recent_fingerprints(con, since, RECENT_SKIP_REASON.split("{")[0])
+        recent = repo.recent_fingerprints(con, since, NON_ATTEMPT_PREFIXES)
         open_actions = graph_outbox.open_count(con)
         holders = graph_queries.key_holders(con, engine.hub_top_keys, engine.now().date(), engine.usage_decay)
     if open_actions >= engine.outbox_critical:
@@ -376,16 +379,6 @@ def distillations(
             raise dg.Failure(f"cluster {config.cluster_id} is not among this run's {len(clusters)} clusters")
         for c in selected:
             c.skip_reason = None
-    else:
-        ttl_skipped = [c for c in selected if (c.skip_reason or "").startswith(llm_runs.TTL_PREFIX)]
-        since = engine.now() - timedelta(days=engine.fingerprint_ttl_days)
-        with db.connect() as con:
-            due = llm_runs.retryable_fingerprints(con, [c.fingerprint for c in ttl_skipped], since)
-        for c in ttl_skipped:
-            if c.fingerprint in due:
-                c.skip_reason = None
-        if due:
-            context.log.info(f"Distiller: {len(due)} cluster(s) deferred or failed by the API earlier are due again")
     outcomes: list[ClusterOutcome] = []
     todo = [c for c in selected if not c.skip_reason]
     with db.connect() as con:
@@ -527,7 +520,8 @@ def compressed_memories(
     records = [
         _summary_record(o.cluster, o.distillation, now, hooks[o.cluster.cluster_id]) for o in accepted if o.distillation
     ]
-    vectors = embedder.encode([r.content for r in records])
+    progress = ThrottledProgress(context.log.info, "MemoryWriter: embedding summaries", len(records))
+    vectors = encode_in_steps(embedder.encode, [r.content for r in records], 2 * embedder.batch_size, progress.update)
     try:
         with db.transaction() as con:
             repo.insert_memories(con, records, run_id=run_id)

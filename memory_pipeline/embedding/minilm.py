@@ -50,6 +50,17 @@ _ERF_MIN_SPLIT = 1 << 16
 _NORM_EPS = _F32(1e-12)
 
 
+def _batch_workers() -> int:
+    """Batches run on one thread per core, each with a single-threaded BLAS: the attention products are many
+    small matrices (256 × 32 · 32 × 256 per head), on which a multi-threaded BLAS spends its time
+    synchronising (measured 5× slower). 1 (batches in turn, BLAS on every core) without threadpoolctl."""
+    try:
+        import threadpoolctl  # noqa: F401
+    except ImportError:
+        return 1
+    return _usable_cpus()
+
+
 def default_model_dir() -> Path:
     """Locate the bundled model folder without importing the package.
 
@@ -113,21 +124,20 @@ def _layer_norm(x: np.ndarray, g: np.ndarray, b: np.ndarray, eps: np.float32) ->
     return x
 
 
-def _erf_inplace(x: np.ndarray) -> None:
-    """erf over a C-contiguous array, split across cores.
+def _erf_inplace(x: np.ndarray, threads: int = _ERF_THREADS) -> None:
+    """erf over a C-contiguous array, split across `threads` (scipy's ufunc releases the GIL).
 
-    Exact erf dominates the forward pass (~40% single-threaded) while BLAS
-    already uses every core for the matmuls, so split it too: scipy's ufunc
-    releases the GIL. scipy.special is imported here, not at module level: it
-    costs ~0.25 s, paid otherwise by every process that merely imports us.
+    Exact erf is a large share of the forward pass; when one batch runs alone and BLAS uses every core for
+    the matmuls, split erf too. scipy.special is imported here, not at module level: it costs ~0.25 s, paid
+    otherwise by every process that merely imports us.
     """
     from scipy.special import erf  # float32 in -> float32 out
 
     flat = x.reshape(-1)  # a view: x is freshly allocated and contiguous
-    if _ERF_THREADS == 1 or flat.size < _ERF_MIN_SPLIT:
+    if threads == 1 or flat.size < _ERF_MIN_SPLIT:
         erf(flat, out=flat)
         return
-    chunks = np.array_split(flat, _ERF_THREADS)
+    chunks = np.array_split(flat, threads)
     workers = [threading.Thread(target=erf, args=(c,), kwargs={"out": c}) for c in chunks[1:]]
     for w in workers:
         w.start()
@@ -136,14 +146,14 @@ def _erf_inplace(x: np.ndarray) -> None:
         w.join()
 
 
-def _gelu_x2(x: np.ndarray) -> np.ndarray:
+def _gelu_x2(x: np.ndarray, erf_threads: int = _ERF_THREADS) -> np.ndarray:
     """2 * GELU(x) with exact erf (BERT's ``hidden_act="gelu"``; tanh would drift).
 
     The factor 0.5 is folded (exactly: a power of two) into the next weight
     matrix at load time, saving a pass over the largest activation.
     """
     t = x * _INV_SQRT2
-    _erf_inplace(t)
+    _erf_inplace(t, erf_threads)
     t += _ONE
     t *= x
     return t
@@ -295,7 +305,12 @@ class MiniLMEncoder:
         model = self._load()
         ids = [e.ids for e in model.tokenizer.encode_batch([str(s) for s in texts])]
         order = sorted(range(len(ids)), key=lambda i: -len(ids[i]))
-        for batch in _length_batches(order, [len(x) for x in ids], batch_size):
+        workers = _batch_workers()
+        if workers > 1:  # enough batches to keep every worker busy
+            batch_size = max(1, min(batch_size, -(-len(texts) // workers)))
+        batches = _length_batches(order, [len(x) for x in ids], batch_size)
+
+        def run(batch: list[int], erf_threads: int) -> None:
             width = len(ids[batch[0]])
             # Pad id is irrelevant: padded positions are masked in attention/pooling.
             input_ids = np.zeros((len(batch), width), dtype=np.int64)
@@ -303,10 +318,21 @@ class MiniLMEncoder:
             for r, i in enumerate(batch):
                 input_ids[r, : len(ids[i])] = ids[i]
                 mask[r, : len(ids[i])] = _ONE
-            out[batch] = self._forward(model, input_ids, mask)
+            out[batch] = self._forward(model, input_ids, mask, erf_threads)
+
+        if workers > 1 and len(batches) > 1:
+            from concurrent.futures import ThreadPoolExecutor
+
+            from threadpoolctl import threadpool_limits
+
+            with threadpool_limits(1, user_api="blas"), ThreadPoolExecutor(min(workers, len(batches))) as pool:
+                list(pool.map(lambda batch: run(batch, 1), batches))
+        else:
+            for batch in batches:
+                run(batch, _ERF_THREADS)
         return out
 
-    def _forward(self, m: _Model, input_ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    def _forward(self, m: _Model, input_ids: np.ndarray, mask: np.ndarray, erf_threads: int) -> np.ndarray:
         """BERT encoder + masked mean pooling + L2 normalisation for one batch."""
         b, n = input_ids.shape
         d = self.dim
@@ -337,7 +363,7 @@ class MiniLMEncoder:
             x = _layer_norm(y, lyr.attn_ln_g, lyr.attn_ln_b, m.ln_eps)
             h = x @ lyr.ffn_in_w
             h += lyr.ffn_in_b
-            y = _gelu_x2(h) @ lyr.ffn_out_w
+            y = _gelu_x2(h, erf_threads) @ lyr.ffn_out_w
             y += lyr.ffn_out_b
             y += x
             x = _layer_norm(y, lyr.ffn_ln_g, lyr.ffn_ln_b, m.ln_eps)

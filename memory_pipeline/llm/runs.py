@@ -1,8 +1,8 @@
 """What the abstraction assets need from the LLM layer, for any distiller (offline or Anthropic).
 
-Non-attempts. The 7-day fingerprint TTL must only count real attempts. `clusters` already ignores its own
-TTL skips; two more kinds of skip are not attempts either, and `distillations` gives their clusters back
-to the night's work:
+Non-attempts. The 7-day fingerprint TTL must only count real attempts, so `clusters` (and with it the dry
+run's listing) ignores its own TTL skips and two more kinds of skip, whose clusters are the night's work
+again:
 
 - `deferred to the next night: cost cap $0.25 reached` — the cluster was never sent (the cap would have
   been crossed);
@@ -14,11 +14,8 @@ an attempt: the model answered, and the TTL applies.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
-
-import duckdb
-import pandas as pd
 
 from memory_pipeline.abstraction.clustering import RECENT_SKIP_REASON
 from memory_pipeline.abstraction.distill import Distillation
@@ -39,7 +36,6 @@ __all__ = [
     "distill_all",
     "extract_all",
     "is_deferred",
-    "retryable_fingerprints",
     "verdict_with_deferrals",
 ]
 
@@ -76,23 +72,6 @@ def extract_all(distiller: Any, texts: Sequence[str]) -> list[dict[str, str] | N
         except Exception as exc:  # noqa: BLE001 - non-fatal, recorded by the asset
             out.append(exc)
     return out
-
-
-def retryable_fingerprints(con: duckdb.DuckDBPyConnection, fingerprints: Iterable[str], since: Any) -> set[str]:
-    """Of `fingerprints` (skipped by the TTL), those with no real attempt logged since `since`."""
-    wanted = sorted(set(fingerprints))
-    if not wanted:
-        return set()
-    frame = pd.DataFrame({"fp": wanted})  # noqa: F841 - scanned by DuckDB by name
-    not_attempt = " OR ".join("starts_with(coalesce(reason, ''), ?)" for _ in NON_ATTEMPT_PREFIXES)
-    rows = con.execute(
-        f"""
-        SELECT DISTINCT l.cluster_fingerprint FROM compression_log l JOIN frame f ON f.fp = l.cluster_fingerprint
-        WHERE l.created_at >= ? AND NOT (l.status = 'skipped' AND ({not_attempt}))
-        """,
-        [since, *NON_ATTEMPT_PREFIXES],
-    ).fetchall()
-    return set(wanted) - {r[0] for r in rows}
 
 
 def verdict_with_deferrals(verdict: str, reason: str | None, deferred: int, cap_usd: float) -> tuple[str, str | None]:

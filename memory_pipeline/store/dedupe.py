@@ -2,10 +2,12 @@
 
 Seed 004: the archived twin's tags and nexus keys are carried to the kept twin (union) and a tombstone
 records both what the archived twin had and what the kept one gained, so retrieval by key still finds the
-text and a rollback can take back exactly what was added."""
+text and a rollback can take back exactly what was added. With external indexes configured, the same
+transaction queues their outbox actions: delete each archived twin, upsert the kept one with its new keys."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
 import duckdb
@@ -25,6 +27,7 @@ def archive_exact_duplicates(
     fresh_before: datetime,
     now: datetime,
     run_id: str,
+    index_names: Sequence[str] = (),
 ) -> list[tuple[str, str]]:
     """Archive active observations whose normalised text equals an older one's. Returns (archived, kept).
 
@@ -54,7 +57,32 @@ def archive_exact_duplicates(
     ).fetchall()
     pairs = sorted((str(a), str(k)[len(DEDUPE_PREFIX) :]) for a, k in rows)
     _carry_keys(con, pairs, run_id, now)
+    if index_names:
+        _enqueue(con, pairs, index_names, run_id, now)
     return pairs
+
+
+def _enqueue(
+    con: duckdb.DuckDBPyConnection, pairs: list[tuple[str, str]], index_names: Sequence[str], run_id: str, now: datetime
+) -> None:
+    from memory_pipeline.graph.outbox import enqueue_compaction, memory_payload
+
+    twins: dict[str, list[str]] = {}
+    for archived, kept in pairs:
+        twins.setdefault(kept, []).append(archived)
+    rows = con.execute(
+        "SELECT id, kind, nexus_keys, tags FROM memories WHERE list_contains(?, id)", [sorted(twins)]
+    ).fetchall()
+    for kept, kind, keys, tags in rows:
+        enqueue_compaction(
+            con,
+            index_names=index_names,
+            summary_id=kept,
+            summary_payload=memory_payload(kind, keys, tags),
+            source_ids=twins[kept],
+            run_id=run_id,
+            now=now,
+        )
 
 
 def _union(have: list[str], extra: list[str]) -> tuple[list[str], list[str]]:

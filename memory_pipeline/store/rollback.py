@@ -23,6 +23,7 @@ import pandas as pd
 
 from memory_pipeline.store import lease
 from memory_pipeline.store.db import MemoryStore, utcnow
+from memory_pipeline.store.invariants import DEDUPE_PREFIX
 
 
 class RollbackRefused(ValueError):
@@ -39,9 +40,15 @@ class RollbackPlan:
     fingerprints: list[tuple[str, str, int]] = field(default_factory=list)
     tombstones: list[str] = field(default_factory=list)  # memory ids whose tombstone of these runs gets reverted
     twin_additions: list[tuple[str, list[str], list[str]]] = field(default_factory=list)  # (kept twin, tags, keys)
+    kept_twins: list[str] = field(default_factory=list)  # what exact dedupe kept: re-upserted with its old keys
     hubs_unpinned: list[str] = field(default_factory=list)  # hubs the runs pinned (hub_policy=pin)
     index_names: list[str] = field(default_factory=list)
     outbox_actions: int = 0
+
+    @property
+    def reindexed(self) -> list[str]:
+        """Memories an external index gets back as they are after the rollback."""
+        return sorted({*self.sources, *self.kept_twins})
 
     @property
     def empty(self) -> bool:
@@ -137,12 +144,13 @@ def plan(con: duckdb.DuckDBPyConnection, run_ids: list[str], index_names: Sequen
         ).fetchall()
     ]
     tombstones = con.execute(
-        f"""SELECT memory_id, replaced_by_summary_id, added_tags, added_nexus_keys FROM tombstones
+        f"""SELECT memory_id, replaced_by_summary_id, added_tags, added_nexus_keys, cluster_id FROM tombstones
             WHERE run_id IN ({ph}) AND reverted_at IS NULL ORDER BY archived_at, memory_id""",
         run_ids,
     ).fetchall()
     p.tombstones = sorted({str(r[0]) for r in tombstones})
     p.twin_additions = [(str(r[1]), list(r[2] or []), list(r[3] or [])) for r in tombstones if r[2] or r[3]]
+    p.kept_twins = sorted({str(r[1]) for r in tombstones if str(r[4]).startswith(DEDUPE_PREFIX)})
     p.hubs_unpinned = [
         r[0]
         for r in con.execute(
@@ -153,7 +161,7 @@ def plan(con: duckdb.DuckDBPyConnection, run_ids: list[str], index_names: Sequen
     written = con.execute(f"SELECT DISTINCT index_name FROM outbox WHERE run_id IN ({ph})", run_ids).fetchall()
     p.index_names = sorted({*index_names, *(str(r[0]) for r in written)})
     if p.index_names:
-        p.outbox_actions = len(p.index_names) * (len(p.sources) + len(p.summaries))
+        p.outbox_actions = len(p.index_names) * (len(p.reindexed) + len(p.summaries))
     return p
 
 
@@ -201,10 +209,10 @@ def apply(con: duckdb.DuckDBPyConnection, p: RollbackPlan, now: datetime, rollba
             "INSERT INTO compression_log VALUES (?, ?, ?, NULL, 'rolled_back', ?, ?, NULL, ?, ?)",
             [uuid.uuid4().hex, fingerprint, cluster_id, f"rolled back by {rollback_id}", members, rollback_id, now],
         )
-    if p.index_names and (p.sources or p.summaries):
+    if p.index_names and (p.reindexed or p.summaries):
         from memory_pipeline.graph.outbox import enqueue_rollback
 
-        src = pd.DataFrame({"id": p.sources})  # noqa: F841 - scanned by DuckDB
+        src = pd.DataFrame({"id": p.reindexed})  # noqa: F841 - scanned by DuckDB
         restored = con.execute(
             "SELECT id, kind, nexus_keys, tags FROM memories WHERE id IN (SELECT id FROM src) ORDER BY id"
         ).fetchall()

@@ -181,6 +181,35 @@ def test_exact_dedupe_carries_keys_to_the_kept_twin_and_rollback_takes_them_back
     assert_invariants(home)
 
 
+def test_exact_dedupe_keeps_an_external_index_in_step_and_rollback_converges_it(tmp_path: Path) -> None:
+    home = tmp_path / "ws"
+    text = "The nightly brain.db backup collided with cortex_dedupe at 03:00."
+    records = [
+        memory("kept", text, 20, keys=["db:brain.db"], tags=["ops/backup"]),
+        memory("dup-1", text.upper(), 15, keys=["job:cortex_dedupe"], tags=["ops/lock"]),
+        memory("other", "the payments API timed out at the charge endpoint", 14, keys=["err:timeout"]),
+    ]
+    store = make_workspace(home, records)
+    engine = dict(external_indexes="vectors")
+    index = DirectoryIndex(home / "indexes" / "vectors", "vectors")
+    seed_index(store, index)
+    before = index_state(index)
+
+    night = run_nightly(home, **engine)
+    assert night.success
+    assert dg.materialize([outbox_drain], resources=resources(home, **engine)).success
+    after = index_state(index)
+    assert not any(name.startswith("dup-1") for name in after)  # the archived twin left the index …
+    kept_entry = next(body for name, body in after.items() if name.startswith("kept"))
+    assert "job:cortex_dedupe" in kept_entry and "ops/lock" in kept_entry  # … and its keys reach the kept one
+
+    _, plan = rb.rollback(store, [night.run_id], dry_run=False, index_names=["vectors"])
+    assert plan.sources == ["dup-1"] and plan.kept_twins == ["kept"] and plan.outbox_actions == 2
+    assert dg.materialize([outbox_drain], resources=resources(home, **engine)).success
+    assert index_state(index) == before
+    assert_invariants(home)
+
+
 class FailsOnce:
     """An index that refuses the first delete it sees (e.g. a timeout), then works."""
 

@@ -34,7 +34,14 @@ from memory_pipeline_tests.llm.fake_api import (
 FAST = {"rate_limit_per_min": 100_000}  # the limiter itself is unit-tested; here it must not slow the night
 
 
-def run_night(home: Path, instance: dg.DagsterInstance, base_url: str, mode: str = "anthropic", **engine: object):
+def run_night(
+    home: Path,
+    instance: dg.DagsterInstance,
+    base_url: str,
+    mode: str = "anthropic",
+    job: str = "nightly_consolidation",
+    **engine: object,
+):
     resources = resources_for(home, **{**FAST, **engine})
     resources["llm"] = LLMResource(
         api_key=dg.EnvVar("ANTHROPIC_API_KEY"),  # as definitions.py wires it: the key never enters config
@@ -45,8 +52,8 @@ def run_night(home: Path, instance: dg.DagsterInstance, base_url: str, mode: str
         retry_base_delay_s=0.001,
         batch_poll_interval_s=0.01,
     )
-    job = build_definitions(resources).resolve_job_def("nightly_consolidation")
-    return job.execute_in_process(instance=instance, raise_on_error=False)
+    job_def = build_definitions(resources).resolve_job_def(job)
+    return job_def.execute_in_process(instance=instance, raise_on_error=False)
 
 
 def ledger_cost(home: Path, run_id: str, llm: LLMResource | None = None) -> tuple[float, int]:
@@ -155,6 +162,11 @@ def test_a_night_stopped_by_the_cost_cap_leaves_the_rest_for_the_next_night(work
         assert len(deferred) == deferred_n and len(failed) == 1 and len(invalid) == 1
         assert report["skip_reasons"]["LLM error"] == 1
 
+        dry = run_night(workspace, instance, base_url, job="consolidation_dry_run")
+        assert dry.success
+        listed = {c.cluster_id: c.skip_reason for c in dry.output_for_node("clusters")}
+        assert all(listed[cid] is None for cid in deferred | failed)  # due tonight, not "recently processed"
+        assert all(listed[cid].startswith("fingerprint processed") for cid in invalid)
         second = run_night(workspace, instance, base_url)  # the next night, cap as default
     assert second.success
     assert_store_invariants(second)

@@ -22,7 +22,6 @@ from memory_pipeline.llm.runs import (
     distill_all,
     extract_all,
     is_deferred,
-    retryable_fingerprints,
     verdict_with_deferrals,
 )
 from memory_pipeline.resources import LLMResource
@@ -69,8 +68,8 @@ def test_deferred_and_llm_error_skips_are_not_attempts(tmp_path: Path) -> None:
             reason=f"{DEFERRED_PREFIX}cost cap $0.25 reached",
         )
     with store.connect() as con:
-        due = retryable_fingerprints(con, list(logged) + ["fp-never"], NOW - timedelta(days=7))
-    assert due == {"fp-deferred", "fp-api", "fp-ttl", "fp-never"}
+        recent = repo.recent_fingerprints(con, NOW - timedelta(days=7), NON_ATTEMPT_PREFIXES)
+    assert recent == {"fp-ratio", "fp-json", "fp-done"}  # the model answered: those wait out the TTL
     assert is_deferred(f"{DEFERRED_PREFIX}cost cap $0.25 reached") and not is_deferred("LLM error: 500")
     assert len(NON_ATTEMPT_PREFIXES) == 3
 

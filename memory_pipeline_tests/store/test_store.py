@@ -180,3 +180,37 @@ def test_unknown_format_and_missing_file(tmp_path: Path) -> None:
         import_path(store, tmp_path / "x.csv")
     with pytest.raises(FileNotFoundError, match="no such file"):
         import_path(store, tmp_path / "missing.jsonl")
+
+
+def test_eligible_set_survives_the_io_manager_pickle_with_its_list_columns(tmp_path: Path) -> None:
+    import pickle
+    from datetime import datetime
+
+    from memory_pipeline.store.records import MemoryRecord
+
+    store = MemoryStore(tmp_path / "m.duckdb")
+    store.migrate()
+    records = [
+        MemoryRecord(
+            id=f"m-{i}",
+            content=f"memory {i}",
+            importance=1.0,
+            created_at=datetime(2026, 10, 1),
+            categories=["ops", f"c{i}"],
+            tags=[f"t{i}"] if i % 2 else [],
+            nexus_keys=["k:shared"],
+        )
+        for i in range(5)
+    ]
+    vectors = np.random.default_rng(0).standard_normal((5, 8)).astype(np.float32)
+    with store.transaction() as con:
+        repo.insert_memories(con, records)
+        repo.upsert_embeddings(con, "model", [r.id for r in records], vectors, datetime(2026, 10, 2))
+    with store.connect() as con:
+        eligible = repo.load_eligible(con, "model", 2.5, datetime(2026, 11, 1))
+    back = pickle.loads(pickle.dumps(eligible))
+    assert list(back.frame.columns) == list(eligible.frame.columns) and len(back.frame) == 5
+    assert back.frame.dtypes.to_dict() == eligible.frame.dtypes.to_dict()
+    for column in ("categories", "tags", "nexus_keys"):
+        assert [list(v) for v in back.frame[column]] == [list(v) for v in eligible.frame[column]]
+    assert np.array_equal(back.vectors, vectors) and back.vectors.dtype == np.float32
