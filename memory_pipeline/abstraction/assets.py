@@ -341,6 +341,7 @@ def _embedding_clusters(
     )
     return found, {
         "graph_build": graph.mode,
+        "graph_engine": "int8 screen + float64 verdict" if threshold_graph.screen_available() else "float32 tiles",
         "graph_rows_computed": int(graph.stats.get("computed_rows", 0)),
         "graph_edges": int(graph.rows.size),
     }

@@ -98,7 +98,7 @@ def validate_abstraction(
     if tokens > max_tokens:
         raise DistillationRejected(f"abstraction has {tokens} tokens, above the {max_tokens} cap")
     for mid in member_ids:
-        if mid and re.search(rf"(?<![\w-]){re.escape(mid)}(?![\w-])", text):
+        if mid and mid in text and re.search(rf"(?<![\w-]){re.escape(mid)}(?![\w-])", text):  # `in`: no compile
             raise DistillationRejected(f"leaked memory id {mid}")
     ratio = source_tokens / tokens
     if ratio < min_ratio:

@@ -27,6 +27,7 @@ INCREMENTAL = "incremental"
 FULL = "full"
 BUILD_MODES = (INCREMENTAL, FULL)
 BUILD_ENV = "MEMORY_PIPELINE_CLUSTER_BUILD"
+SCREEN_ENV = "MEMORY_PIPELINE_CLUSTER_SCREEN"  # auto (int8 screen when onnxruntime is installed) | off
 
 _CHECKSUM_ROWS = 65536
 _CHECKSUM_SEED = 0x5EED  # fixed: checksums are persisted
@@ -40,6 +41,29 @@ def resolve_mode(configured: str = "", environ: Mapping[str, str] | None = None)
         source = "config `build`" if configured else BUILD_ENV
         raise ValueError(f"{source}={value!r}: expected one of {', '.join(BUILD_MODES)}")
     return value
+
+
+def screen_available(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether edges go through the int8 screen (`screening`, the same edge set, ~2.5× faster here on AMX)."""
+    env = os.environ if environ is None else environ
+    if env.get(SCREEN_ENV, "auto").strip().lower() in ("off", "0", "false", "no"):
+        return False
+    try:
+        import onnxruntime  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def threshold_graph_edges(
+    vectors: np.ndarray, threshold: float, tile_rows: int, tile_cols: int, rows: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The exact edge set, through the int8 screen when it is available, else the float32 tiles."""
+    if screen_available():
+        from memory_pipeline.abstraction.screening import screened_threshold_edges
+
+        return screened_threshold_edges(vectors, threshold, tile_rows, tile_cols, rows=rows)
+    return threshold_edges(vectors, threshold, tile_rows, tile_cols, rows=rows)
 
 
 def vector_checksums(vectors: np.ndarray) -> np.ndarray:
@@ -174,7 +198,7 @@ def _full(
     tile_cols: int,
 ) -> GraphUpdate:
     n = int(ids.size)
-    rows, cols = threshold_edges(vectors, threshold, tile_rows, tile_cols) if n else (_empty(), _empty())
+    rows, cols = threshold_graph_edges(vectors, threshold, tile_rows, tile_cols) if n else (_empty(), _empty())
     start = stored.next_node if stored is not None else 0
     node_of_row = np.arange(start, start + n, dtype=np.int64)
     return GraphUpdate(
@@ -232,7 +256,7 @@ def _incremental(
     old_r, old_c = ra[alive], rb[alive]
 
     new_r, new_c = (
-        threshold_edges(vectors, threshold, tile_rows, tile_cols, rows=fresh_rows)
+        threshold_graph_edges(vectors, threshold, tile_rows, tile_cols, rows=fresh_rows)
         if fresh_rows.size
         else (_empty(), _empty())
     )

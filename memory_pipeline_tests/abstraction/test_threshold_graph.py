@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memory_pipeline.abstraction import threshold_graph as tg
-from memory_pipeline.abstraction.clustering import threshold_edges
+from memory_pipeline.abstraction.clustering import components, threshold_edges
 from memory_pipeline.store import MemoryStore, edges
 from memory_pipeline.store import repository as repo
 from memory_pipeline.store.records import MemoryRecord
@@ -30,9 +30,11 @@ def partition(update: tg.GraphUpdate, ids: np.ndarray, min_size: int = 2) -> set
 
 
 def assert_equals_full(update: tg.GraphUpdate, ids: np.ndarray, vectors: np.ndarray, threshold: float) -> None:
-    full = tg.update_graph(None, ids, vectors, model=MODEL, threshold=threshold, mode=tg.FULL)
-    assert edge_set(update.rows, update.cols, ids) == edge_set(full.rows, full.cols, ids)
-    assert partition(update, ids) == partition(full, ids)
+    """Against the exact float32-tile build, whichever engine (int8 screen or tiles) the night used."""
+    rows, cols = threshold_edges(vectors, threshold) if len(ids) else (np.zeros(0, int), np.zeros(0, int))
+    assert edge_set(update.rows, update.cols, ids) == edge_set(rows, cols, ids)
+    full = {frozenset(ids[g].tolist()) for g in components(len(ids), rows, cols, 2)}
+    assert partition(update, ids) == full
     assert np.all(update.rows < update.cols)
 
 
@@ -105,7 +107,10 @@ class Night:
         return update
 
 
-def test_incremental_nights_equal_full_rebuilds(tmp_path: Path) -> None:
+@pytest.mark.parametrize("screen", ["auto", "off"])  # the int8 screen (onnxruntime is a dependency) and the tiles
+def test_incremental_nights_equal_full_rebuilds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, screen: str) -> None:
+    monkeypatch.setenv(tg.SCREEN_ENV, screen)
+    assert tg.screen_available() is (screen == "auto")
     night = Night(tmp_path)
     first = night.add(240)
     u = night.run()
