@@ -64,16 +64,3 @@ class AtomIndex:
         self._subjects[n], self._actions[n] = subject, action
         self.ids.append(atom_id)
 
-
-def find_matching_atom(
-    candidate: dict[str, str],
-    atoms: Sequence[ExistingAtom],
-    embed: Embed,
-    subject_threshold: float,
-    action_threshold: float,
-) -> str | None:
-    """One candidate against a list of atoms (the night's loop keeps an `AtomIndex` instead)."""
-    if not atoms:
-        return None
-    subject, action = embed([candidate["subject"], candidate["action"]])
-    return AtomIndex(atoms, embed).match(subject, action, subject_threshold, action_threshold)
