@@ -218,11 +218,14 @@ def main(argv: list[str] | None = None) -> None:
         "seeded graph exact",
         "load (1 min)",
     )
+    from memory_pipeline.abstraction.threshold_graph import screen_available
+
+    engine = "int8 screen + float64 verdict" if screen_available() else "float32 tiles + float64 re-check"
     body = (
         "### Incremental night (threshold 0.82, synthetic vectors in memory; see benchmarks/incremental.py)\n\n"
         + common.table(header, rows)
         + f"\n\nGraph update = checksums of all N vectors, matching the stored graph, the new rows' edges "
-        f"against all N (float32 tiles + float64 re-check), old edges remapped. Floor = new × N × d "
+        f"against all N ({engine}), old edges remapped. Floor = new × N × d (float32) "
         f"multiply-adds at the measured GEMM rate. Setup (data + seeded graph, not timed): "
         f"{r['setup_s']:.0f} s. Stats: {r['stats']}."
     )
