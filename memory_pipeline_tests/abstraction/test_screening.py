@@ -161,3 +161,6 @@ def test_rows_subset_equals_the_exact_incremental_edges() -> None:
     assert edge_set(*got) == edge_set(*exact_rows) and len(got[0]) == len(exact_rows[0]) > 100
     assert np.all(got[0] < got[1])
     assert screening.screened_threshold_edges(vectors, 0.82, rows=np.zeros(0, dtype=np.int64))[0].size == 0
+    one = np.array([int(rows[0])])  # a night with one new memory: a one-row strip
+    got_one = screening.screened_threshold_edges(vectors, 0.82, tile_rows=64, tile_cols=256, rows=one)
+    assert edge_set(*got_one) == edge_set(*clustering.threshold_edges(vectors, 0.82, rows=one))
