@@ -80,7 +80,25 @@ class _Bounds:
         self.hi = hi if float(hi) >= threshold + eps else np.nextafter(hi, np.float32(np.inf))
 
 
-def _strips(n: int, rows: np.ndarray | None, tile_rows: int) -> Iterator[tuple[np.ndarray | slice, int]]:
+def select_rows(n: int, rows: np.ndarray | None) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """`rows` as sorted unique indices and as a mask over the n rows; (None, None) for a full build."""
+    if rows is None:
+        return None, None
+    rows = np.unique(np.asarray(rows, dtype=np.int64))
+    in_rows = np.zeros(n, dtype=bool)
+    in_rows[rows] = True
+    return rows, in_rows
+
+
+def taken_once(r: np.ndarray, c: np.ndarray, in_rows: np.ndarray | None) -> np.ndarray:
+    """Which of the tile's pairs (r, c) this build reports, so each pair comes out once: the upper triangle
+    of a full build; with `rows`, a pair inside them from its smaller end, a pair leaving them always."""
+    if in_rows is None:
+        return r < c
+    return (r != c) & ((r < c) | ~in_rows[c])
+
+
+def strips(n: int, rows: np.ndarray | None, tile_rows: int) -> Iterator[tuple[np.ndarray | slice, int]]:
     """Row strips: (index or slice, first column to visit)."""
     if rows is None:
         for i0 in range(0, n, tile_rows):
@@ -119,16 +137,12 @@ def threshold_edges(
         return empty, empty
     v32 = normalise(vectors)
     bounds = _Bounds(threshold, int(v32.shape[1]))
-    in_rows: np.ndarray | None = None
-    if rows is not None:
-        rows = np.unique(np.asarray(rows, dtype=np.int64))
-        if rows.size == 0:
-            return empty, empty
-        in_rows = np.zeros(n, dtype=bool)
-        in_rows[rows] = True
+    rows, in_rows = select_rows(n, rows)
+    if rows is not None and rows.size == 0:
+        return empty, empty
     tr = max(1, min(tile_rows, n if rows is None else rows.size))
     tc = max(1, min(tile_cols, n))
-    strips = list(_strips(n, rows, tr))
+    work = list(strips(n, rows, tr))
     local = threading.local()
 
     def strip_edges(item: tuple[np.ndarray | slice, int]) -> tuple[list[np.ndarray], list[np.ndarray]]:
@@ -154,10 +168,7 @@ def threshold_edges(
             values = sims.ravel()[flat]
             r = row_ids[flat // width]
             c = flat % width + j0
-            if in_rows is None:
-                keep = r < c
-            else:  # a pair inside `rows` is taken once, from its smaller end; a pair leaving it always
-                keep = (r != c) & ((r < c) | ~in_rows[c])
+            keep = taken_once(r, c, in_rows)
             r, c, values = r[keep], c[keep], values[keep]
             near = values < bounds.hi
             if near.any():
@@ -173,14 +184,14 @@ def threshold_edges(
                 out_c.append(np.maximum(r, c))
         return out_r, out_c
 
-    threads = min(_workers() if workers is None else max(1, workers), len(strips))
+    threads = min(_workers() if workers is None else max(1, workers), len(work))
     if threads > 1:
         from threadpoolctl import threadpool_limits
 
         with threadpool_limits(1, user_api="blas"), ThreadPoolExecutor(threads) as pool:
-            results = list(pool.map(strip_edges, strips))
+            results = list(pool.map(strip_edges, work))
     else:
-        results = [strip_edges(item) for item in strips]
+        results = [strip_edges(item) for item in work]
     out_r = [a for r_list, _ in results for a in r_list]
     out_c = [a for _, c_list in results for a in c_list]
     if not out_r:

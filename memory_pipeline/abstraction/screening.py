@@ -33,10 +33,12 @@ import numpy as np
 from memory_pipeline.abstraction.clustering import (
     TILE_COLS,
     TILE_ROWS,
-    _strips,
     cosine64,
     normalise,
     recheck_window,
+    select_rows,
+    strips,
+    taken_once,
 )
 
 QMAX = 127  # symmetric int8 codes: |q| ≤ 127, so the u8 side (q + 128) stays in 1..255
@@ -234,14 +236,10 @@ def screened_threshold_edges(
     dim = int(v32.shape[1])
     if dim == 0 or dim > _MAX_DIM:
         raise ValueError(f"vectors must have 1..{_MAX_DIM} dimensions for the int8 screen, got {dim}")
+    rows, in_rows = select_rows(n, rows)
+    if rows is not None and rows.size == 0:
+        return empty, empty
     quant = Quantised(v32, float(threshold))
-    in_rows: np.ndarray | None = None
-    if rows is not None:
-        rows = np.unique(np.asarray(rows, dtype=np.int64))
-        if rows.size == 0:
-            return empty, empty
-        in_rows = np.zeros(n, dtype=bool)
-        in_rows[rows] = True
     tr = max(1, min(tile_rows, n if rows is None else rows.size))
     tc = max(1, min(tile_cols, n))
     local = threading.local()
@@ -271,10 +269,7 @@ def screened_threshold_edges(
             products = tile.ravel()[flat]
             r = row_ids[flat // width]
             c = flat % width + j0
-            if in_rows is None:
-                once = r < c
-            else:  # as the exact build: a pair inside `rows` is taken from its smaller end, one leaving it always
-                once = (r != c) & ((r < c) | ~in_rows[c])
+            once = taken_once(r, c, in_rows)
             r, c, products = r[once], c[once], products[once]
             candidate, sure = quant.classify(r, c, products)
             found += int(candidate.sum())
@@ -292,15 +287,15 @@ def screened_threshold_edges(
             counts["rechecked"] += checked
         return out_r, out_c
 
-    strips = list(_strips(n, rows, tr))
+    work = list(strips(n, rows, tr))
     if workers is None:
         workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    threads = max(1, min(workers, len(strips)))
+    threads = max(1, min(workers, len(work)))
     if threads > 1:
         with ThreadPoolExecutor(threads) as pool:
-            results = list(pool.map(strip_edges, strips))
+            results = list(pool.map(strip_edges, work))
     else:
-        results = [strip_edges(item) for item in strips]
+        results = [strip_edges(item) for item in work]
     if stats is not None:
         stats.update(counts, margin=quant.widest)
     out_r = [a for r_list, _ in results for a in r_list]
