@@ -2,11 +2,12 @@ import dagster as dg
 import pytest
 import yaml
 
-from memory_pipeline.abstraction.assets import POOL
-from memory_pipeline.definitions import REPO_ROOT, defs
+from memory_pipeline import definitions
+from memory_pipeline.defs.abstraction.assets import POOL
 from memory_pipeline.resources import EngineConfig
-from memory_pipeline.settings import SettingsError, env_overrides
+from memory_pipeline.settings import REPO_ROOT, SettingsError, env_overrides
 
+defs = definitions.defs()
 PIPELINE = ["exact_duplicates", "memory_embeddings", "eligible_memories", "clusters", "distillations",
             "compressed_memories", "archive_updates", "atoms", "report"]
 

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from memory_pipeline.abstraction.clustering import (
+from memory_pipeline.similarity.clustering import (
     TILE_COLS,
     TILE_ROWS,
     cosine64,

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from memory_pipeline.abstraction.clustering import TILE_COLS, TILE_ROWS, components, threshold_edges
+from memory_pipeline.similarity.clustering import TILE_COLS, TILE_ROWS, components, threshold_edges
 
 INCREMENTAL = "incremental"
 FULL = "full"
@@ -60,7 +60,7 @@ def threshold_graph_edges(
 ) -> tuple[np.ndarray, np.ndarray]:
     """The exact edge set, through the int8 screen when it is available, else the float32 tiles."""
     if screen_available():
-        from memory_pipeline.abstraction.screening import screened_threshold_edges
+        from memory_pipeline.similarity.screening import screened_threshold_edges
 
         return screened_threshold_edges(vectors, threshold, tile_rows, tile_cols, rows=rows)
     return threshold_edges(vectors, threshold, tile_rows, tile_cols, rows=rows)

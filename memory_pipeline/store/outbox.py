@@ -17,8 +17,8 @@ import duckdb
 import pandas as pd
 
 from memory_pipeline.faults import crash_point
-from memory_pipeline.graph.external_index import ExternalIndex, OutboxAction
 from memory_pipeline.store.db import MemoryStore, atomic
+from memory_pipeline.store.external_index import ExternalIndex, OutboxAction
 
 CRASH_POINT = "draining_outbox"  # MEMORY_PIPELINE_CRASH_AT=draining_outbox: SIGKILL after an apply, before done
 

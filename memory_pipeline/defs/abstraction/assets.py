@@ -12,10 +12,7 @@ import dagster as dg
 import duckdb
 import pandas as pd
 
-from memory_pipeline.abstraction import clustering, threshold_graph
 from memory_pipeline.abstraction.atoms import AtomIndex, ExistingAtom
-from memory_pipeline.abstraction.clustering import MemoryCluster
-from memory_pipeline.abstraction.distill import Distillation, DistillationRejected, Member, validate_abstraction
 from memory_pipeline.abstraction.report import (
     CompressionError,
     CompressionRunReport,
@@ -24,21 +21,24 @@ from memory_pipeline.abstraction.report import (
     reduction_pct,
 )
 from memory_pipeline.faults import crash_point
-from memory_pipeline.graph import outbox as graph_outbox
 from memory_pipeline.graph import plan as graph_plan
 from memory_pipeline.graph import queries as graph_queries
-from memory_pipeline.graph.external_index import parse_index_names
+from memory_pipeline.llm.distill import Distillation, DistillationRejected, Member, validate_abstraction
 from memory_pipeline.operator.metadata import OWNERS, cluster_size_metadata, outcome_metadata
 from memory_pipeline.operator.progress import ThrottledProgress, encode_in_steps
 from memory_pipeline.resources import EmbedderResource, EngineConfig, LLMResource, MemoryStoreResource
+from memory_pipeline.resources.store import POOL
+from memory_pipeline.similarity import clustering, threshold_graph
+from memory_pipeline.similarity.clustering import MemoryCluster
 from memory_pipeline.store import backup, edges, lease
+from memory_pipeline.store import outbox as graph_outbox
 from memory_pipeline.store import repository as repo
 from memory_pipeline.store.db import MemoryStore, atomic, utcnow
 from memory_pipeline.store.dedupe import archive_exact_duplicates
+from memory_pipeline.store.external_index import parse_index_names
 from memory_pipeline.store.records import MemoryRecord
 
 GROUP = "abstraction"
-POOL = "memory_store"  # DuckDB allows one writer process: every asset that writes the store shares this pool.
 ARCHIVED_IMPORTANCE = 0.5
 SUMMARY_IMPORTANCE_FLOOR = 1.0
 ATOM_CONFIDENCE_NEW = 0.7

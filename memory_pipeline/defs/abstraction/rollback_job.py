@@ -2,10 +2,10 @@
 
 import dagster as dg
 
-from memory_pipeline.abstraction.assets import POOL
-from memory_pipeline.graph.external_index import parse_index_names
 from memory_pipeline.resources import EngineConfig, MemoryStoreResource
+from memory_pipeline.resources.store import POOL
 from memory_pipeline.store import rollback as rb
+from memory_pipeline.store.external_index import parse_index_names
 from memory_pipeline.store.records import parse_timestamp
 
 

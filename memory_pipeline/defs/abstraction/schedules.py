@@ -4,7 +4,7 @@ import os
 
 import dagster as dg
 
-from memory_pipeline.abstraction.assets import (
+from memory_pipeline.defs.abstraction.assets import (
     GROUP,
     archive_updates,
     atoms,

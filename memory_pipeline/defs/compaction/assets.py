@@ -9,9 +9,9 @@ import dagster as dg
 
 from memory_pipeline.compaction import engine as compactor
 from memory_pipeline.compaction import report
-from memory_pipeline.compaction.partitions import clamp_to_window, weekly_partitions
 from memory_pipeline.compaction.routing import validate_vocabulary
 from memory_pipeline.compaction.tiers import DEFAULT_SEMANTIC_FILE, measure
+from memory_pipeline.defs.compaction.partitions import clamp_to_window, weekly_partitions
 from memory_pipeline.resources import EngineConfig, LLMResource, MemoryStoreResource
 from memory_pipeline.store.records import parse_timestamp
 

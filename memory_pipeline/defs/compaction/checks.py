@@ -4,8 +4,8 @@ file, and "never delete" — files across the tiers plus the archive never drop.
 import dagster as dg
 
 from memory_pipeline.compaction import governance, triggers
-from memory_pipeline.compaction.assets import compaction_report, semantic_insights
 from memory_pipeline.compaction.tiers import measure_tier, memory_root, read_text, tier_files
+from memory_pipeline.defs.compaction.assets import compaction_report, semantic_insights
 from memory_pipeline.resources import EngineConfig, MemoryStoreResource
 from memory_pipeline.store.db import utcnow
 

@@ -3,10 +3,10 @@ threshold is met (the run's `tier_volumes` decides; with nothing to do the run e
 
 import dagster as dg
 
-from memory_pipeline.compaction.assets import GROUP, REQUESTED_BY_TAG, TRIGGER_TAG
-from memory_pipeline.compaction.partitions import partition_for, weekly_partitions
 from memory_pipeline.compaction.tiers import measure, memory_root
 from memory_pipeline.compaction.triggers import evaluate
+from memory_pipeline.defs.compaction.assets import GROUP, REQUESTED_BY_TAG, TRIGGER_TAG
+from memory_pipeline.defs.compaction.partitions import partition_for, weekly_partitions
 from memory_pipeline.resources import MemoryStoreResource
 
 WEEKLY_CRON = "0 3 * * 0"

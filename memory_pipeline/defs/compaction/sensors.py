@@ -5,11 +5,11 @@ request a run every tick); once the thresholds clear, the cursor clears and the 
 
 import dagster as dg
 
-from memory_pipeline.compaction.assets import REQUESTED_BY_TAG, TRIGGER_TAG
-from memory_pipeline.compaction.partitions import partition_for
-from memory_pipeline.compaction.schedules import tiered_compaction
 from memory_pipeline.compaction.tiers import measure, memory_root
 from memory_pipeline.compaction.triggers import PRIORITY, evaluate
+from memory_pipeline.defs.compaction.assets import REQUESTED_BY_TAG, TRIGGER_TAG
+from memory_pipeline.defs.compaction.partitions import partition_for
+from memory_pipeline.defs.compaction.schedules import tiered_compaction
 from memory_pipeline.resources import EngineConfig, MemoryStoreResource
 
 IN_FLIGHT = [

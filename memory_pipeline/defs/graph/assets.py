@@ -3,12 +3,13 @@ summary-of-summary rollup (a job that is never scheduled)."""
 
 import dagster as dg
 
-from memory_pipeline.abstraction.assets import POOL
-from memory_pipeline.abstraction.distill import Member, validate_abstraction
-from memory_pipeline.graph import outbox, summary_rollup
-from memory_pipeline.graph.external_index import directory_indexes, parse_index_names
+from memory_pipeline.graph import summary_rollup
+from memory_pipeline.llm.distill import Member, validate_abstraction
 from memory_pipeline.resources import EmbedderResource, EngineConfig, LLMResource, MemoryStoreResource
+from memory_pipeline.resources.store import POOL
+from memory_pipeline.store import outbox
 from memory_pipeline.store.db import utcnow
+from memory_pipeline.store.external_index import directory_indexes, parse_index_names
 
 GROUP = "graph"
 

@@ -5,11 +5,11 @@ from datetime import timedelta
 
 import dagster as dg
 
-from memory_pipeline.abstraction.schedules import nightly_consolidation
-from memory_pipeline.graph import outbox
-from memory_pipeline.graph.assets import drain_outbox_job
+from memory_pipeline.defs.abstraction.schedules import nightly_consolidation
+from memory_pipeline.defs.graph.assets import drain_outbox_job
 from memory_pipeline.graph.triggers import StoreCounts, TriggerParams, decide, quantise
 from memory_pipeline.resources import EngineConfig, MemoryStoreResource
+from memory_pipeline.store import outbox
 
 SPAM_PREFIX = "spam:"
 

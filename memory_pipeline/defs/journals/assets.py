@@ -20,7 +20,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from memory_pipeline.abstraction.assets import POOL
+from memory_pipeline.defs.journals.partitions import daily_partitions, weekly_partitions
 from memory_pipeline.journals import knowledge, tables
 from memory_pipeline.journals.extractors import EXTRACTORS, Extractor, category_of
 from memory_pipeline.journals.gitlog import commit_knowledge
@@ -31,9 +31,9 @@ from memory_pipeline.journals.llm_extractors import (
     llm_extractor,
     version_for,
 )
-from memory_pipeline.journals.partitions import daily_partitions, weekly_partitions
 from memory_pipeline.journals.transcript import day_folder, read_day
 from memory_pipeline.resources import EngineConfig, LLMResource, MemoryStoreResource
+from memory_pipeline.resources.store import POOL
 from memory_pipeline.store.db import MemoryStore, atomic, utcnow
 
 GROUP = "journals"
@@ -451,7 +451,7 @@ def journal_archive(
 ) -> dg.MaterializeResult:
     from zoneinfo import ZoneInfo
 
-    from memory_pipeline.journals.partitions import journal_timezone
+    from memory_pipeline.defs.journals.partitions import journal_timezone
 
     home = store.home_path
     today = date.fromisoformat(config.as_of) if config.as_of else datetime.now(ZoneInfo(journal_timezone())).date()

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import dagster as dg
 
-from memory_pipeline.journals.assets import DAILY_ASSETS, journal_archive, memory_md
-from memory_pipeline.journals.partitions import daily_partitions, journal_timezone, weekly_partitions
+from memory_pipeline.defs.journals.assets import DAILY_ASSETS, journal_archive, memory_md
+from memory_pipeline.defs.journals.partitions import daily_partitions, journal_timezone, weekly_partitions
 
 journal_daily = dg.define_asset_job(
     "journal_daily",

@@ -4,12 +4,12 @@ from typing import Any
 
 import dagster as dg
 
-from memory_pipeline.abstraction.assets import POOL
+from memory_pipeline.defs.rollups.partitions import cores_partitions, spheres_partitions
 from memory_pipeline.resources import LLMResource, MemoryStoreResource
+from memory_pipeline.resources.store import POOL
 from memory_pipeline.rollups import build
 from memory_pipeline.rollups.counters import core_index, sphere_index
 from memory_pipeline.rollups.llm_summary import LLMSummariser
-from memory_pipeline.rollups.partitions import cores_partitions, spheres_partitions
 
 GROUP = "rollups"
 SESSIONS_KEY = dg.AssetKey("sessions")  # the journals domain's parsed sessions (store table `sessions`)

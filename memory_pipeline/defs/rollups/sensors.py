@@ -11,10 +11,10 @@ from pathlib import Path
 import dagster as dg
 import duckdb
 
+from memory_pipeline.defs.rollups.assets import rollup_assign, rollup_cores, rollup_spheres
+from memory_pipeline.defs.rollups.partitions import cores_partitions, spheres_partitions
 from memory_pipeline.resources import MemoryStoreResource
-from memory_pipeline.rollups.assets import rollup_assign, rollup_cores, rollup_spheres
 from memory_pipeline.rollups.counters import CORES_PER_SPHERE, SESSIONS_PER_CORE, core_key_at, sphere_key
-from memory_pipeline.rollups.partitions import cores_partitions, spheres_partitions
 from memory_pipeline.store import MemoryStore
 from memory_pipeline.store.db import StoreError
 
