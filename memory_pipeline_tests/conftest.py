@@ -47,7 +47,7 @@ def embedded_sample(tmp_path_factory: pytest.TempPathFactory) -> Path:
     import_jsonl(MemoryStore(home / "memory.duckdb"), home / "sample.jsonl")
     result = run_job(home, "consolidation_dry_run")  # no embeddings yet: builds nothing, writes nothing
     assert result.success
-    from memory_pipeline.defs.abstraction.assets import memory_embeddings
+    from memory_pipeline.defs.abstraction.cluster_finder import memory_embeddings
 
     materialized = dg.materialize([memory_embeddings], resources=resources_for(home))
     assert materialized.success

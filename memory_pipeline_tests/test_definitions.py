@@ -3,8 +3,8 @@ import pytest
 import yaml
 
 from memory_pipeline import definitions
-from memory_pipeline.defs.abstraction.assets import POOL
 from memory_pipeline.resources import EngineConfig
+from memory_pipeline.resources.store import POOL
 from memory_pipeline.settings import REPO_ROOT, SettingsError, env_overrides
 
 defs = definitions.defs()

@@ -44,7 +44,7 @@ def run_night(
 ):
     resources = resources_for(home, **{**FAST, **engine})
     resources["llm"] = LLMResource(
-        api_key=dg.EnvVar("ANTHROPIC_API_KEY"),  # as definitions.py wires it: the key never enters config
+        api_key=dg.EnvVar("ANTHROPIC_API_KEY"),  # as resources/defaults.py wires it: the key never enters config
         mode=mode,
         base_url=base_url,
         timeout_s=1.0,

@@ -7,7 +7,9 @@ import dagster as dg
 import duckdb
 
 from memory_pipeline.abstraction.report import CompressionRunReport, health_bands, report_from_dict
-from memory_pipeline.defs.abstraction.assets import RunStart, archive_updates, report
+from memory_pipeline.defs.abstraction.archiver import archive_updates
+from memory_pipeline.defs.abstraction.common import RunStart
+from memory_pipeline.defs.abstraction.reporter import report
 from memory_pipeline.graph import queries as graph_queries
 from memory_pipeline.resources import EngineConfig, MemoryStoreResource
 from memory_pipeline.store import invariants

@@ -4,18 +4,14 @@ import os
 
 import dagster as dg
 
-from memory_pipeline.defs.abstraction.assets import (
-    GROUP,
-    archive_updates,
-    atoms,
-    clusters,
-    compressed_memories,
-    distillations,
-    eligible_memories,
-    exact_duplicates,
-    memory_embeddings,
-    report,
-)
+from memory_pipeline.defs.abstraction.archiver import archive_updates
+from memory_pipeline.defs.abstraction.atom_enricher import atoms
+from memory_pipeline.defs.abstraction.cluster_finder import clusters, eligible_memories, memory_embeddings
+from memory_pipeline.defs.abstraction.common import GROUP
+from memory_pipeline.defs.abstraction.cortex_dedupe import exact_duplicates
+from memory_pipeline.defs.abstraction.distiller import distillations
+from memory_pipeline.defs.abstraction.memory_writer import compressed_memories
+from memory_pipeline.defs.abstraction.reporter import report
 
 NIGHTLY_CRON = os.environ.get("NIGHTLY_CONSOLIDATION_CRON", "30 3 * * *")
 NIGHTLY_TZ = os.environ.get("NIGHTLY_CONSOLIDATION_TZ", "America/New_York")
