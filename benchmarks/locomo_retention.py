@@ -117,7 +117,7 @@ def prepare(conv: Conversation, work: Path, embedder: str, llm: str) -> Prepared
     """Import the turns through the project's importer, embed them with the real asset, score 'before'."""
     import dagster as dg
 
-    from memory_pipeline.defs.abstraction.assets import memory_embeddings
+    from memory_pipeline.defs.abstraction.cluster_finder import memory_embeddings
     from memory_pipeline.resources import EmbedderResource
     from memory_pipeline.store import MemoryStore
     from memory_pipeline.store.importers import import_jsonl

@@ -8,7 +8,11 @@ from typing import Any
 import dagster as dg
 
 OWNER = "team:agent-memory"
-SEEDS = {"abstraction": "000", "journals": "001", "rollups": "002", "compaction": "003", "graph": "004"}
+# A new group names its seed here (or tags its assets `seed`); search and context implement seed 001 §4–7.
+SEEDS = {
+    "abstraction": "000", "journals": "001", "rollups": "002", "compaction": "003", "graph": "004",
+    "search": "001", "context": "001",
+}
 
 
 def _badged(spec: dg.AssetSpec) -> dg.AssetSpec:
