@@ -2,6 +2,7 @@
 pyproject.toml names the package); here, in one place, every asset gets its owner and the seed it implements."""
 
 from collections.abc import Mapping
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -22,10 +23,7 @@ def _badged(spec: dg.AssetSpec) -> dg.AssetSpec:
     return spec.merge_attributes(tags={"seed": seed}) if seed and "seed" not in spec.tags else spec
 
 
-def defs_with(resources: Mapping[str, Any]) -> dg.Definitions:
-    """The code location with some resources replaced (the CLI's workspace, tests, benchmarks); a resource
-    derived from a shared one (the journals' IO manager from `store`) follows the replacement."""
-    loaded = dg.load_from_defs_folder(path_within_project=Path(__file__).parent)
+def _assembled(loaded: dg.Definitions, resources: Mapping[str, Any]) -> dg.Definitions:
     # A module that imports another module's asset shows it too: badge each asset once.
     assets = list({id(asset): asset for asset in loaded.assets or []}.values())
     return dg.Definitions(
@@ -42,6 +40,21 @@ def defs_with(resources: Mapping[str, Any]) -> dg.Definitions:
     )
 
 
+def _load() -> dg.Definitions:
+    return dg.load_from_defs_folder(path_within_project=Path(__file__).parent)
+
+
+_loaded_once = cache(_load)  # a load walks the folder (~1 s); tests and benchmarks build many locations
+
+
+def defs_with(resources: Mapping[str, Any]) -> dg.Definitions:
+    """The code location with some resources replaced (the CLI's workspace, tests, benchmarks). The folder is
+    loaded once per process, so resources not given come from the environment as it was then; a resource
+    derived from a shared one (the journals' IO manager from `store`) follows the replacement."""
+    return _assembled(_loaded_once(), resources)
+
+
 @dg.definitions
 def defs() -> dg.Definitions:
-    return defs_with({})
+    """What Dagster loads (workspace.yaml, [tool.dagster], `-m memory_pipeline.definitions`)."""
+    return _assembled(_load(), {})
