@@ -181,7 +181,7 @@ def test_no_import_circle_between_units() -> None:
 @pytest.mark.parametrize(
     ("importer", "imported", "expected"),
     [
-        ("memory_pipeline.store.edges", "memory_pipeline.abstraction.clustering", "a higher layer"),
+        ("memory_pipeline.store.edges", "memory_pipeline.abstraction.atoms", "a higher layer"),
         ("memory_pipeline.graph.plan", "memory_pipeline.abstraction.alerts", "reaches into another domain"),
         ("memory_pipeline.defs.graph.sensors", "memory_pipeline.defs.abstraction.checks", "reaches into"),
         ("memory_pipeline.journals.knowledge", "memory_pipeline.defs.journals.assets", "a higher layer"),
@@ -203,5 +203,5 @@ def test_allowed_imports_pass() -> None:
     allowed = (Import("memory_pipeline.defs.abstraction.archiver", "memory_pipeline.graph.queries", "a:1"),
                Import("memory_pipeline.defs.graph.sensors", "memory_pipeline.defs.abstraction.schedules", "b:1"),
                Import("memory_pipeline.cli", "memory_pipeline.journals.cli", "c:1"),
-               Import("memory_pipeline.journals.assets", "memory_pipeline.store", "d:1"))
+               Import("memory_pipeline.journals.knowledge", "memory_pipeline.store", "d:1"))
     assert violations(allowed) == []
