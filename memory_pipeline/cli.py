@@ -11,7 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from memory_pipeline.settings import SettingsError, workspace_home
+from memory_pipeline.operator.instance import HOST_TAG, PID_TAG, dagster_home, open_store, recover_dead_cli_runs
+from memory_pipeline.settings import REPO_ROOT, SettingsError, workspace_home
 from memory_pipeline.store.lease import SKIP_MESSAGE
 
 DEMO_MARKER = ".memory_pipeline_demo"
@@ -23,48 +24,11 @@ DOMAIN_CLIS: tuple[str, ...] = (
     "memory_pipeline.journals.cli",
     "memory_pipeline.compaction.cli",
 )
-REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
-def _dagster_home(home: Path) -> Path:
-    """A persistent instance beside the workspace, so run history survives `dagster dev` restarts."""
-    if os.environ.get("DAGSTER_HOME"):
-        dagster_home = Path(os.environ["DAGSTER_HOME"])
-    else:
-        dagster_home = home.parent / "dagster_home"
-        os.environ["DAGSTER_HOME"] = str(dagster_home)
-    dagster_home.mkdir(parents=True, exist_ok=True)
-    config = dagster_home / "dagster.yaml"
-    template = REPO_ROOT / "dagster.yaml"
-    if not config.exists() and template.exists():
-        shutil.copyfile(template, config)
-    return dagster_home
-
-
-PID_TAG, HOST_TAG = "memory_pipeline/pid", "memory_pipeline/host"
-
-
-def _recover_dead_cli_runs(instance: Any) -> None:
-    """A CLI run killed mid-way stays STARTED in the instance and keeps its concurrency-pool slot, which
-    would block every later run. Runs we launched carry pid/host tags: fail those whose process is gone
-    and free their slots (the daemon's run monitoring does this for runs it launched)."""
-    import socket
-
-    import dagster as dg
-
-    from memory_pipeline.store.lease import Lease, pid_alive
-
-    host = socket.gethostname()
-    unfinished = instance.get_runs(
-        filters=dg.RunsFilter(
-            statuses=[dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.STARTING], tags={HOST_TAG: host}
-        )
-    )
-    for run in unfinished:
-        pid = int(run.tags.get(PID_TAG, "0") or 0)
-        if pid and not pid_alive(Lease("", run.run_id, pid, host, None, None)):  # type: ignore[arg-type]
-            instance.report_run_failed(run, "process died (killed) — marked failed by memory-pipeline")
-            instance.event_log_storage.free_concurrency_slots_for_run(run.run_id)
+# Shared with the domains' CLIs, which import them from memory_pipeline.operator.instance (never from here).
+_dagster_home = dagster_home
+_recover_dead_cli_runs = recover_dead_cli_runs
 
 
 def _run_job(home: Path, job_name: str, run_config: dict[str, Any], as_of: str = "") -> Any:
@@ -72,10 +36,11 @@ def _run_job(home: Path, job_name: str, run_config: dict[str, Any], as_of: str =
 
     import dagster as dg
 
-    from memory_pipeline.definitions import build_definitions, default_resources
+    from memory_pipeline.definitions import defs_with
+    from memory_pipeline.resources.defaults import default_resources
 
     _dagster_home(home)
-    defs = build_definitions(default_resources(str(home), as_of=as_of))
+    defs = defs_with(default_resources(str(home), as_of=as_of))
     job = defs.resolve_job_def(job_name)
     config = {"loggers": {"console": {"config": {"log_level": "INFO"}}}, **run_config}
     tags = {PID_TAG: str(os.getpid()), HOST_TAG: socket.gethostname()}
@@ -220,15 +185,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
-def _store(home: Path):  # noqa: ANN202 - a MemoryStore; imported lazily to keep --help fast
-    from memory_pipeline.store import MemoryStore
-
-    path = home / "memory.duckdb"
-    if not path.exists():
-        raise SystemExit(f"no memory store in {home}")
-    store = MemoryStore(path)
-    store.migrate()
-    return store
+_store = open_store
 
 
 def cmd_rollback(args: argparse.Namespace) -> int:
