@@ -112,7 +112,7 @@ def _new_violations(before: list[Violation], after: list[Violation], first_seen:
             detail = f" ({v.details[i]})" if i in v.details else ""
             where = first_seen.get(i, f"stored memory {i!r}")
             errors.append(RecordError(where, v.field, f"{v.problem}{detail} [invariant {v.check}]"))
-    return errors
+    return sorted(errors, key=lambda e: e.where.startswith("stored memory"))  # the file's own rows first
 
 
 def _finish(

@@ -158,7 +158,8 @@ def parse_record(obj: Any, where: str, embedding_dim: int | None = None) -> Memo
         raise RecordError(where, "content", "required non-empty string")
     if "\x00" in content:
         raise RecordError(where, "content", "contains a NUL character")
-    importance = _number(obj.get("importance", 1.0), where, "importance")
+    raw_importance = obj.get("importance")  # null (a Parquet or SQLite NULL) means absent, as a missing key does
+    importance = _number(1.0 if raw_importance is None else raw_importance, where, "importance")
     if importance < 0:
         raise RecordError(where, "importance", f"must be ≥ 0, got {importance}")
     if "created_at" not in obj:
