@@ -68,11 +68,15 @@ def validate_store_file(path: Path, shown_as: Path | None = None) -> int:
     """Raise BackupInvalid unless `path` is a memory store this code can open; return its schema version.
     Reads every memory row, so a damaged data block fails here rather than after the swap."""
     name = shown_as or path
+
+    def said(exc: BaseException) -> str:  # DuckDB names the file it opened: the temporary copy, not the backup
+        return first_line(exc).replace(str(path), str(name))
+
     refuse = "; nothing was changed (list good snapshots with `memory-pipeline backups`)"
     try:
         con = duckdb.connect(str(path), read_only=True)
     except duckdb.Error as exc:
-        raise BackupInvalid(f"{name} is not a DuckDB memory store: {first_line(exc)}{refuse}") from None
+        raise BackupInvalid(f"{name} is not a DuckDB memory store: {said(exc)}{refuse}") from None
     try:
         tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
         missing = sorted({"schema_migrations", "memories"} - tables)
@@ -86,7 +90,7 @@ def validate_store_file(path: Path, shown_as: Path | None = None) -> int:
             raise BackupInvalid(f"{name}: {why}{refuse}")
         con.execute("SELECT count(*), sum(length(id)), sum(length(content)), max(lifecycle) FROM memories").fetchall()
     except duckdb.Error as exc:
-        raise BackupInvalid(f"{name} is damaged: {first_line(exc)}{refuse}") from None
+        raise BackupInvalid(f"{name} is damaged: {said(exc)}{refuse}") from None
     finally:
         con.close()
     return max(versions)
