@@ -288,6 +288,8 @@ def cmd_backups(args: argparse.Namespace) -> int:
 
 def cmd_restore(args: argparse.Namespace) -> int:
     """Works on a damaged (or missing) store too: that is when a restore is needed most."""
+    import duckdb
+
     from memory_pipeline.resources import EngineConfig
     from memory_pipeline.store import MemoryStore, lease
     from memory_pipeline.store.backup import restore
@@ -300,14 +302,14 @@ def cmd_restore(args: argparse.Namespace) -> int:
         path = home / "backups" / path
     try:
         if store.path.exists():
-            with store.transaction() as con:  # refuse while a run holds the lease; the restore replaces the file
+            with store.connect() as con:  # refuse while a run holds the lease; the restore replaces the file
                 tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
                 held = lease.current(con) if "leases" in tables else None
                 if held is not None and held.expires_at > utcnow() and lease.pid_alive(held):
                     raise lease.LeaseBusy(held)
     except StoreLocked:
         raise
-    except StoreError:
+    except (StoreError, duckdb.Error):
         pass  # damaged: no run can be using it; restore saves its bytes before replacing it
     except lease.LeaseBusy as exc:
         print(f"error: cannot restore now: {exc}", file=sys.stderr)

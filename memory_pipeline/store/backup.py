@@ -105,7 +105,7 @@ def _save_current(store: MemoryStore, backups_dir: Path, keep: int) -> Path | No
         return snapshot(store, backups_dir, label, keep)
     except StoreLocked:
         raise
-    except StoreError:
+    except (StoreError, duckdb.Error):  # opens but a block is unreadable (e.g. truncated): CHECKPOINT fails
         backups_dir.mkdir(parents=True, exist_ok=True)
         target = backups_dir / f"memory-{label}-damaged.duckdb"
         shutil.copyfile(store.path, target.with_suffix(".duckdb.tmp"))

@@ -412,3 +412,24 @@ def test_a_night_keeps_foreign_pending_rows_and_its_failing_check_names_the_rows
     with store.connect() as con:
         rows = dict(con.execute("SELECT id, lifecycle FROM memories").fetchall())
     assert rows["legacy-pending"] == "pending" and len(rows) >= len(records)
+
+
+def test_a_store_that_opens_but_fails_mid_command_is_one_line(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A truncated store can open and then fail on a later read (seen: `Could not read enough bytes` on insert);
+    `main` turns any DuckDB error into one line that names the store and says how to restore."""
+    from memory_pipeline.store import importers
+
+    def unreadable(*args: object, **kwargs: object) -> None:
+        raise duckdb.IOException('IO Error: Could not read enough bytes from file "memory.duckdb"\nLINE 2: ...')
+
+    monkeypatch.setattr(importers, "_finish", unreadable)
+    assert main(["import", str(jsonl(tmp_path / "x.jsonl", [mem("n-1")]))]) == 2
+    out, err = capsys.readouterr()
+    assert err.splitlines() == [
+        f"error: the memory store {home}/memory.duckdb failed: IO Error: Could not read enough bytes from file "
+        '"memory.duckdb"; if it is damaged, list the snapshots with `memory-pipeline backups` and '
+        "`memory-pipeline restore FILE`"
+    ]
+    assert _rows(home) == len(BASE)
