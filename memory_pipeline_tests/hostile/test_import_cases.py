@@ -171,6 +171,9 @@ CASES = [
     Case("jsonl_valid_summary_with_sources",  # the invariants do not over-reject a consistent file
          J([summary("s-9", ["n-1", "n-2"]), archived("n-1", "s-9"), archived("n-2", "s-9"), mem("n-3", pinned=True)]),
          0, 4, f"imported 4 memories (0 with vectors) from {X}"),
+    Case("store_already_violating_does_not_block_a_good_file",  # only violations the file brings are its fault
+         lambda t, h: _legacy_orphan(h) or J([mem("n-1")])(t, h), 0, 1,
+         f"imported 1 memories (0 with vectors) from {X}"),
     # ---- JSONL: encodings, sizes, empty files
     Case("jsonl_empty_file", J([]), 0, 0, f"imported 0 memories (0 with vectors) from {X} (the file holds no records)"),
     Case("jsonl_blank_lines_only", J(["", "   ", ""]), 0, 0, "(the file holds no records)"),
@@ -256,6 +259,15 @@ CASES = [
          "restored {home}/backups/memory-good.duckdb"),
     Case("restore_then_restore_back", _restore_back, 0, 1, "restored {home}/backups/memory-pre-restore-"),
 ]
+
+
+def _legacy_orphan(home: Path) -> None:
+    """An archived row no summary lists, written straight into the store (as before the importer checked)."""
+    from memory_pipeline.store import repository as repo
+    from memory_pipeline.store.records import parse_record
+
+    with MemoryStore(home / "memory.duckdb").transaction() as con:
+        repo.insert_memories(con, [parse_record(archived("legacy", "gone"), "test")])
 
 
 def _write(path: Path, data: bytes) -> Path:
