@@ -304,6 +304,9 @@ def _read_brain_db(path: Path) -> tuple[list[tuple[str, MemoryRecord]], list[Rec
             raise ImportFileError(f"{path}: no `memories` table (expected a brain.db as in seed 000)")
         vectors: dict[str, tuple[str, Any]] = {}
         if "embeddings" in tables:
+            columns = {r[1].decode() for r in con.execute("PRAGMA table_info(embeddings)")}
+            if missing := sorted({"memory_id", "vector"} - columns):
+                raise ImportFileError(f"{path}: table `embeddings` has no {', '.join(missing)} column")
             for i, row in enumerate(con.execute("SELECT * FROM embeddings"), start=1):
                 mid = (
                     row["memory_id"].decode("utf-8", "replace")

@@ -125,6 +125,7 @@ def ON_GARBAGE(*argv: str) -> Setup:  # noqa: N802 - run argv against a store fi
 LINE = json.dumps(mem("n-1")).encode()
 BIG = json.dumps(mem("n-1", content="x" * MAX_LINE_BYTES)).encode()
 NAN = f'{{"id": "n", "content": "c", "created_at": "{T}", "importance": NaN}}'
+NO_VECTOR = "CREATE TABLE embeddings(memory_id)"
 CANT_OPEN = "cannot open memory store {home}/memory.duckdb"
 X, PQ, DB = "{tmp}/x.jsonl", "{tmp}/x.parquet", "{tmp}/brain.db"
 
@@ -217,6 +218,9 @@ CASES = [
          f"{DB}: not a readable SQLite database (file is not a database)"),
     Case("sqlite_no_memories_table", lambda t, h: ["import", str(_sqlite_tables(t / "brain.db", "CREATE TABLE n(id)"))],
          2, 0, f"{DB}: no `memories` table"),
+    Case("sqlite_embeddings_without_vector_column",
+         lambda t, h: ["import", str(_sqlite_tables(brain_db(t / "brain.db", []), NO_VECTOR))],
+         2, 0, f"{DB}: table `embeddings` has no vector column"),
     Case("sqlite_missing_field", S([("n-1", "fine", 1.0, T), ("n-2", None, 1.0, T)]), 2, 0,
          f"{DB}: memories row 2: field 'content': required non-empty string"),
     Case("sqlite_wrong_type", S([("n-1", "fine", "lots", T)]), 2, 0,
