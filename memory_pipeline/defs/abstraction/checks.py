@@ -7,6 +7,7 @@ import dagster as dg
 import duckdb
 
 from memory_pipeline.abstraction.report import CompressionRunReport, health_bands, report_from_dict
+from memory_pipeline.abstraction.violations import SHOWN, lineage, named, recompressed
 from memory_pipeline.defs.abstraction.archiver import archive_updates
 from memory_pipeline.defs.abstraction.common import RunStart
 from memory_pipeline.defs.abstraction.reporter import report
@@ -22,8 +23,8 @@ def _violations(name: str, ids: list[str]) -> dg.AssetCheckResult:
     return dg.AssetCheckResult(
         passed=not ids,
         severity=ERROR,
-        metadata={"violations": len(ids), "examples": ", ".join(ids[:10]) or "none"},
-        description=None if not ids else f"{name}: {len(ids)} violation(s)",
+        metadata={"violations": len(ids), "examples": ", ".join(ids[:SHOWN]) or "none"},
+        description=None if not ids else f"{name}: {len(ids)} violation(s): {named(ids)}",
     )
 
 
@@ -43,7 +44,10 @@ def no_memory_deleted(store: MemoryStoreResource, exact_duplicates: RunStart) ->
         current, high_water = invariants.row_count_high_water(con)
     floor = max(high_water, exact_duplicates.memory_count_before)
     return dg.AssetCheckResult(
-        passed=current >= floor, severity=ERROR, metadata={"memories": current, "must_be_at_least": floor}
+        passed=current >= floor,
+        severity=ERROR,
+        metadata={"memories": current, "must_be_at_least": floor},
+        description=None if current >= floor else f"{floor - current} memory row(s) missing: {current} < {floor}",
     )
 
 
@@ -60,9 +64,7 @@ def protected_memories_untouched(store: MemoryStoreResource, engine: EngineConfi
 @dg.asset_check(asset=archive_updates, blocking=True, description="A summary is never compressed again.")
 def no_summary_recompressed(store: MemoryStoreResource) -> dg.AssetCheckResult:
     """An explicit higher-level rollup (`summary_of` provenance, seed 004 §6) is the one allowed exception."""
-    explicit = _query(store, lambda con: sorted(graph_queries.explicit_rollup_members(con)))
-    found = _query(store, invariants.recompressed_summaries)
-    return _violations("summaries recompressed", [i for i in found if i not in set(explicit)])
+    return _violations("summaries recompressed", _query(store, recompressed))
 
 
 @dg.asset_check(
@@ -71,18 +73,20 @@ def no_summary_recompressed(store: MemoryStoreResource) -> dg.AssetCheckResult:
     description="Every archived memory is listed by an active summary; every active summary's sources are archived.",
 )
 def lineage_consistent(store: MemoryStoreResource) -> dg.AssetCheckResult:
-    under_rollups = set(_query(store, lambda con: sorted(graph_queries.sources_under_rollups(con))))
-    explicit = set(_query(store, lambda con: sorted(graph_queries.explicit_rollup_members(con))))
-    orphans = [i for i in _query(store, invariants.archived_without_summary) if i not in under_rollups | explicit]
-    loose = _query(store, invariants.summaries_with_unarchived_sources)
+    with store.open().connect() as con:
+        orphans, unarchived = lineage(con)
+    loose = sorted(unarchived)
+    problems = [f"archived without an active summary: {named(orphans)}"] if orphans else []
+    problems += [f"active summaries with missing or unarchived sources: {named(loose)}"] if loose else []
     return dg.AssetCheckResult(
         passed=not orphans and not loose,
         severity=ERROR,
         metadata={
             "archived_without_summary": len(orphans),
             "summaries_with_active_sources": len(loose),
-            "examples": ", ".join((orphans + loose)[:10]) or "none",
+            "examples": ", ".join((orphans + loose)[:SHOWN]) or "none",
         },
+        description="; ".join(problems) or None,
     )
 
 
@@ -107,7 +111,10 @@ def keys_stay_reachable(store: MemoryStoreResource) -> dg.AssetCheckResult:
             "lost_examples": ", ".join(f"{m} {i}" for m, i in c.lost[:10]) or "none",
             "dropped_examples": ", ".join(f"{m} {i}" for m, i in c.dropped_by_cap[:10]) or "none",
         },
-        description=None if c.passed else f"{len(c.lost)} key(s)/tag(s) of archived sources unreachable",
+        description=None
+        if c.passed
+        else f"{len(c.lost)} key(s)/tag(s) of archived sources unreachable: "
+        + named([f"{m} {i}" for m, i in c.lost]),
     )
 
 
