@@ -408,7 +408,7 @@ def test_a_night_keeps_foreign_pending_rows_and_its_failing_check_names_the_rows
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The issue's repro at night level, on a store written before the importer refused these states."""
-    from memory_pipeline.abstraction.threshold_graph import SCREEN_ENV
+    from memory_pipeline.similarity.threshold_graph import SCREEN_ENV
     from memory_pipeline_tests.graph.helpers import make_workspace, memory, run_nightly, timeout_family
 
     monkeypatch.setenv(SCREEN_ENV, "off")  # exact tiles: this test is about lineage, not the int8 screen
