@@ -1,0 +1,283 @@
+"""The context compiler (seed 001 §6.2–6.4): the densest prompt within a token budget, with a manifest.
+
+Slots in the seed's order: P0 identity (never dropped), P1 MEMORY.md (main session only), today's and
+yesterday's journals and `projects/_active.md`, P2 the active topics' instructions, correction hints and
+subscriptions, P3 knowledge ranked by search, P4 session history newest first (tool results shrunk to one
+line). Every section's tokens are counted with its header and separator, so the manifest's tokens add up
+to the prompt's and the budget is never exceeded by the project's token count.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from memory_pipeline.context.gate import Gate, GateDecision
+from memory_pipeline.context.topics import Topic
+from memory_pipeline.context.watchers import Event, SimilarityScorer, output_corrections, tier1_matches
+from memory_pipeline.tokens import CHARS_PER_TOKEN
+
+DEFAULT_BUDGET = 8192
+MIN_SCORE = 0.05  # seed 001 §6.3: scored knowledge below this is not worth a slot
+SNIPPET_CHARS = 500  # seed 001 §6.3: f.snippet(max_chars=500)
+
+
+class ContextError(ValueError):
+    """The request cannot be compiled (e.g. a budget below P0); the message says what to do."""
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One message of the session history; `tool` marks a tool call's result (shrunk to one line)."""
+
+    role: str
+    content: str
+    tool: str = ""
+    id: str = ""
+
+    def render(self) -> str:
+        if self.tool or self.role == "tool":
+            lines = [ln.strip() for ln in self.content.splitlines() if ln.strip()]
+            head = (lines[0] if lines else "(no output)")[:120]
+            more = f" (+{len(lines) - 1} lines)" if len(lines) > 1 else ""
+            return f"[tool {self.tool or 'result'}] {head}{more}"
+        return f"{self.role}: {self.content}"
+
+
+@dataclass(frozen=True)
+class Knowledge:
+    """A P3 candidate from search: a memory (`memory_id`) or a file (`path`)."""
+
+    text: str
+    score: float
+    kind: str = "memory"
+    memory_id: str | None = None
+    path: str | None = None
+    date: str | None = None
+
+
+Search = Callable[[str, int], Sequence[Knowledge]]
+
+
+@dataclass
+class Entry:
+    slot: str
+    label: str
+    tokens: int
+    included: bool
+    reason: str
+    path: str | None = None
+    memory_id: str | None = None
+    score: float | None = None
+
+
+@dataclass
+class Compiled:
+    prompt: str
+    tokens: int
+    budget: int
+    manifest: list[Entry]
+    gate: list[GateDecision] = field(default_factory=list)
+    corrections: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def memory_ids(self) -> list[str]:
+        return [e.memory_id for e in self.manifest if e.included and e.memory_id]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "prompt": self.prompt,
+            "tokens": self.tokens,
+            "budget": self.budget,
+            "manifest": [asdict(e) for e in self.manifest],
+            "gate": [asdict(d) for d in self.gate],
+            "corrections": [{"topic": t, "hint": h} for t, h in self.corrections],
+        }
+
+
+def section_tokens(label: str, content: str) -> int:
+    """Tokens of one rendered section, separator included (3.5 characters per token, rounded up)."""
+    return math.ceil(len(_render(label, content)) / CHARS_PER_TOKEN)
+
+
+def _render(label: str, content: str) -> str:
+    return f"<!-- {label} -->\n{content.strip()}\n\n"
+
+
+class _Budget:
+    def __init__(self, total: int) -> None:
+        self.left = total
+        self.sections: list[tuple[int, int, str, str]] = []  # (priority, order, label, content)
+        self.manifest: list[Entry] = []
+
+    def offer(self, priority: int, label: str, content: str, order: int | None = None, **where: Any) -> bool:
+        why = where.pop("why", "fits")
+        tokens = section_tokens(label, content)
+        slot = f"P{priority}"
+        if tokens > self.left:
+            self.manifest.append(Entry(slot, label, tokens, False, f"over budget: needs {tokens}, {self.left} left",
+                                       **where))
+            return False
+        self.left -= tokens
+        self.sections.append((priority, len(self.sections) if order is None else order, label, content))
+        self.manifest.append(Entry(slot, label, tokens, True, why, **where))
+        return True
+
+    def skip(self, priority: int, label: str, reason: str, **where: Any) -> None:
+        self.manifest.append(Entry(f"P{priority}", label, 0, False, reason, **where))
+
+
+def _read(path: Path) -> str | None:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    return text if text.strip() else None
+
+
+def compile_context(
+    home: Path,
+    message: str,
+    *,
+    topics: Sequence[Topic] = (),
+    session_history: Sequence[Turn] = (),
+    budget_tokens: int = DEFAULT_BUDGET,
+    main_session: bool = True,
+    search: Search | None = None,
+    gate: Gate | None = None,
+    agent_output: str = "",
+    tool_paths: Sequence[str] = (),
+    events: Sequence[Event] = (),
+    today: date | None = None,
+    search_k: int = 20,
+) -> Compiled:
+    """Assemble the prompt for `message` from the workspace at `home` (see the module docstring)."""
+    if budget_tokens <= 0:
+        raise ContextError(f"budget must be a positive number of tokens, got {budget_tokens}")
+    knowledge = home / "knowledge"
+    day = today or datetime.now(UTC).date()
+    b = _Budget(budget_tokens)
+
+    # P0: identity, never dropped: a budget below it is the caller's error.
+    identity = sorted((knowledge / "identity").glob("*.md")) if (knowledge / "identity").is_dir() else []
+    p0 = [(p, t) for p in identity if (t := _read(p)) is not None]
+    need = sum(section_tokens(f"identity:{p.name}", t) for p, t in p0)
+    if need > budget_tokens:
+        raise ContextError(f"budget {budget_tokens} is smaller than the identity files ({need} tokens, "
+                           f"{knowledge / 'identity'}): raise the budget to at least {need}")
+    for p, t in p0:
+        b.offer(0, f"identity:{p.name}", t, path=str(p.relative_to(home)))
+    if not p0:
+        b.skip(0, "identity", "missing: no knowledge/identity/*.md", path="knowledge/identity/")
+
+    # P1: core memory (main session only), journals of today and yesterday, the active projects index.
+    p1: list[tuple[str, Path]] = [
+        ("memory", knowledge / "memory" / "MEMORY.md"),
+        (f"journal:{day}", knowledge / "journal" / f"{day}.md"),
+        (f"journal:{day - timedelta(days=1)}", knowledge / "journal" / f"{day - timedelta(days=1)}.md"),
+        ("projects", knowledge / "projects" / "_active.md"),
+    ]
+    included_paths: set[str] = set()
+    for label, path in p1:
+        rel = str(path.relative_to(home))
+        if label == "memory" and not main_session:
+            b.skip(1, label, "not the main session: MEMORY.md is private to it", path=rel)
+            continue
+        text = _read(path)
+        if text is None:
+            b.skip(1, label, "missing file", path=rel)
+        elif b.offer(1, label, text, path=rel):
+            included_paths.add(rel)
+
+    # P2: topics woken by the message (Tier 1 → Tier 2 → gate), output corrections, subscriptions.
+    scores = SimilarityScorer(topics).scores(message) if topics else {}
+    matched = tier1_matches(topics, message, tool_paths=tool_paths, events=events)
+    gate = gate or Gate()
+    decisions = [gate.decide(message, t, t.name in matched, scores.get(t.name, 0.0)) for t in topics]
+    by_name = {t.name: t for t in topics}
+    active = sorted((d for d in decisions if d.activated),
+                    key=lambda d: (-by_name[d.topic].priority_rank, -d.tier2_score, d.topic))
+    for d in decisions:
+        if not d.activated:
+            b.skip(2, f"topic:{d.topic}", f"not active: {d.reason}", path=str(by_name[d.topic].path.relative_to(home)),
+                   score=d.tier2_score)
+    corrections = output_corrections(topics, agent_output) if agent_output else []
+    for name, hint in corrections:
+        b.offer(2, f"correction:{name}", hint, why="output watcher fired on the agent's last reply")
+    for d in active:
+        topic = by_name[d.topic]
+        cap = int(topic.max_context_kb * 1024)
+        used = 0
+        items = [(f"topic:{topic.name}", topic.instructions, str(topic.path.relative_to(home)))]
+        for sub in topic.subscriptions:
+            text = _read(home / sub)
+            if text is None:
+                b.skip(2, f"sub:{sub}", "missing subscription file", path=sub)
+                continue
+            items.append((f"sub:{sub}", text, sub))
+        for label, text, rel in items:
+            if rel in included_paths:
+                b.skip(2, label, "already included", path=rel)
+            elif used + len(text) > cap:
+                b.skip(2, label, f"over the topic's max_context_kb ({topic.max_context_kb:g} KB)", path=rel)
+            elif b.offer(2, label, text, path=rel, score=d.tier2_score, why=d.reason):
+                used += len(text)
+                included_paths.add(rel)
+
+    # P3: knowledge ranked by search for the message plus the active topics' keywords.
+    if search is not None:
+        query = " ".join([message, *(" ".join(by_name[d.topic].keywords) for d in active)]).strip()
+        for k in search(query, search_k):
+            label = f"knowledge:{k.memory_id or k.path}"
+            if k.path and k.path in included_paths:
+                b.skip(3, label, "already included", path=k.path, memory_id=k.memory_id, score=k.score)
+            elif k.score < MIN_SCORE:
+                b.skip(3, label, f"score {k.score:.3f} < {MIN_SCORE}", path=k.path, memory_id=k.memory_id,
+                       score=k.score)
+            else:
+                dated = f"[{k.date}] " if k.date else ""
+                b.offer(3, label, dated + k.text[:SNIPPET_CHARS], path=k.path, memory_id=k.memory_id,
+                        score=round(k.score, 4), why=f"{k.kind}, ranked by search")
+
+    # P4: history, newest first until one does not fit; printed oldest first.
+    turns = list(session_history)
+    for i in range(len(turns) - 1, -1, -1):
+        turn = turns[i]
+        label = f"history:{turn.id or i}"
+        if not b.offer(4, label, turn.render(), order=i):
+            for j in range(i - 1, -1, -1):
+                b.skip(4, f"history:{turns[j].id or j}", "older than the first turn that did not fit")
+            break
+
+    sections = sorted(b.sections, key=lambda s: (s[0], s[1]))
+    prompt = "".join(_render(label, content) for _, _, label, content in sections).rstrip("\n")
+    used = sum(e.tokens for e in b.manifest if e.included)
+    return Compiled(prompt, used, budget_tokens, b.manifest, decisions, corrections)
+
+
+def read_history(path: Path) -> list[Turn]:
+    """Session history from JSONL: one `{"role": …, "content": …[, "tool": …, "id": …]}` per line."""
+    turns: list[Turn] = []
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ContextError(f"{path}: cannot read the history file ({exc})") from None
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ContextError(f"{path}:{n}: invalid JSON ({exc.msg})") from None
+        if not isinstance(obj, dict) or not isinstance(obj.get("content"), str):
+            raise ContextError(f"{path}:{n}: field 'content': expected text")
+        role = obj.get("role", "user")
+        if role not in ("user", "assistant", "agent", "system", "tool"):
+            raise ContextError(f"{path}:{n}: field 'role': expected user, assistant, system or tool, got {role!r}")
+        turns.append(Turn(role, obj["content"], str(obj.get("tool", "")), str(obj.get("id", ""))))
+    return turns
