@@ -24,6 +24,7 @@ DOMAIN_CLIS: tuple[str, ...] = (
     "memory_pipeline.operator.cli",
     "memory_pipeline.journals.cli",
     "memory_pipeline.compaction.cli",
+    "memory_pipeline.context.cli",
 )
 
 
