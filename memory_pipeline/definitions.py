@@ -17,7 +17,6 @@ from memory_pipeline.abstraction.schedules import (
 )
 from memory_pipeline.abstraction.sensors import consolidation_alerts
 from memory_pipeline.resources import EmbedderResource, EngineConfig, LLMResource, MemoryStoreResource
-from memory_pipeline.resources.embedder import MINILM
 from memory_pipeline.resources.notifier import NotifierResource
 from memory_pipeline.settings import workspace_home
 
@@ -41,7 +40,7 @@ def default_resources(home: str | None = None, as_of: str = "") -> dict[str, dg.
     """Resources from the environment: workspace, embedder model, LLM key (optional), seed constants."""
     return {
         "store": MemoryStoreResource(home=home or str(workspace_home())),
-        "embedder": EmbedderResource(model=os.environ.get("MEMORY_PIPELINE_EMBEDDER", MINILM)),
+        "embedder": EmbedderResource.from_env(),  # MEMORY_PIPELINE_EMBEDDER(_PLUGIN): notes/embeddings.md
         "llm": LLMResource(
             api_key=dg.EnvVar("ANTHROPIC_API_KEY") if os.environ.get("ANTHROPIC_API_KEY") else None,
             mode=os.environ.get("MEMORY_PIPELINE_LLM", "auto"),

@@ -12,7 +12,7 @@ import dagster as dg
 import duckdb
 import pandas as pd
 
-from memory_pipeline.abstraction import clustering, threshold_graph
+from memory_pipeline.abstraction import clustering, threshold_graph, vector_steps
 from memory_pipeline.abstraction.atoms import AtomIndex, ExistingAtom
 from memory_pipeline.abstraction.clustering import MemoryCluster
 from memory_pipeline.abstraction.distill import Distillation, DistillationRejected, Member, validate_abstraction
@@ -23,6 +23,7 @@ from memory_pipeline.abstraction.report import (
     markdown_table,
     reduction_pct,
 )
+from memory_pipeline.embedding import night
 from memory_pipeline.faults import crash_point
 from memory_pipeline.graph import outbox as graph_outbox
 from memory_pipeline.graph import plan as graph_plan
@@ -156,10 +157,11 @@ def exact_duplicates(
 def memory_embeddings(
     context: dg.AssetExecutionContext, store: MemoryStoreResource, embedder: EmbedderResource, engine: EngineConfig
 ) -> dg.MaterializeResult:
-    """Vectors only for memories that lack one for the configured model: nights cost what is new."""
+    """Vectors only for memories that lack one for the configured model: nights cost what is new. With
+    imported vectors and no encoder for their model nothing is computed; memories lacking one are listed."""
     db = store.open()
-    with db.connect() as con:
-        todo = repo.memories_without_embedding(con, embedder.model)
+    plan = vector_steps.plan(context.log, db, embedder)
+    todo = plan.todo
     started = time.perf_counter()
     done = 0
     context.log.info(f"embedding {len(todo)} memories with {embedder.model}")
@@ -173,7 +175,9 @@ def memory_embeddings(
             lambda n, lo=lo: progress.update(lo + n),
         )
         with db.transaction() as con:
-            repo.upsert_embeddings(con, embedder.model, chunk["id"].tolist(), vectors, engine.now())
+            repo.upsert_embeddings(
+                con, embedder.model, chunk["id"].tolist(), vectors, engine.now(), source=embedder.compute_source
+            )
         done += len(chunk)
         context.log.info(f"embedded {done}/{len(todo)} memories with {embedder.model}")
     seconds = time.perf_counter() - started
@@ -183,6 +187,7 @@ def memory_embeddings(
             "model": embedder.model,
             "seconds": round(seconds, 2),
             "memories_per_second": round(done / seconds, 1) if done and seconds > 0 else 0.0,
+            **vector_steps.plan_metadata(embedder, plan),
         }
     )
 
@@ -196,10 +201,12 @@ def eligible_memories(
     """Only what may be compressed: not critical, not fresh, not a summary, not archived, pinned or locked."""
     fresh_before = engine.now() - timedelta(hours=engine.freshness_hours)
     with store.open().connect() as con:
+        vector_steps.check_consistent(con, embedder)  # mixed dimensions: one line naming the ids and the fix
         eligible = repo.load_eligible(con, embedder.model, engine.critical_floor, fresh_before)
         reasons = repo.eligibility_counts(con, embedder.model, engine.critical_floor, fresh_before)
-    context.log.info(f"ClusterFinder: {len(eligible.frame)} eligible memories")
-    return dg.Output(eligible, metadata={"eligible": len(eligible.frame), **reasons})
+        used = vector_steps.clustered_on(con, embedder, eligible)
+    context.log.info(f"ClusterFinder: {len(eligible.frame)} eligible memories; vectors {night.describe(used)}")
+    return dg.Output(eligible, metadata={"eligible": len(eligible.frame), **reasons, **used})
 
 
 class ClusterBuild(dg.Config):
@@ -522,11 +529,21 @@ def compressed_memories(
         _summary_record(o.cluster, o.distillation, now, hooks[o.cluster.cluster_id]) for o in accepted if o.distillation
     ]
     progress = ThrottledProgress(context.log.info, "MemoryWriter: embedding summaries", len(records))
-    vectors = encode_in_steps(embedder.encode, [r.content for r in records], 2 * embedder.batch_size, progress.update)
+    with db.connect() as con:
+        vectors, vector_source = night.summary_vectors(
+            con,
+            embedder.model,
+            embedder.summary_method,
+            lambda texts: encode_in_steps(embedder.encode, texts, 2 * embedder.batch_size, progress.update),
+            embedder.compute_source,
+            [r.content for r in records],
+            [o.cluster.member_ids for o in accepted if o.distillation],
+        )
+    context.log.info(f"MemoryWriter: {len(records)} summary vectors by {embedder.summary_method}")
     try:
         with db.transaction() as con:
             repo.insert_memories(con, records, run_id=run_id)
-            repo.upsert_embeddings(con, embedder.model, [r.id for r in records], vectors, now)
+            repo.upsert_embeddings(con, embedder.model, [r.id for r in records], vectors, now, source=vector_source)
     except Exception as exc:
         for o in accepted:
             o.status, o.skip_reason = "failed", f"write failed: {exc}"
@@ -540,7 +557,12 @@ def compressed_memories(
     skipped = sum(1 for o in distillations if o.status == "skipped")
     return dg.Output(
         distillations,
-        metadata={"pending_written": written, "skipped_logged": skipped, **outcome_metadata(distillations)},
+        metadata={
+            "pending_written": written,
+            "skipped_logged": skipped,
+            "summary_embedding": embedder.summary_method,
+            **outcome_metadata(distillations),
+        },
     )
 
 
@@ -726,11 +748,11 @@ def atoms(
     causal = [o for o in archive_updates if o.status == "compressed" and o.distillation and o.distillation.is_causal]
     extractions = llm_runs.extract_all(distiller, [o.distillation.abstraction for o in causal if o.distillation])
     usable = [i for i, e in enumerate(extractions) if isinstance(e, dict) and _has_fields(e, "subject", "action")]
-    flat = embedder.encode([str(extractions[i][f]) for i in usable for f in ("subject", "action")])  # type: ignore
+    flat = embedder.encode_text([str(extractions[i][f]) for i in usable for f in ("subject", "action")])  # type: ignore
     field_vectors = {i: (flat[2 * k], flat[2 * k + 1]) for k, i in enumerate(usable)}
     with db.connect() as con:
         existing = [ExistingAtom(r.id, r.subject, r.action) for r in repo.all_atoms(con).itertuples()]
-        index = AtomIndex(existing, embedder.encode)
+        index = AtomIndex(existing, embedder.encode_text)
         for i, (o, extracted) in enumerate(zip(causal, extractions, strict=True)):
             assert o.distillation is not None
             try:
@@ -773,6 +795,7 @@ def atoms(
 def report(
     context: dg.AssetExecutionContext,
     store: MemoryStoreResource,
+    embedder: EmbedderResource,
     engine: EngineConfig,
     llm: LLMResource,
     exact_duplicates: RunStart,
@@ -848,6 +871,7 @@ def report(
     )
     with db.connect() as con:
         graph_section = _graph_report(con, run_id, clusters, outcomes)
+        r.embedding = vector_steps.report_section(con, embedder, eligible_memories, run_id)
     payload = r.to_dict() | {
         "memory_count": memory_count,
         "llm": llm.report_fields(usage, clusters_deferred=deferred, max_cost_usd=engine.max_cost_usd),

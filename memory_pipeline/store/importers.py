@@ -14,8 +14,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import numpy as np
 
+from memory_pipeline.embedding.dimensions import (
+    IncomingVector,
+    configured_dimension,
+    dimension_errors,
+    store_dimensions,
+)
+from memory_pipeline.embedding.spec import IMPORTED
 from memory_pipeline.store import repository as repo
 from memory_pipeline.store.db import MemoryStore, utcnow
 from memory_pipeline.store.records import ImportRejected, MemoryRecord, RecordError, parse_record
@@ -34,6 +42,7 @@ def _finish(
     parsed: Iterable[tuple[str, MemoryRecord]],
     errors: list[RecordError],
     embedding_models: dict[str, str] | None = None,
+    vector_origins: dict[str, tuple[str, str]] | None = None,
 ) -> ImportSummary:
     records: list[MemoryRecord] = []
     first_seen: dict[str, str] = {}
@@ -50,29 +59,44 @@ def _finish(
         by_model.setdefault((embedding_models or {}).get(r.id, f"imported:{Path(source).name}"), []).append(r)
     with store.connect() as con:
         clash = repo.existing_ids(con, [r.id for r in records])
-        known_dims = dict(con.execute("SELECT model, any_value(dim) FROM embeddings GROUP BY model").fetchall())
+        vector_errors = _vector_dimension_errors(con, by_model, first_seen, vector_origins or {})
     for record in records:
         if record.id in clash:
             errors.append(RecordError(first_seen[record.id], "id", f"id {record.id!r} already exists in the store"))
-    for model, group in by_model.items():
-        dim = known_dims.get(model, len(group[0].embedding or []))
-        for r in group:
-            if len(r.embedding or []) != dim:
-                errors.append(
-                    RecordError(
-                        first_seen[r.id],
-                        "embedding",
-                        f"dimension {len(r.embedding or [])}, expected {dim} for '{model}'",
-                    )
-                )
+    errors.extend(vector_errors)
     if errors:
         raise ImportRejected(source, errors)
     with store.transaction() as con:
         repo.insert_memories(con, records)
         for model, group in by_model.items():
             vectors = np.array([r.embedding for r in group], dtype=np.float32)
-            repo.upsert_embeddings(con, model, [r.id for r in group], vectors, utcnow())
+            repo.upsert_embeddings(con, model, [r.id for r in group], vectors, utcnow(), source=IMPORTED)
     return ImportSummary(source, len(records), len(embedded))
+
+
+def _vector_dimension_errors(
+    con: duckdb.DuckDBPyConnection,
+    by_model: dict[str, list[MemoryRecord]],
+    first_seen: dict[str, str],
+    origins: dict[str, tuple[str, str]],
+) -> list[RecordError]:
+    """A vector whose dimension is not its model's (native, plug-in's, the store's, or the file's first) is
+    rejected naming where it is and its field (`embedding`, or a brain.db embeddings row's `vector`)."""
+    incoming = [
+        IncomingVector(r.id, *origins.get(r.id, (first_seen[r.id], "embedding")), model, len(r.embedding or []))
+        for model, group in by_model.items()
+        for r in group
+    ]
+    found = dimension_errors(incoming, store_dimensions(con), configured_dimension())
+    return [RecordError(where, field, message) for where, field, message in found]
+
+
+def _embedding_model(obj: dict[str, Any], where: str) -> str:
+    """The model a record's `embedding` belongs to: `embedding_model`, required with a vector."""
+    model = obj.get("embedding_model")
+    if not isinstance(model, str) or not model.strip():
+        raise RecordError(where, "embedding_model", "required when 'embedding' is given (the vectors' model name)")
+    return model.strip()
 
 
 def import_jsonl(store: MemoryStore, path: Path) -> ImportSummary:
@@ -98,10 +122,7 @@ def import_jsonl(store: MemoryStore, path: Path) -> ImportSummary:
             try:
                 record = parse_record(obj, where)
                 if record.embedding is not None:
-                    model = obj.get("embedding_model")
-                    if not isinstance(model, str) or not model:
-                        raise RecordError(where, "embedding_model", "required when 'embedding' is given")
-                    models[record.id] = model
+                    models[record.id] = _embedding_model(obj, where)
                 parsed.append((where, record))
             except RecordError as exc:
                 errors.append(exc)
@@ -113,13 +134,17 @@ def import_parquet(store: MemoryStore, path: Path) -> ImportSummary:
 
     parsed: list[tuple[str, MemoryRecord]] = []
     errors: list[RecordError] = []
+    models: dict[str, str] = {}
     for i, row in enumerate(pq.read_table(path).to_pylist(), start=1):
         where = f"{path}: row {i}"
         try:
-            parsed.append((where, parse_record(_plain(row), where)))
+            record = parse_record(_plain(row), where)
+            if record.embedding is not None:
+                models[record.id] = _embedding_model(row, where)
+            parsed.append((where, record))
         except RecordError as exc:
             errors.append(exc)
-    return _finish(store, str(path), parsed, errors)
+    return _finish(store, str(path), parsed, errors, models)
 
 
 def _plain(row: dict[str, Any]) -> dict[str, Any]:
@@ -157,6 +182,7 @@ def import_brain_db(store: MemoryStore, path: Path) -> ImportSummary:
     parsed: list[tuple[str, MemoryRecord]] = []
     errors: list[RecordError] = []
     models: dict[str, str] = {}
+    origins: dict[str, tuple[str, str]] = {}
     try:
         tables = {r[0].decode() for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         if "memories" not in tables:
@@ -189,12 +215,13 @@ def import_brain_db(store: MemoryStore, path: Path) -> ImportSummary:
                         raw.decode() if isinstance(raw, bytes) and raw[:1] == b"[" else raw, vec_where
                     )
                     models[str(obj["id"])] = model
+                    origins[str(obj["id"])] = (vec_where, "vector")
                 parsed.append((where, parse_record(obj, where)))
             except RecordError as exc:
                 errors.append(exc)
     finally:
         con.close()
-    return _finish(store, str(path), parsed, errors, models)
+    return _finish(store, str(path), parsed, errors, models, origins)
 
 
 def import_path(store: MemoryStore, path: Path) -> ImportSummary:

@@ -116,8 +116,14 @@ def memories_without_embedding(con: duckdb.DuckDBPyConnection, model: str) -> pd
 
 
 def upsert_embeddings(
-    con: duckdb.DuckDBPyConnection, model: str, ids: Sequence[str], vectors: np.ndarray, now: datetime
+    con: duckdb.DuckDBPyConnection,
+    model: str,
+    ids: Sequence[str],
+    vectors: np.ndarray,
+    now: datetime,
+    source: str = "computed",
 ) -> int:
+    """`source`: computed | plugin | imported | mean_of_members (see memory_pipeline/embedding/spec.py)."""
     if len(ids) == 0:
         return 0
     if vectors.ndim != 2 or vectors.shape[0] != len(ids):
@@ -132,10 +138,14 @@ def upsert_embeddings(
             "dim": pa.array([dim] * len(ids), pa.int32()),
             "vector": pa.ListArray.from_arrays(offsets, flat),
             "created_at": pa.array([now] * len(ids), pa.timestamp("us")),
+            "source": pa.array([source] * len(ids), pa.string()),
         }
     )
     con.execute("DELETE FROM embeddings WHERE model = ? AND memory_id IN (SELECT memory_id FROM batch)", [model])
-    con.execute("INSERT INTO embeddings SELECT * FROM batch")
+    con.execute(
+        "INSERT INTO embeddings (memory_id, model, dim, vector, created_at, source) "
+        "SELECT memory_id, model, dim, vector, created_at, source FROM batch"
+    )
     return len(ids)
 
 
