@@ -201,8 +201,8 @@ def eligible_memories(
     """Only what may be compressed: not critical, not fresh, not a summary, not archived, pinned or locked."""
     fresh_before = engine.now() - timedelta(hours=engine.freshness_hours)
     with store.open().connect() as con:
-        vector_steps.check_consistent(con, embedder)  # mixed dimensions: one line naming the ids and the fix
-        eligible = repo.load_eligible(con, embedder.model, engine.critical_floor, fresh_before)
+        dim = vector_steps.usable_dimension(context.log, con, embedder)  # wrong-dimension vectors: left out, named
+        eligible = repo.load_eligible(con, embedder.model, engine.critical_floor, fresh_before, dim=dim)
         reasons = repo.eligibility_counts(con, embedder.model, engine.critical_floor, fresh_before)
         used = vector_steps.clustered_on(con, embedder, eligible)
     context.log.info(f"ClusterFinder: {len(eligible.frame)} eligible memories; vectors {night.describe(used)}")

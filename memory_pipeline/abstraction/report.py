@@ -160,8 +160,10 @@ def describe_vectors(section: dict[str, Any]) -> str:
     detail = ", ".join(f"{n} {s}" for s, n in counts.items()) if len(counts) > 1 else ""
     source = f"{section.get('vector_source')}: {detail}" if detail else str(section.get("vector_source"))
     made = section.get("summaries_by_source") or {}
-    written = f" ({', '.join(f'{n} {s}' for s, n in made.items())})" if made else ""
+    method = str(section.get("summary_embedding"))
+    counts = [f"{n} written" if s in method else f"{n} {s}" for s, n in made.items()]
+    written = f" ({', '.join(counts)})" if made else ""
     return (
         f"{section.get('vector_model')} ({section.get('vector_dim')}-d, {source}); "
-        f"summaries: {section.get('summary_embedding')}{written}"
+        f"summaries: {method}{written}"
     )

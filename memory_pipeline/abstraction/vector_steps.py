@@ -42,12 +42,20 @@ def plan_metadata(embedder: EmbedderResource, found: night.VectorPlan) -> dict[s
     }
 
 
-def check_consistent(con: duckdb.DuckDBPyConnection, embedder: EmbedderResource) -> None:
-    """Vectors of mixed dimensions would crash loading the eligible set: fail with one line instead."""
+def usable_dimension(
+    log: dg.DagsterLogManager, con: duckdb.DuckDBPyConnection, embedder: EmbedderResource
+) -> int | None:
+    """Vectors of the wrong dimension would crash loading the eligible set: they are left out and named (one
+    warning line with the command that removes them); when nothing tells which dimension is right the step
+    fails with one line instead. Returns the dimension to load, None when all vectors agree."""
     try:
-        dimensions.check_store_vectors(con, embedder.model, embedder.expected_dimension)
+        bad = dimensions.usable_dimension(con, embedder.model, embedder.expected_dimension)
     except dimensions.InconsistentVectors as exc:
         raise dg.Failure(description=str(exc), metadata={"offending_ids": ", ".join(exc.bad.ids[:50])}) from None
+    if bad is None:
+        return None
+    log.warning(bad.message())
+    return bad.expected
 
 
 def clustered_on(
@@ -65,4 +73,6 @@ def report_section(
     """The run report's `embedding`: what the night clustered on and how this run's summaries were embedded."""
     section = clustered_on(con, embedder, eligible)
     section["summaries_by_source"] = night.summaries_by_source(con, embedder.model, run_id)
+    bad = dimensions.find_bad_vectors(con, embedder.model, embedder.expected_dimension)
+    section["vectors_wrong_dimension"] = len(bad.ids) if bad else 0
     return section

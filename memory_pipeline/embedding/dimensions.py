@@ -84,11 +84,12 @@ def _expected(first: IncomingVector, in_store: dict[str, int], configured: tuple
 
 @dataclass(frozen=True)
 class BadVectors:
-    """Stored vectors of one model that cannot be clustered together with the rest."""
+    """Stored vectors of one model whose dimension is not the model's."""
 
     model: str
     expected: int
     why: str
+    certain: bool  # False: an unknown model whose vectors have no majority dimension; nothing to go by
     ids: list[str]
     dims: dict[int, int]  # wrong dimension → how many
 
@@ -96,55 +97,63 @@ class BadVectors:
         more = len(self.ids) - SHOW_IDS
         shown = ", ".join(self.ids[:SHOW_IDS]) + (f" and {more} more" if more > 0 else "")
         found = ", ".join(f"{n}× {d}-d" for d, n in sorted(self.dims.items()))
-        dims = " ".join(f"--dim {d}" for d in sorted(self.dims))
+        drop = f"`memory-pipeline embeddings drop --model '{self.model}' " + " ".join(
+            f"--dim {d}" for d in sorted(self.dims)
+        )
+        if not self.certain:
+            return (
+                f"cannot tell which '{self.model}' vectors have the right dimension ({self.expected}-d and {found}, "
+                f"no majority; the model is not in models.json): remove the wrong ones with "
+                f"`memory-pipeline embeddings drop --model '{self.model}' --dim D`"
+            )
         return (
-            f"the store holds {len(self.ids)} '{self.model}' vector(s) of the wrong dimension ({found}; expected "
-            f"{self.expected}, {self.why}): {shown}; remove them with `memory-pipeline embeddings drop --model "
-            f"'{self.model}' {dims}` (the memories stay; until they have a right vector they are left out of "
-            "clustering)"
+            f"{len(self.ids)} '{self.model}' vector(s) have the wrong dimension ({found}; expected {self.expected}, "
+            f"{self.why}) and are left out of clustering: {shown}; remove them with {drop}`"
         )
 
 
 class InconsistentVectors(RuntimeError):
-    """Raised before a night would crash on vectors of mixed dimensions; the message is one line."""
+    """The store's vectors of a model disagree and nothing says which are right; the message is one line."""
 
     def __init__(self, bad: BadVectors) -> None:
         super().__init__(bad.message())
         self.bad = bad
 
 
-def find_bad_vectors(con: duckdb.DuckDBPyConnection, model: str, expected: int | None = None) -> BadVectors | None:
-    """Vectors of `model` whose length differs from the model's dimension (`expected`, else known, else the
-    most common one in the store), or from their own `dim` column. None when all agree."""
+def find_bad_vectors(con: duckdb.DuckDBPyConnection, model: str, declared: int | None = None) -> BadVectors | None:
+    """Vectors of `model` whose length is not the model's dimension: its native one (models.json), else the
+    one the plug-in declares, else the one most of its vectors have. None when all agree."""
     counts = con.execute(
         "SELECT len(vector) AS d, count(*) AS n FROM embeddings WHERE model = ? GROUP BY d ORDER BY n DESC, d",
         [model],
     ).fetchall()
     if not counts:
         return None
-    why = "the configured dimension"
-    if expected is None:
-        expected = spec.known_dimension(model)
+    certain = True
+    if (expected := spec.known_dimension(model)) is not None:
         why = "its native dimension"
-    if expected is None:
+    elif (expected := declared) is not None:
+        why = "the dimension its plug-in declares"
+    else:
         expected, why = int(counts[0][0]), "the dimension of most of its vectors"
+        certain = 2 * int(counts[0][1]) > sum(int(n) for _, n in counts)
     rows = con.execute(
-        "SELECT memory_id, len(vector) FROM embeddings WHERE model = ? AND (len(vector) <> ? OR dim <> len(vector)) "
-        "ORDER BY memory_id",
+        "SELECT memory_id, len(vector) FROM embeddings WHERE model = ? AND len(vector) <> ? ORDER BY memory_id",
         [model, expected],
     ).fetchall()
     if not rows:
         return None
     dims = Counter(int(d) for _, d in rows)
-    return BadVectors(model, expected, why, [str(r[0]) for r in rows], dict(dims))
+    return BadVectors(model, expected, why, certain, [str(r[0]) for r in rows], dict(dims))
 
 
-def check_store_vectors(con: duckdb.DuckDBPyConnection, model: str, expected: int | None = None) -> None:
-    """Raise InconsistentVectors (one line, naming ids and the command that fixes it) if the store's vectors
-    of `model` do not all have one dimension."""
-    bad = find_bad_vectors(con, model, expected)
-    if bad is not None:
+def usable_dimension(con: duckdb.DuckDBPyConnection, model: str, declared: int | None = None) -> BadVectors | None:
+    """The wrong-dimension vectors a night leaves out (None: all fine). Raises InconsistentVectors when
+    there is no telling which dimension is right."""
+    bad = find_bad_vectors(con, model, declared)
+    if bad is not None and not bad.certain:
         raise InconsistentVectors(bad)
+    return bad
 
 
 def drop_vectors(con: duckdb.DuckDBPyConnection, model: str, dims: list[int]) -> list[str]:

@@ -85,7 +85,7 @@ def plan_vectors(
         plan.left_out = [str(r[0]) for r in active]
         return plan
     bad = find_bad_vectors(con, model, expected_dim)
-    plan.replaced = bad.ids if bad else []
+    plan.replaced = bad.ids if bad and bad.certain else []  # no majority: eligible_memories says so
     if plugin:
         plan.reembedded = [
             str(r[0])

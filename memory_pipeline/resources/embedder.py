@@ -59,6 +59,8 @@ class EmbedderResource(dg.ConfigurableResource):
         model, imported = spec.parse_model_setting(os.environ.get(spec.ENV_MODEL, MINILM))
         plugin = os.environ.get(spec.ENV_PLUGIN, "").strip()
         spec.check_setting(model, imported, plugin)
+        if plugin:
+            spec.load_plugin(plugin)  # a plug-in that cannot be imported fails here, before any run starts
         return cls(model=model, imported=imported, plugin=plugin)
 
     def check(self) -> None:

@@ -199,10 +199,11 @@ ELIGIBLE_WHERE = """
 
 
 def load_eligible(
-    con: duckdb.DuckDBPyConnection, model: str, critical_floor: float, fresh_before: datetime
+    con: duckdb.DuckDBPyConnection, model: str, critical_floor: float, fresh_before: datetime, dim: int | None = None
 ) -> EligibleSet:
     """Exact duplicates that the dedupe step archives are left out here too, so a dry run (which archives
-    nothing) finds the same clusters, with the same ids, as the real run."""
+    nothing) finds the same clusters, with the same ids, as the real run. `dim`: only vectors of this length
+    (the caller names the others), so vectors of mixed dimensions never reach the reshape."""
     table = con.sql(
         f"""
         WITH twins AS (
@@ -212,12 +213,12 @@ def load_eligible(
         SELECT m.id, m.importance, m.categories, m.token_count, m.created_at, m.tags, m.nexus_keys,
                coalesce(m.human_authored, false) AS human_authored,
                coalesce(m.included_count_decay, 0) AS included_count_decay, m.usage_day, e.vector
-        FROM memories m JOIN embeddings e ON e.memory_id = m.id AND e.model = ?
+        FROM memories m JOIN embeddings e ON e.memory_id = m.id AND e.model = ? AND (? IS NULL OR len(e.vector) = ?)
         JOIN twins t ON t.id = m.id AND t.twin_rank = 1
         WHERE {ELIGIBLE_WHERE}
         ORDER BY m.id
         """,
-        params=[model, critical_floor, fresh_before],
+        params=[model, dim, dim, critical_floor, fresh_before],
     ).to_arrow_table()
     vectors = _vectors_from_arrow(table.column("vector"), table.num_rows)
     frame = table.drop_columns(["vector"]).to_pandas()
