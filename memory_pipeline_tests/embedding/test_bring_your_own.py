@@ -50,6 +50,7 @@ def _summaries(store: MemoryStore) -> list[tuple[str, list[str], str, np.ndarray
     return [(r[0], sorted(r[1]), r[2], np.asarray(r[3], dtype=np.float64)) for r in rows]
 
 
+@pytest.mark.slow  # a nightly run or two (~12-17 s on 2 shared cores)
 def test_night_clusters_on_imported_vectors_and_averages_summaries(tmp_path: Path) -> None:
     rows, groups = grouped_rows()
     store = _import(tmp_path, rows)
@@ -82,6 +83,7 @@ def test_night_clusters_on_imported_vectors_and_averages_summaries(tmp_path: Pat
         "vectors_by_source": {"imported": 24},
         "summary_embedding": "mean_of_members",
         "summaries_by_source": {"mean_of_members": 4},
+        "vectors_wrong_dimension": 0,
     }
     assert metadata(result, "memory_embeddings")["vector_compute"] == "none (imported vectors only)"
     assert metadata(result, "eligible_memories")["vector_source"] == "imported"
@@ -105,6 +107,7 @@ def test_memories_without_an_imported_vector_are_left_out_and_named(tmp_path: Pa
     assert left == [(0,)]
 
 
+@pytest.mark.slow  # a nightly run or two (~12-17 s on 2 shared cores)
 def test_plugin_embeds_new_memories_and_summaries_then_reembeds_averaged_ones(tmp_path: Path) -> None:
     topics = [
         "the nightly deploy of the billing service failed because the migration lock timed out again",
