@@ -6,7 +6,7 @@ from __future__ import annotations
 import dagster as dg
 import duckdb
 
-from memory_pipeline.embedding import dimensions, night
+from memory_pipeline.embedding import dimensions, night, spec
 from memory_pipeline.embedding.spec import EmbedderSettingError
 from memory_pipeline.resources import EmbedderResource
 from memory_pipeline.store import repository as repo
@@ -17,7 +17,10 @@ def plan(log: dg.DagsterLogManager, db: MemoryStore, embedder: EmbedderResource)
     """Check the embedder setting (one clear line if it cannot work), plan tonight's vectors, say what matters."""
     try:
         embedder.check()
+        probe = embedder.encode(["dimension probe"]).shape[1] if embedder.plugin else None
         with db.connect() as con:
+            if probe is not None:
+                night.check_encoder_dimension(con, embedder.model, probe, f"{spec.ENV_PLUGIN}={embedder.plugin}")
             found = night.plan_vectors(
                 con, embedder.model, embedder.can_encode, bool(embedder.plugin), embedder.expected_dimension
             )

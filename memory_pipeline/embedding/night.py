@@ -103,6 +103,24 @@ def plan_vectors(
     return plan
 
 
+def check_encoder_dimension(con: duckdb.DuckDBPyConnection, model: str, got: int, who: str) -> None:
+    """An encoder (the plug-in) must make vectors of the model's dimension: its native one, else the one most
+    of its stored vectors have. Otherwise every night would mix dimensions; say so before writing any."""
+    want = spec.known_dimension(model)
+    why = "its native dimension"
+    if want is None:
+        row = con.execute(
+            "SELECT len(vector) AS d FROM embeddings WHERE model = ? GROUP BY d ORDER BY count(*) DESC, d LIMIT 1",
+            [model],
+        ).fetchall()
+        want, why = (int(row[0][0]), "the dimension of its vectors in the store") if row else (None, "")
+    if want is not None and got != want:
+        raise spec.EmbedderSettingError(
+            f"{who} makes {got}-d vectors but '{model}' vectors are {want}-d ({why}): point "
+            f"{spec.ENV_PLUGIN} at an embedder of that model, or {spec.ENV_MODEL} at the plug-in's own model name"
+        )
+
+
 def vector_sources(con: duckdb.DuckDBPyConnection, model: str, ids: Sequence[str]) -> dict[str, int]:
     """How many of these memories' `model` vectors were computed, imported, made by the plug-in, averaged."""
     frame = pd.DataFrame({"memory_id": list(ids)})  # noqa: F841 - scanned by DuckDB by name

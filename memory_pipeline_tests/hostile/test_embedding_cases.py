@@ -208,6 +208,16 @@ CASES = [
         slow=True,
     ),
     Case(
+        "run: a plug-in whose vectors do not have the stored vectors' dimension stops the night before it embeds",
+        lambda t: seed_store(t, [row(f"a{i}", unit(4, i), "toy") for i in range(3)] + [row("n0")]),
+        ["run"], 1, (4, 4),
+        r"^dagster\._core\.definitions\.events\.Failure: MEMORY_PIPELINE_EMBEDDER_PLUGIN=\S+:toy_1536 makes "
+        r"1536-d vectors but 'toy' vectors are 4-d \(the dimension of its vectors in the store\): point "
+        r"MEMORY_PIPELINE_EMBEDDER_PLUGIN at an embedder of that model",
+        env={"MEMORY_PIPELINE_EMBEDDER": "imported:toy", "MEMORY_PIPELINE_EMBEDDER_PLUGIN": PLUGIN},
+        slow=True,
+    ),
+    Case(
         "run: imported vectors the night does not use are mentioned, with the setting that would use them",
         lambda t: seed_store(t, [row(f"a{i}", unit(1536, i), OPENAI) for i in range(5)]),
         ["run"], 0, (5, 6),
@@ -230,6 +240,16 @@ def _memory_rows(tmp: Path) -> int:
         con.close()
 
 
+def _vectors(tmp: Path) -> list[tuple[str, str, int]]:
+    if not (tmp / "ws" / "memory.duckdb").exists():
+        return []
+    con = duckdb.connect(str(tmp / "ws" / "memory.duckdb"), read_only=True)
+    try:
+        return con.execute("SELECT memory_id, model, len(vector) FROM embeddings ORDER BY 1, 2").fetchall()
+    finally:
+        con.close()
+
+
 @pytest.mark.parametrize(
     "case", [pytest.param(c, id=c.name, marks=[pytest.mark.slow] if c.slow else []) for c in CASES]
 )
@@ -245,6 +265,7 @@ def test_embedding_case(
     for key, value in case.env.items():
         monkeypatch.setenv(key, value)
     before = _memory_rows(tmp_path)
+    vectors_before = _vectors(tmp_path)
 
     code = cli.main([part.replace("{tmp}", str(tmp_path)) for part in case.command])
 
@@ -253,5 +274,7 @@ def test_embedding_case(
     matching = {line for line in lines if re.search(case.message, line)}  # Dagster repeats a failure per event
     assert len(matching) == 1, f"{len(matching)} distinct lines match {case.message!r}:\n{out}\n{err}"
     assert (code, (before, _memory_rows(tmp_path))) == (case.exit_code, case.rows)
+    if case.rows[0] == case.rows[1] and case.command[:2] != ["embeddings", "drop"]:  # nothing half-written
+        assert _vectors(tmp_path) == vectors_before
     if case.command[0] != "run":  # the nightly job's own log is Dagster's; our commands print no traceback
         assert "Traceback" not in out + err
