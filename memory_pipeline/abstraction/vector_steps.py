@@ -17,7 +17,9 @@ def plan(log: dg.DagsterLogManager, db: MemoryStore, embedder: EmbedderResource)
     """Check the embedder setting (one clear line if it cannot work), plan tonight's vectors, say what matters."""
     try:
         embedder.check()
-        probe = embedder.encode(["dimension probe"]).shape[1] if embedder.plugin else None
+        probe = None  # the plug-in's dimension: declared, else one call on a probe text
+        if embedder.plugin:
+            probe = spec.load_plugin(embedder.plugin).dimension or embedder.encode(["dimension probe"]).shape[1]
         with db.connect() as con:
             if probe is not None:
                 night.check_encoder_dimension(con, embedder.model, probe, f"{spec.ENV_PLUGIN}={embedder.plugin}")

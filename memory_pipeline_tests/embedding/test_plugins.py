@@ -135,3 +135,23 @@ def test_migration_marks_vectors_from_before_it(tmp_path: Path) -> None:
         assert c.execute("SELECT memory_id, source FROM embeddings ORDER BY 1").fetchall() == [
             ("a", "computed"), ("b", "imported"), ("c", "computed")
         ]
+
+
+def test_parquet_vectors_go_under_their_embedding_model(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from memory_pipeline.store.importers import import_parquet
+
+    rows = [
+        {"id": f"r{i}", "content": f"text {i}", "created_at": "2026-10-01", "embedding": [0.6, 0.8, 0.0],
+         "embedding_model": model}
+        for i, model in enumerate(["model-a", "model-a", "model-b"])
+    ]
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "in.parquet")
+    store = MemoryStore(tmp_path / "m.duckdb")
+    assert import_parquet(store, tmp_path / "in.parquet").embeddings == 3
+    with store.connect() as con:
+        assert con.execute("SELECT memory_id, model, source FROM embeddings ORDER BY 1").fetchall() == [
+            ("r0", "model-a", "imported"), ("r1", "model-a", "imported"), ("r2", "model-b", "imported")
+        ]
