@@ -250,6 +250,7 @@ def clusters(
         recent = repo.recent_fingerprints(con, since, NON_ATTEMPT_PREFIXES)
         open_actions = graph_outbox.open_count(con)
         holders = graph_queries.key_holders(con, engine.hub_top_keys, engine.now().date(), engine.usage_decay)
+        vectors_used = vector_steps.clustered_on(con, embedder, eligible_memories)  # model, dim, source
     if open_actions >= engine.outbox_critical:
         reason = (
             f"compaction paused: ops/outbox-critical ({open_actions} open outbox actions ≥ {engine.outbox_critical})"
@@ -307,6 +308,7 @@ def clusters(
             "cluster_source": settings.cluster_source,
             "key_clusters": planned.by_source.get("keys", 0),
             "hubs": len(planned.hubs),
+            **vectors_used,
             "clusters": dg.MetadataValue.md(table.head(50).to_markdown(index=False)) if len(table) else "none",
             **cluster_size_metadata(found),
         },

@@ -38,6 +38,7 @@ def plan_metadata(embedder: EmbedderResource, found: night.VectorPlan) -> dict[s
     """memory_embeddings' metadata: which vectors, computed by what, and what was left out or redone."""
     return {
         "vector_model": embedder.model,
+        "vector_dim": found.dim or 0,
         "vector_setting": ("imported:" if embedder.imported else "") + embedder.model,
         "vector_compute": embedder.compute_source if embedder.can_encode else "none (imported vectors only)",
         "summary_embedding": embedder.summary_method,

@@ -32,6 +32,7 @@ class VectorPlan:
     reembedded: list[str] = field(default_factory=list)  # mean-of-members summaries re-embedded by the plug-in
     left_out: list[str] = field(default_factory=list)  # active memories without a vector and no encoder
     unused: list[tuple[str, int, int]] = field(default_factory=list)  # other imported models: (model, n, dim)
+    dim: int | None = None  # the model's dimension: native, declared by the plug-in, or most of the stored ones
 
     def warnings(self, setting_hint: str) -> list[str]:
         """One line per thing a user should know; each says what to do."""
@@ -68,6 +69,10 @@ def plan_vectors(
     nothing to compute; the active memories lacking a vector are listed as left out."""
     missing = repo.memories_without_embedding(con, model)
     plan = VectorPlan(model, missing.iloc[0:0])
+    stored = con.execute(
+        "SELECT len(vector) AS d FROM embeddings WHERE model = ? GROUP BY d ORDER BY count(*) DESC, d LIMIT 1", [model]
+    ).fetchall()
+    plan.dim = expected_dim or spec.known_dimension(model) or (int(stored[0][0]) if stored else None)
     plan.unused = [
         (str(m), int(n), int(d))
         for m, n, d in con.execute(

@@ -85,8 +85,13 @@ def test_night_clusters_on_imported_vectors_and_averages_summaries(tmp_path: Pat
         "summaries_by_source": {"mean_of_members": 4},
         "vectors_wrong_dimension": 0,
     }
-    assert metadata(result, "memory_embeddings")["vector_compute"] == "none (imported vectors only)"
-    assert metadata(result, "eligible_memories")["vector_source"] == "imported"
+    embedded = metadata(result, "memory_embeddings")
+    assert (embedded["vector_compute"], embedded["vector_dim"], embedded["embedded"]) == (
+        "none (imported vectors only)", 1536, 0
+    )
+    for step in ("eligible_memories", "clusters"):
+        meta = metadata(result, step)
+        assert (meta["vector_model"], meta["vector_dim"], meta["vector_source"]) == (OPENAI, 1536, "imported")
     assert metadata(result, "compressed_memories")["summary_embedding"] == "mean_of_members"
 
 
