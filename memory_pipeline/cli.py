@@ -25,6 +25,7 @@ DOMAIN_CLIS: tuple[str, ...] = (
     "memory_pipeline.journals.cli",
     "memory_pipeline.compaction.cli",
     "memory_pipeline.context.cli",
+    "memory_pipeline.embedding.cli",
 )
 
 

@@ -48,6 +48,8 @@ class CompressionRunReport:
     pending_activated: int = 0  # summaries of an interrupted run, reconciled at the start of this one
     pending_removed: int = 0
     skip_reasons: dict[str, int] = field(default_factory=dict)
+    # the vectors the night clustered on (model, dim, source) and how its summaries were embedded
+    embedding: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -116,7 +118,9 @@ def alert_priority(report: CompressionRunReport, max_minutes: float = 30.0) -> s
 
 
 def markdown_table(report: CompressionRunReport) -> str:
-    rows = [(k, v) for k, v in report.to_dict().items() if k not in ("errors", "skip_reasons")]
+    rows = [(k, v) for k, v in report.to_dict().items() if k not in ("errors", "skip_reasons", "embedding")]
+    if report.embedding:
+        rows.append(("vectors", describe_vectors(report.embedding)))
     lines = ["| field | value |", "| --- | --- |"] + [f"| {k} | {v} |" for k, v in rows]
     for reason, n in report.skip_reasons.items():
         lines.append(f"| skipped: {reason} | {n} |")
@@ -146,4 +150,20 @@ def summary_lines(report: CompressionRunReport) -> list[str]:
         f"{report.max_compression_ratio}",
         f"  estimated_cost_usd   {report.estimated_cost_usd}",
         f"  errors               {len(report.errors)}",
+        *([f"  vectors              {describe_vectors(report.embedding)}"] if report.embedding else []),
     ]
+
+
+def describe_vectors(section: dict[str, Any]) -> str:
+    """`text-embedding-3-small (1536-d, imported); summaries: mean_of_members (12)`."""
+    counts = section.get("vectors_by_source") or {}
+    detail = ", ".join(f"{n} {s}" for s, n in counts.items()) if len(counts) > 1 else ""
+    source = f"{section.get('vector_source')}: {detail}" if detail else str(section.get("vector_source"))
+    made = section.get("summaries_by_source") or {}
+    method = str(section.get("summary_embedding"))
+    counts = [f"{n} written" if s in method else f"{n} {s}" for s, n in made.items()]
+    written = f" ({', '.join(counts)})" if made else ""
+    return (
+        f"{section.get('vector_model')} ({section.get('vector_dim')}-d, {source}); "
+        f"summaries: {method}{written}"
+    )

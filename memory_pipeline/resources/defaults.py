@@ -7,7 +7,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from memory_pipeline.resources.embedder import MINILM, EmbedderResource
+from memory_pipeline.resources.embedder import EmbedderResource
 from memory_pipeline.resources.engine import EngineConfig
 from memory_pipeline.resources.llm import LLMResource
 from memory_pipeline.resources.notifier import NotifierResource
@@ -19,7 +19,7 @@ def default_resources(home: str | None = None, as_of: str = "") -> dict[str, dg.
     """`store`, `embedder`, `llm`, `engine`, `notifier` from the environment; `home` and `as_of` override it."""
     return {
         "store": MemoryStoreResource(home=home or str(workspace_home())),
-        "embedder": EmbedderResource(model=os.environ.get("MEMORY_PIPELINE_EMBEDDER", MINILM)),
+        "embedder": EmbedderResource.from_env(),  # MEMORY_PIPELINE_EMBEDDER(_PLUGIN): see README
         "llm": LLMResource(
             api_key=dg.EnvVar("ANTHROPIC_API_KEY") if os.environ.get("ANTHROPIC_API_KEY") else None,
             mode=os.environ.get("MEMORY_PIPELINE_LLM", "auto"),

@@ -61,14 +61,13 @@ def cmd_status(args: argparse.Namespace) -> int:
 def cmd_recall(args: argparse.Namespace) -> int:
     from memory_pipeline.operator.instance import open_store as _store
     from memory_pipeline.resources import EmbedderResource
-    from memory_pipeline.resources.embedder import MINILM
     from memory_pipeline.rollups.recall import recall
 
     home = workspace_home()
     store = _store(home)
-    embedder = EmbedderResource(model=os.environ.get("MEMORY_PIPELINE_EMBEDDER", MINILM))
+    embedder = EmbedderResource.from_env()  # text to text only: encode_text works with imported vectors too
     try:
-        result = recall(store, home, args.query, embedder.encode, threshold=args.threshold, top_k=args.top_k)
+        result = recall(store, home, args.query, embedder.encode_text, threshold=args.threshold, top_k=args.top_k)
     except ValueError as exc:
         print(str(exc), file=sys.stderr)
         return 2

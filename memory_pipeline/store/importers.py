@@ -20,6 +20,13 @@ from typing import IO, Any
 import duckdb
 import numpy as np
 
+from memory_pipeline.embedding.dimensions import (
+    IncomingVector,
+    configured_dimension,
+    dimension_errors,
+    store_dimensions,
+)
+from memory_pipeline.embedding.spec import IMPORTED
 from memory_pipeline.errors import UserError
 from memory_pipeline.faults import crash_point
 from memory_pipeline.store import repository as repo
@@ -121,6 +128,7 @@ def _finish(
     parsed: Iterable[tuple[str, MemoryRecord]],
     errors: list[RecordError],
     embedding_models: dict[str, str] | None = None,
+    vector_origins: dict[str, tuple[str, str]] | None = None,
     *,
     skip_existing: bool = False,
     validate: Validator | None = None,
@@ -138,24 +146,14 @@ def _finish(
     store.migrate()
     with store.connect() as con:
         skipped, clash_errors = _existing(con, records, first_seen, skip_existing)
-        known_dims = dict(con.execute("SELECT model, any_value(dim) FROM embeddings GROUP BY model").fetchall())
     errors.extend(clash_errors)
     records = [r for r in records if r.id not in skipped]
     embedded = [r for r in records if r.embedding is not None]
     by_model: dict[str, list[MemoryRecord]] = {}
     for r in embedded:
         by_model.setdefault((embedding_models or {}).get(r.id, f"imported:{Path(source).name}"), []).append(r)
-    for model, group in by_model.items():
-        dim = known_dims.get(model, len(group[0].embedding or []))
-        for r in group:
-            if len(r.embedding or []) != dim:
-                errors.append(
-                    RecordError(
-                        first_seen[r.id],
-                        "embedding",
-                        f"dimension {len(r.embedding or [])}, expected {dim} for '{model}'",
-                    )
-                )
+    with store.connect() as con:
+        errors.extend(_vector_dimension_errors(con, by_model, first_seen, vector_origins or {}))
     if errors:
         raise ImportRejected(source, errors)
     with store.transaction() as con:  # one transaction: any exception below (or a kill) leaves nothing behind
@@ -164,12 +162,37 @@ def _finish(
         crash_point("inside_import")
         for model, group in by_model.items():
             vectors = np.array([r.embedding for r in group], dtype=np.float32)
-            repo.upsert_embeddings(con, model, [r.id for r in group], vectors, utcnow())
+            repo.upsert_embeddings(con, model, [r.id for r in group], vectors, utcnow(), source=IMPORTED)
         if validate:
             broken = _new_violations(before, validate(con), first_seen)
             if broken:
                 raise ImportRejected(source, broken)
     return ImportSummary(source, len(records), len(embedded), len(skipped))
+
+
+def _vector_dimension_errors(
+    con: duckdb.DuckDBPyConnection,
+    by_model: dict[str, list[MemoryRecord]],
+    first_seen: dict[str, str],
+    origins: dict[str, tuple[str, str]],
+) -> list[RecordError]:
+    """A vector whose dimension is not its model's (native, plug-in's, the store's, or the file's first) is
+    rejected naming where it is and its field (`embedding`, or a brain.db embeddings row's `vector`)."""
+    incoming = [
+        IncomingVector(r.id, *origins.get(r.id, (first_seen[r.id], "embedding")), model, len(r.embedding or []))
+        for model, group in by_model.items()
+        for r in group
+    ]
+    found = dimension_errors(incoming, store_dimensions(con), configured_dimension())
+    return [RecordError(where, field, message) for where, field, message in found]
+
+
+def _embedding_model(obj: dict[str, Any], where: str) -> str:
+    """The model a record's `embedding` belongs to: `embedding_model`, required with a vector."""
+    model = obj.get("embedding_model")
+    if not isinstance(model, str) or not model.strip():
+        raise RecordError(where, "embedding_model", "required when 'embedding' is given (the vectors' model name)")
+    return model.strip()
 
 
 def _lines(fh: IO[bytes], path: Path) -> Iterator[tuple[int, bytes | None]]:
@@ -220,10 +243,7 @@ def import_jsonl(
             try:
                 record = parse_record(obj, where)
                 if record.embedding is not None:
-                    model = obj.get("embedding_model")
-                    if not isinstance(model, str) or not model:
-                        raise RecordError(where, "embedding_model", "required when 'embedding' is given")
-                    models[record.id] = model
+                    models[record.id] = _embedding_model(obj, where)
                 parsed.append((where, record))
             except RecordError as exc:
                 errors.append(exc)
@@ -242,13 +262,17 @@ def import_parquet(
         raise ImportFileError(f"{path}: not a readable Parquet file ({first_line(exc)})") from None
     parsed: list[tuple[str, MemoryRecord]] = []
     errors: list[RecordError] = []
+    models: dict[str, str] = {}
     for i, row in enumerate(rows, start=1):
         where = f"{path}: row {i}"
         try:
-            parsed.append((where, parse_record(_plain(row), where)))
+            record = parse_record(_plain(row), where)
+            if record.embedding is not None:
+                models[record.id] = _embedding_model(row, where)
+            parsed.append((where, record))
         except RecordError as exc:
             errors.append(exc)
-    return _finish(store, str(path), parsed, errors, skip_existing=skip_existing, validate=validate)
+    return _finish(store, str(path), parsed, errors, models, skip_existing=skip_existing, validate=validate)
 
 
 def _plain(row: dict[str, Any]) -> dict[str, Any]:
@@ -283,21 +307,24 @@ def import_brain_db(
     if not path.is_file():
         raise ImportFileMissing(f"{path}: no such file")
     try:
-        parsed, errors, models = _read_brain_db(path)
+        parsed, errors, models, origins = _read_brain_db(path)
     except sqlite3.Error as exc:
         raise ImportFileError(
             f"{path}: not a readable SQLite database ({first_line(exc)}); expected a brain.db with a `memories` table"
         ) from None
-    return _finish(store, str(path), parsed, errors, models, skip_existing=skip_existing, validate=validate)
+    return _finish(store, str(path), parsed, errors, models, origins, skip_existing=skip_existing, validate=validate)
 
 
-def _read_brain_db(path: Path) -> tuple[list[tuple[str, MemoryRecord]], list[RecordError], dict[str, str]]:
+def _read_brain_db(
+    path: Path,
+) -> tuple[list[tuple[str, MemoryRecord]], list[RecordError], dict[str, str], dict[str, tuple[str, str]]]:
     con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     con.row_factory = sqlite3.Row
     con.text_factory = bytes
     parsed: list[tuple[str, MemoryRecord]] = []
     errors: list[RecordError] = []
     models: dict[str, str] = {}
+    origins: dict[str, tuple[str, str]] = {}
     try:
         tables = {r[0].decode() for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         if "memories" not in tables:
@@ -333,12 +360,13 @@ def _read_brain_db(path: Path) -> tuple[list[tuple[str, MemoryRecord]], list[Rec
                         raw.decode() if isinstance(raw, bytes) and raw[:1] == b"[" else raw, vec_where
                     )
                     models[str(obj["id"])] = model
+                    origins[str(obj["id"])] = (vec_where, "vector")
                 parsed.append((where, parse_record(obj, where)))
             except RecordError as exc:
                 errors.append(exc)
     finally:
         con.close()
-    return parsed, errors, models
+    return parsed, errors, models, origins
 
 
 def import_path(

@@ -291,6 +291,16 @@ MIGRATIONS: tuple[Migration, ...] = (
         ),
     ),
     Migration(
+        5,
+        "embeddings: how each vector came to be (computed | plugin | imported | mean_of_members)",
+        (
+            "ALTER TABLE embeddings ADD COLUMN IF NOT EXISTS source VARCHAR",
+            # before this column only the two built-in models were computed by the pipeline itself
+            """UPDATE embeddings SET source = CASE WHEN model IN ('sentence-transformers/all-MiniLM-L6-v2',
+               'hashing-bow-256') THEN 'computed' ELSE 'imported' END WHERE source IS NULL""",
+        ),
+    ),
+    Migration(
         11,
         "journals: when an extracted memory was superseded by a re-extraction (lifecycle 'superseded')",
         ("ALTER TABLE memories ADD COLUMN IF NOT EXISTS superseded_at TIMESTAMP",),

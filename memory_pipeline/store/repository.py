@@ -117,8 +117,14 @@ def memories_without_embedding(con: duckdb.DuckDBPyConnection, model: str) -> pd
 
 
 def upsert_embeddings(
-    con: duckdb.DuckDBPyConnection, model: str, ids: Sequence[str], vectors: np.ndarray, now: datetime
+    con: duckdb.DuckDBPyConnection,
+    model: str,
+    ids: Sequence[str],
+    vectors: np.ndarray,
+    now: datetime,
+    source: str = "computed",
 ) -> int:
+    """`source`: computed | plugin | imported | mean_of_members (see memory_pipeline/embedding/spec.py)."""
     if len(ids) == 0:
         return 0
     if vectors.ndim != 2 or vectors.shape[0] != len(ids):
@@ -133,10 +139,14 @@ def upsert_embeddings(
             "dim": pa.array([dim] * len(ids), pa.int32()),
             "vector": pa.ListArray.from_arrays(offsets, flat),
             "created_at": pa.array([now] * len(ids), pa.timestamp("us")),
+            "source": pa.array([source] * len(ids), pa.string()),
         }
     )
     con.execute("DELETE FROM embeddings WHERE model = ? AND memory_id IN (SELECT memory_id FROM batch)", [model])
-    con.execute("INSERT INTO embeddings SELECT * FROM batch")
+    con.execute(
+        "INSERT INTO embeddings (memory_id, model, dim, vector, created_at, source) "
+        "SELECT memory_id, model, dim, vector, created_at, source FROM batch"
+    )
     return len(ids)
 
 
@@ -190,10 +200,11 @@ ELIGIBLE_WHERE = """
 
 
 def load_eligible(
-    con: duckdb.DuckDBPyConnection, model: str, critical_floor: float, fresh_before: datetime
+    con: duckdb.DuckDBPyConnection, model: str, critical_floor: float, fresh_before: datetime, dim: int | None = None
 ) -> EligibleSet:
     """Exact duplicates that the dedupe step archives are left out here too, so a dry run (which archives
-    nothing) finds the same clusters, with the same ids, as the real run."""
+    nothing) finds the same clusters, with the same ids, as the real run. `dim`: only vectors of this length
+    (the caller names the others), so vectors of mixed dimensions never reach the reshape."""
     table = con.sql(
         f"""
         WITH twins AS (
@@ -203,12 +214,12 @@ def load_eligible(
         SELECT m.id, m.importance, m.categories, m.token_count, m.created_at, m.tags, m.nexus_keys,
                coalesce(m.human_authored, false) AS human_authored,
                coalesce(m.included_count_decay, 0) AS included_count_decay, m.usage_day, e.vector
-        FROM memories m JOIN embeddings e ON e.memory_id = m.id AND e.model = ?
+        FROM memories m JOIN embeddings e ON e.memory_id = m.id AND e.model = ? AND (? IS NULL OR len(e.vector) = ?)
         JOIN twins t ON t.id = m.id AND t.twin_rank = 1
         WHERE {ELIGIBLE_WHERE}
         ORDER BY m.id
         """,
-        params=[model, critical_floor, fresh_before],
+        params=[model, dim, dim, critical_floor, fresh_before],
     ).to_arrow_table()
     vectors = _vectors_from_arrow(table.column("vector"), table.num_rows)
     frame = table.drop_columns(["vector"]).to_pandas()

@@ -105,7 +105,7 @@ def test_wrong_vector_dimension_is_rejected(tmp_path: Path) -> None:
     vec = {"embedding_model": "toy"}
     import_jsonl(store, write_jsonl(tmp_path / "a.jsonl", [GOOD | vec | {"embedding": [0.1, 0.2]}]))
     path = write_jsonl(tmp_path / "b.jsonl", [GOOD | vec | {"id": "m-2", "embedding": [0.1, 0.2, 0.3]}])
-    with pytest.raises(ImportRejected, match=rf"{path}:1: field 'embedding': dimension 3, expected 2 for 'toy'"):
+    with pytest.raises(ImportRejected, match=rf"{path}:1: field 'embedding': dimension 3, expected 2 for model 'toy'"):
         import_jsonl(store, path)
     path = write_jsonl(
         tmp_path / "c.jsonl",

@@ -62,11 +62,11 @@ def atoms(
     causal = [o for o in archive_updates if o.status == "compressed" and o.distillation and o.distillation.is_causal]
     extractions = llm_runs.extract_all(distiller, [o.distillation.abstraction for o in causal if o.distillation])
     usable = [i for i, e in enumerate(extractions) if isinstance(e, dict) and _has_fields(e, "subject", "action")]
-    flat = embedder.encode([str(extractions[i][f]) for i in usable for f in ("subject", "action")])  # type: ignore
+    flat = embedder.encode_text([str(extractions[i][f]) for i in usable for f in ("subject", "action")])  # type: ignore
     field_vectors = {i: (flat[2 * k], flat[2 * k + 1]) for k, i in enumerate(usable)}
     with db.connect() as con:
         existing = [ExistingAtom(r.id, r.subject, r.action) for r in repo.all_atoms(con).itertuples()]
-        index = AtomIndex(existing, embedder.encode)
+        index = AtomIndex(existing, embedder.encode_text)
         for i, (o, extracted) in enumerate(zip(causal, extractions, strict=True)):
             assert o.distillation is not None
             try:

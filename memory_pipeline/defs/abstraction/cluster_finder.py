@@ -6,8 +6,10 @@ from datetime import timedelta
 import dagster as dg
 import pandas as pd
 
+from memory_pipeline.defs.abstraction import vector_steps
 from memory_pipeline.defs.abstraction.common import EMBED_CHUNK, GROUP
 from memory_pipeline.defs.abstraction.cortex_dedupe import exact_duplicates
+from memory_pipeline.embedding import night
 from memory_pipeline.graph import plan as graph_plan
 from memory_pipeline.graph import queries as graph_queries
 from memory_pipeline.operator.metadata import OWNERS, cluster_size_metadata
@@ -35,10 +37,11 @@ class ClusterSelection(dg.Config):
 def memory_embeddings(
     context: dg.AssetExecutionContext, store: MemoryStoreResource, embedder: EmbedderResource, engine: EngineConfig
 ) -> dg.MaterializeResult:
-    """Vectors only for memories that lack one for the configured model: nights cost what is new."""
+    """Vectors only for memories that lack one for the configured model: nights cost what is new. With
+    imported vectors and no encoder for their model nothing is computed; memories lacking one are listed."""
     db = store.open()
-    with db.connect() as con:
-        todo = repo.memories_without_embedding(con, embedder.model)
+    plan = vector_steps.plan(context.log, db, embedder)
+    todo = plan.todo
     started = time.perf_counter()
     done = 0
     context.log.info(f"embedding {len(todo)} memories with {embedder.model}")
@@ -52,7 +55,9 @@ def memory_embeddings(
             lambda n, lo=lo: progress.update(lo + n),
         )
         with db.transaction() as con:
-            repo.upsert_embeddings(con, embedder.model, chunk["id"].tolist(), vectors, engine.now())
+            repo.upsert_embeddings(
+                con, embedder.model, chunk["id"].tolist(), vectors, engine.now(), source=embedder.compute_source
+            )
         done += len(chunk)
         context.log.info(f"embedded {done}/{len(todo)} memories with {embedder.model}")
     seconds = time.perf_counter() - started
@@ -62,6 +67,7 @@ def memory_embeddings(
             "model": embedder.model,
             "seconds": round(seconds, 2),
             "memories_per_second": round(done / seconds, 1) if done and seconds > 0 else 0.0,
+            **vector_steps.plan_metadata(embedder, plan),
         }
     )
 
@@ -75,10 +81,12 @@ def eligible_memories(
     """Only what may be compressed: not critical, not fresh, not a summary, not archived, pinned or locked."""
     fresh_before = engine.now() - timedelta(hours=engine.freshness_hours)
     with store.open().connect() as con:
-        eligible = repo.load_eligible(con, embedder.model, engine.critical_floor, fresh_before)
+        dim = vector_steps.usable_dimension(context.log, con, embedder)  # wrong-dimension vectors: left out, named
+        eligible = repo.load_eligible(con, embedder.model, engine.critical_floor, fresh_before, dim=dim)
         reasons = repo.eligibility_counts(con, embedder.model, engine.critical_floor, fresh_before)
-    context.log.info(f"ClusterFinder: {len(eligible.frame)} eligible memories")
-    return dg.Output(eligible, metadata={"eligible": len(eligible.frame), **reasons})
+        used = vector_steps.clustered_on(con, embedder, eligible)
+    context.log.info(f"ClusterFinder: {len(eligible.frame)} eligible memories; vectors {night.describe(used)}")
+    return dg.Output(eligible, metadata={"eligible": len(eligible.frame), **reasons, **used})
 
 
 class ClusterBuild(dg.Config):
@@ -122,6 +130,7 @@ def clusters(
         recent = repo.recent_fingerprints(con, since, NON_ATTEMPT_PREFIXES)
         open_actions = graph_outbox.open_count(con)
         holders = graph_queries.key_holders(con, engine.hub_top_keys, engine.now().date(), engine.usage_decay)
+        vectors_used = vector_steps.clustered_on(con, embedder, eligible_memories)  # model, dim, source
     if open_actions >= engine.outbox_critical:
         reason = (
             f"compaction paused: ops/outbox-critical ({open_actions} open outbox actions ≥ {engine.outbox_critical})"
@@ -179,6 +188,7 @@ def clusters(
             "cluster_source": settings.cluster_source,
             "key_clusters": planned.by_source.get("keys", 0),
             "hubs": len(planned.hubs),
+            **vectors_used,
             "clusters": dg.MetadataValue.md(table.head(50).to_markdown(index=False)) if len(table) else "none",
             **cluster_size_metadata(found),
         },

@@ -8,6 +8,7 @@ import duckdb
 import pandas as pd
 
 from memory_pipeline.defs.abstraction.common import GROUP, SUMMARY_IMPORTANCE_FLOOR, ClusterOutcome, _error
+from memory_pipeline.embedding import night
 from memory_pipeline.faults import crash_point
 from memory_pipeline.graph import plan as graph_plan
 from memory_pipeline.graph import queries as graph_queries
@@ -103,11 +104,21 @@ def compressed_memories(
         _summary_record(o.cluster, o.distillation, now, hooks[o.cluster.cluster_id]) for o in accepted if o.distillation
     ]
     progress = ThrottledProgress(context.log.info, "MemoryWriter: embedding summaries", len(records))
-    vectors = encode_in_steps(embedder.encode, [r.content for r in records], 2 * embedder.batch_size, progress.update)
+    with db.connect() as con:
+        vectors, vector_source = night.summary_vectors(
+            con,
+            embedder.model,
+            embedder.summary_method,
+            lambda texts: encode_in_steps(embedder.encode, texts, 2 * embedder.batch_size, progress.update),
+            embedder.compute_source,
+            [r.content for r in records],
+            [o.cluster.member_ids for o in accepted if o.distillation],
+        )
+    context.log.info(f"MemoryWriter: {len(records)} summary vectors by {embedder.summary_method}")
     try:
         with db.transaction() as con:
             repo.insert_memories(con, records, run_id=run_id)
-            repo.upsert_embeddings(con, embedder.model, [r.id for r in records], vectors, now)
+            repo.upsert_embeddings(con, embedder.model, [r.id for r in records], vectors, now, source=vector_source)
     except Exception as exc:
         for o in accepted:
             o.status, o.skip_reason = "failed", f"write failed: {exc}"
@@ -121,5 +132,10 @@ def compressed_memories(
     skipped = sum(1 for o in distillations if o.status == "skipped")
     return dg.Output(
         distillations,
-        metadata={"pending_written": written, "skipped_logged": skipped, **outcome_metadata(distillations)},
+        metadata={
+            "pending_written": written,
+            "skipped_logged": skipped,
+            "summary_embedding": embedder.summary_method,
+            **outcome_metadata(distillations),
+        },
     )

@@ -14,12 +14,13 @@ from memory_pipeline.abstraction.report import (
     markdown_table,
     reduction_pct,
 )
+from memory_pipeline.defs.abstraction import vector_steps
 from memory_pipeline.defs.abstraction.atom_enricher import AtomResults
 from memory_pipeline.defs.abstraction.common import GROUP, ClusterOutcome, RunStart
 from memory_pipeline.faults import crash_point
 from memory_pipeline.graph import queries as graph_queries
 from memory_pipeline.operator.metadata import OWNERS
-from memory_pipeline.resources import EngineConfig, LLMResource, MemoryStoreResource
+from memory_pipeline.resources import EmbedderResource, EngineConfig, LLMResource, MemoryStoreResource
 from memory_pipeline.resources.store import POOL
 from memory_pipeline.similarity.clustering import MemoryCluster
 from memory_pipeline.store import lease
@@ -32,6 +33,7 @@ from memory_pipeline.store.db import utcnow
 def report(
     context: dg.AssetExecutionContext,
     store: MemoryStoreResource,
+    embedder: EmbedderResource,
     engine: EngineConfig,
     llm: LLMResource,
     exact_duplicates: RunStart,
@@ -107,6 +109,7 @@ def report(
     )
     with db.connect() as con:
         graph_section = _graph_report(con, run_id, clusters, outcomes)
+        r.embedding = vector_steps.report_section(con, embedder, eligible_memories, run_id)
     payload = r.to_dict() | {
         "memory_count": memory_count,
         "llm": llm.report_fields(usage, clusters_deferred=deferred, max_cost_usd=engine.max_cost_usd),

@@ -3,6 +3,7 @@ summary-of-summary rollup (a job that is never scheduled)."""
 
 import dagster as dg
 
+from memory_pipeline.embedding import night
 from memory_pipeline.graph import summary_rollup
 from memory_pipeline.llm.distill import Member, validate_abstraction
 from memory_pipeline.resources import EmbedderResource, EngineConfig, LLMResource, MemoryStoreResource
@@ -118,7 +119,11 @@ def roll_up_summaries(
                 now=now,
             )
 
-        repo.upsert_embeddings(con, embedder.model, [record.id], embedder.encode([record.content]), now)
+        vectors, source = night.summary_vectors(  # the plug-in, the built-in, or the mean of the lower summaries
+            con, embedder.model, embedder.summary_method, embedder.encode, embedder.compute_source,
+            [record.content], [list(rows["id"])],
+        )
+        repo.upsert_embeddings(con, embedder.model, [record.id], vectors, now, source=source)
     context.log.info(f"rolled up {len(rows)} summaries into {record.id}")
     return {"rollup_id": record.id, "summary_of": list(rows["id"])}
 
