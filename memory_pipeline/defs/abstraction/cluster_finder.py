@@ -9,7 +9,6 @@ import pandas as pd
 from memory_pipeline.defs.abstraction import vector_steps
 from memory_pipeline.defs.abstraction.common import EMBED_CHUNK, GROUP
 from memory_pipeline.defs.abstraction.cortex_dedupe import exact_duplicates
-from memory_pipeline.embedding import night
 from memory_pipeline.graph import plan as graph_plan
 from memory_pipeline.graph import queries as graph_queries
 from memory_pipeline.operator.metadata import OWNERS, cluster_size_metadata
@@ -19,6 +18,7 @@ from memory_pipeline.resources.store import POOL
 from memory_pipeline.similarity import clustering, threshold_graph
 from memory_pipeline.similarity.clustering import MemoryCluster
 from memory_pipeline.store import edges
+from memory_pipeline.store import night_vectors as night
 from memory_pipeline.store import outbox as graph_outbox
 from memory_pipeline.store import repository as repo
 from memory_pipeline.store.db import MemoryStore

@@ -8,7 +8,6 @@ import duckdb
 import pandas as pd
 
 from memory_pipeline.defs.abstraction.common import GROUP, SUMMARY_IMPORTANCE_FLOOR, ClusterOutcome, _error
-from memory_pipeline.embedding import night
 from memory_pipeline.faults import crash_point
 from memory_pipeline.graph import plan as graph_plan
 from memory_pipeline.graph import queries as graph_queries
@@ -18,6 +17,7 @@ from memory_pipeline.operator.progress import ThrottledProgress, encode_in_steps
 from memory_pipeline.resources import EmbedderResource, EngineConfig, MemoryStoreResource
 from memory_pipeline.resources.store import POOL
 from memory_pipeline.similarity.clustering import MemoryCluster
+from memory_pipeline.store import night_vectors as night
 from memory_pipeline.store import repository as repo
 from memory_pipeline.store.records import MemoryRecord
 

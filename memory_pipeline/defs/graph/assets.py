@@ -3,11 +3,11 @@ summary-of-summary rollup (a job that is never scheduled)."""
 
 import dagster as dg
 
-from memory_pipeline.embedding import night
 from memory_pipeline.graph import summary_rollup
 from memory_pipeline.llm.distill import Member, validate_abstraction
 from memory_pipeline.resources import EmbedderResource, EngineConfig, LLMResource, MemoryStoreResource
 from memory_pipeline.resources.store import POOL
+from memory_pipeline.store import night_vectors as night
 from memory_pipeline.store import outbox
 from memory_pipeline.store.db import utcnow
 from memory_pipeline.store.external_index import directory_indexes, parse_index_names

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from memory_pipeline.resources.embedder import hashing_embed
+from memory_pipeline.embedding.hashing import hashing_embed
 
 DIMENSION = 1536
 
