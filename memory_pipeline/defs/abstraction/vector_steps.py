@@ -6,9 +6,10 @@ from __future__ import annotations
 import dagster as dg
 import duckdb
 
-from memory_pipeline.embedding import dimensions, night, spec
+from memory_pipeline.embedding import dimensions, spec
 from memory_pipeline.embedding.spec import EmbedderSettingError
 from memory_pipeline.resources import EmbedderResource
+from memory_pipeline.store import night_vectors as night
 from memory_pipeline.store import repository as repo
 from memory_pipeline.store.db import MemoryStore
 
