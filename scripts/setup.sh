@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # Create .venv and install exactly what uv.lock pins (the project, editable, plus the embedder's weights).
-# Usage: scripts/setup.sh [dev]. Refresh the lock after editing pyproject.toml: `uv lock` (notes/samples.md).
+# Usage: scripts/setup.sh [dev]. After editing pyproject.toml's dependencies: `bash scripts/uv.sh lock`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-UV_VERSION=0.13.9  # the uv that wrote uv.lock; bootstrapped from PyPI into .uv/ when not on PATH
 PY="${PYTHON:-}"
 if [ -z "$PY" ]; then
   for candidate in python3.11 python3 python; do
@@ -14,16 +13,7 @@ fi
 PY="$(command -v "$PY")"
 
 UV="${UV:-}"
-if [ -z "$UV" ] && command -v uv >/dev/null 2>&1 && [ "$(uv --version | cut -d' ' -f2)" = "$UV_VERSION" ]; then
-  UV="$(command -v uv)"
-fi
-if [ -z "$UV" ]; then
-  # uv lives outside .venv: `uv sync` removes from .venv whatever the lock does not list.
-  if [ ! -x .uv/bin/uv ] || [ "$(.uv/bin/uv --version | cut -d' ' -f2)" != "$UV_VERSION" ]; then
-    "$PY" -m venv .uv && .uv/bin/python -m pip install --quiet "uv==$UV_VERSION" || rm -rf .uv
-  fi
-  if [ -x .uv/bin/uv ]; then UV=.uv/bin/uv; fi
-fi
+if [ -z "$UV" ]; then UV="$(PYTHON="$PY" bash scripts/uv.sh || true)"; fi  # the pinned uv, bootstrapped if needed
 
 if [ -n "$UV" ]; then
   # dev: exactly the lock (what CI tests). Without dev (the demo), keep extra packages already there, so
@@ -38,7 +28,7 @@ fi
 
 # Fallback when uv cannot be installed (no wheel for this platform): the version ranges of pyproject.toml,
 # not the lock. It works, but two machines may get different versions.
-echo "warning: uv $UV_VERSION unavailable; installing from the ranges in pyproject.toml, not from uv.lock" >&2
+echo "warning: uv unavailable; installing from the ranges in pyproject.toml, not from uv.lock" >&2
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
