@@ -1,7 +1,7 @@
 """The sample memories' data model: families, frames and slot pools read from the JSON files, and the filler.
 
-Why here: ``sample_data`` only decides what to draw and when; what the agent writes lives in
-``memory_pipeline/sample/*.json`` (families, rules, frames, pools).
+Why here: ``drafts`` decides what is written when and ``sample_data`` assigns ids and lineage; what the agent
+writes lives in ``memory_pipeline/sample/*.json`` (families, rules, frames, pools), not in Python literals.
 """
 
 from __future__ import annotations
