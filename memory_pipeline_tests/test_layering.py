@@ -1,6 +1,6 @@
 """The package's layers (issue 22), read from the source with `ast` — every import counts, lazy ones too:
 
-    base        settings, tokens, faults, errors, sample_data
+    base        settings, tokens, faults, errors, sample_data, sample
     lower       store, resources, embedding, llm, similarity, operator
     domain      every other sub-package: abstraction, journals, rollups, compaction, graph, search, context, …
     defs        memory_pipeline.defs.<domain>: Dagster objects
@@ -22,7 +22,7 @@ import pytest
 from memory_pipeline.settings import REPO_ROOT
 
 ROOT = REPO_ROOT / "memory_pipeline"
-BASE = {"settings", "tokens", "faults", "errors", "sample_data"}
+BASE = {"settings", "tokens", "faults", "errors", "sample_data", "sample"}
 LOWER = {"store", "resources", "embedding", "llm", "similarity", "operator"}
 RUNNERS = {"journals.jobs", "journals.reconstruct", "rollups.backfill"}  # launch runs of the loaded location
 RANK = {"base": 0, "lower": 1, "domain": 2, "defs": 3, "entry": 4}
