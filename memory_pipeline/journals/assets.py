@@ -24,7 +24,13 @@ from memory_pipeline.abstraction.assets import POOL
 from memory_pipeline.journals import knowledge, tables
 from memory_pipeline.journals.extractors import EXTRACTORS, Extractor, category_of
 from memory_pipeline.journals.gitlog import commit_knowledge
-from memory_pipeline.journals.intake import DATE_MISMATCHES, DUPLICATES, read_day_checked, stored_sessions
+from memory_pipeline.journals.intake import (
+    DATE_MISMATCHES,
+    DUPLICATES,
+    REJECTED,
+    read_day_checked,
+    stored_sessions,
+)
 from memory_pipeline.journals.llm_extractors import (
     LLMExtractionFailed,
     LLMSessionExtractor,
@@ -116,7 +122,7 @@ def sessions(context: dg.AssetExecutionContext, store: MemoryStoreResource) -> I
                 "sessions": len(parsed),
                 "turns": frames["turns"].num_rows,
                 "rejected": len(rejected),
-                "rejected_transcripts": dg.MetadataValue.json(listed),
+                REJECTED: dg.MetadataValue.json(listed),
                 "session_ids": dg.MetadataValue.json([t.session_id for t in parsed]),
                 DUPLICATES: dg.MetadataValue.json(intake.duplicates),
                 DATE_MISMATCHES: dg.MetadataValue.json(intake.warnings),

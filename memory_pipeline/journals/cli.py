@@ -52,6 +52,8 @@ def cmd_reconstruct(args: argparse.Namespace) -> int:
         print(f"failed: {key}: {result.errors.get(key, '')}", file=sys.stderr)
     for line in result.rejected:
         print(f"failed: transcript {line}", file=sys.stderr)
+    for line in result.warnings:
+        print(f"warning: {line}", file=sys.stderr)
     return 1 if failed else 0
 
 

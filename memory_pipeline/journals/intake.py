@@ -2,10 +2,10 @@
 
 Session ids are unique across the whole store. The first transcript with an id wins: the one already stored
 (its `sessions.path`, on this day while that file is still there, or on any other day), else the first by
-file name; every other transcript with that id is rejected naming both paths and counted as a failure by the
-CLI that ran the day (`reconstruct`), while the day's other transcripts go on. A transcript whose folder date
-differs from its frontmatter `started` date is journaled under the folder's date, with a warning naming the
-file and both dates. Pure logic: the asset passes the stored (day, path) of the ids it is about to write.
+file name; every other transcript with that id is rejected naming both paths. `reconstruct` counts every
+rejected transcript as a failure (non-zero exit) while the day's other transcripts go on. A transcript whose
+folder date differs from its frontmatter `started` date is journaled under the folder's date, with a warning
+naming the file and both dates. Pure logic: the asset passes the stored (day, path) of every session.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from memory_pipeline.journals.transcript import Rejected, Transcript, Transcript
 
 DUPLICATES = "duplicate_transcripts"  # the sessions asset's per-day metadata key that `reconstruct` counts as failed
 DATE_MISMATCHES = "date_mismatches"
+REJECTED = "rejected_transcripts"  # every rejected transcript, `path:line: problem` (duplicates included)
 
 
 @dataclass

@@ -116,7 +116,7 @@ def test_reconstruct_rejects_a_duplicate_transcript_and_completes_its_day(
     out, err = capsys.readouterr()
     assert "5 day(s), 0 week(s) rebuilt; 1 failed" in out
     assert (
-        "failed: transcript raw/conversations/2026/09/16/2330-ses_0b9691b5-copied.md: session_id 'ses_0b9691b5' is "
+        "failed: transcript raw/conversations/2026/09/16/2330-ses_0b9691b5-copied.md:2: session_id 'ses_0b9691b5' is "
         "already used by raw/conversations/2026/09/14/1730-ses_0b9691b5-ops-the-tls-certificate-for-status.md"
     ) in err
     journals, memories = _state(home)
