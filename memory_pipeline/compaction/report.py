@@ -98,6 +98,8 @@ def semantic_files(p: Plan, semantic: SemanticResult, files_after: dict[str, int
 
 def _warnings(p: Plan, semantic: SemanticResult, files_after: dict[str, int]) -> list[str]:
     out = [s.describe() for s in p.state.skipped] + list(semantic.warnings)
+    if p.no_action_reason is None:  # a step held back while another ran: say why (else the reason says it)
+        out += [f"held back: {b}" for b in p.blocked]
     for name in sorted(set(p.state.semantic_file_tokens) | set(files_after)):
         tokens = max(p.state.semantic_file_tokens.get(name, 0), files_after.get(name, 0))
         if tokens > triggers.HARD_LIMIT:
