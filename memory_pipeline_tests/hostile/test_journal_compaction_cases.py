@@ -119,7 +119,7 @@ JOURNAL_CASES = [
         write(str(FOLDER / "0900-ses_yaml-bad.md"), transcript("ses_yaml", extra="tags: [unclosed\n")),
         RECONSTRUCT,
         1,
-        f"failed: transcript {FOLDER}/0900-ses_yaml-bad.md:",
+        f"failed: transcript {FOLDER}/0900-ses_yaml-bad.md:4: invalid YAML frontmatter: expected ',' or ']'",
         {},
     ),
     Case(
