@@ -28,18 +28,27 @@ def load_average() -> str:
     return f"{one:.2f} / {five:.2f} / {fifteen:.2f}"
 
 
+_VENDORS = {"AuthenticAMD": "AMD", "GenuineIntel": "Intel"}  # /proc/cpuinfo vendor_id
+
+
 def machine() -> dict[str, str]:
     """Date, CPU, cores, memory, the BLAS that numpy really uses (threadpoolctl) and the OPENBLAS_* env."""
     from threadpoolctl import threadpool_info
 
     cpu = platform.processor() or platform.machine()
+    vendor, flags = "unknown", set()
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
+            key, _, value = line.partition(":")
+            if key.strip() == "model name" and cpu in (platform.processor(), platform.machine()):
+                cpu = value.strip()
+            elif key.strip() == "vendor_id" and vendor == "unknown":
+                vendor = _VENDORS.get(value.strip(), value.strip())
+            elif key.strip() == "flags" and not flags:
+                flags = set(value.split())
     except OSError:
         pass
+    int8 = [f for f in ("avx2", "avx512_vnni", "avx_vnni", "amx_int8") if f in flags]
     mem_gib = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     blas = [
         f"{i.get('internal_api')} {i.get('version')} ({i.get('architecture')}, {i.get('threading_layer')}, "
@@ -56,6 +65,7 @@ def machine() -> dict[str, str]:
             pass
     return {
         "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "CPU vendor": f"{vendor} ({cpu}; int8-relevant flags: {', '.join(int8) or 'none'})",
         "machine": f"{cpu}, {os.cpu_count()} cores, {mem_gib:.0f} GiB, {platform.system()} {platform.release()}",
         "python": f"{platform.python_version()}; " + ", ".join(versions),
         "BLAS (threadpoolctl)": "; ".join(blas) or "none found",

@@ -97,6 +97,7 @@ def main(argv: list[str] | None = None) -> None:
                 f"{int(ours['rechecked']):,}",
                 f"{ours['margin']:.4f}",
                 "identical" if ours["digest"] == exact["digest"] else "DIFFERENT",
+                f"±127 × ±{int(ours['b_qmax'])}",
                 common.load_average().split(" / ")[0],
             )
         )
@@ -113,6 +114,7 @@ def main(argv: list[str] | None = None) -> None:
         "re-checked in float64",
         "widest margin",
         "edge set",
+        "int8 codes (rows × columns)",
         "load (1 min)",
     )
     body = [
@@ -121,9 +123,11 @@ def main(argv: list[str] | None = None) -> None:
         "",
         "Exact: `clustering.threshold_edges` (float32 sgemm tiles). Screened: "
         "`screening.screened_threshold_edges` (onnxruntime MatMulInteger u8×s8 → int32 tiles, one global "
-        "int8 scale, every pair within its rigorous error margin of the threshold decided by `cosine64`). "
+        "int8 scale per side, every pair within its rigorous error margin of the threshold decided by `cosine64`). "
         "Candidates: pairs past the int8 screen; re-checked: those the bound could not decide. Each build in "
-        f"a fresh process, one run each. float32 GEMM rate in this run: {rate / 1e9:.0f} GFLOP/s.",
+        f"a fresh process, one run each. float32 GEMM rate in this run: {rate / 1e9:.0f} GFLOP/s. "
+        f"CPU: {env['CPU vendor']} — column codes ±64 mean this CPU's int8 kernel saturates int16 pair sums "
+        "at 8 bits (VPMADDUBSW, no VNNI/AMX), so the screen uses int16-safe 7-bit column codes.",
     ]
     if args.million:
         path = str(data_file(MILLION))

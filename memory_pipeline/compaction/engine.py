@@ -142,6 +142,10 @@ def plan(home: Path, now: datetime, options: Options) -> Plan:
     p.run_working = bool(working_due)
     if episodic_due:
         p.run_semantic = True
+        if state.semantic.skipped:
+            p.run_semantic = False
+            names = ", ".join(f"semantic/{s.name}" for s in state.semantic.skipped)
+            p.blocked.append(f"{names} cannot be read, so duplicates cannot be checked: episodic → semantic waits")
         if p.classification.get("episodic_to_semantic") == "C" and not options.approved:
             p.run_semantic = False
             p.blocked.append(
@@ -326,7 +330,8 @@ def extract_semantic(home: Path, p: Plan, write: bool, extractor: Extractor | No
     risk were checked by `plan` before any extraction. `extractor` (the LLM) is asked only when writing."""
     root = memory_root(home)
     semantic_dir = root / "semantic"
-    texts = {path.name: read_text(path) for path in tier_files(semantic_dir)}
+    unreadable = {s.name for s in p.state.semantic.skipped}  # plan() does not extract while there are any
+    texts = {path.name: read_text(path) for path in tier_files(semantic_dir) if path.name not in unreadable}
     titles = {name: governance.existing_titles(text) for name, text in texts.items()}
     result = SemanticResult(files={n: SemanticFileStatus(estimate_tokens(t)) for n, t in texts.items()})
     result.tokens_before = max((f.tokens_before for f in result.files.values()), default=0)

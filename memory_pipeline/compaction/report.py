@@ -65,6 +65,7 @@ def build_report(
         "episodic_archived": semantic.archived,
         "episodic_kept_for_confirmation": semantic.kept,
         "warnings": _warnings(p, semantic, files_after),
+        "skipped_files": [{"tier": x.tier, "file": x.name, "reason": x.reason} for x in s.skipped],
         "files_total_before": files_before,
         "files_total_after": files_after,
         "executed": executed,
@@ -96,7 +97,9 @@ def semantic_files(p: Plan, semantic: SemanticResult, files_after: dict[str, int
 
 
 def _warnings(p: Plan, semantic: SemanticResult, files_after: dict[str, int]) -> list[str]:
-    out = list(semantic.warnings)
+    out = [s.describe() for s in p.state.skipped] + list(semantic.warnings)
+    if p.no_action_reason is None:  # a step held back while another ran: say why (else the reason says it)
+        out += [f"held back: {b}" for b in p.blocked]
     for name in sorted(set(p.state.semantic_file_tokens) | set(files_after)):
         tokens = max(p.state.semantic_file_tokens.get(name, 0), files_after.get(name, 0))
         if tokens > triggers.HARD_LIMIT:

@@ -31,7 +31,11 @@ def memory_root(home: Path) -> Path:
 
 
 def ensure_tiers(home: Path) -> Path:
+    """The tier folders; one that exists as a file is an error naming it (nothing is moved or created)."""
     root = memory_root(home)
+    for path in (root, *(root / tier for tier in TIERS)):
+        if path.exists() and not path.is_dir():
+            raise ValueError(f"{path} is a file, but compaction needs a folder there: move the file aside")
     for tier in TIERS:
         (root / tier).mkdir(parents=True, exist_ok=True)
     return root
@@ -69,6 +73,34 @@ def read_text(path: Path) -> str:
 
 
 @dataclass(frozen=True)
+class Skipped:
+    """A file of a tier that compaction leaves exactly where it is, and why (it still counts as a file)."""
+
+    tier: str
+    name: str
+    reason: str
+    counted: bool = True  # a file (counted in file_count); False for a folder where files are expected
+
+    def describe(self) -> str:
+        return f"skipped {self.tier}/{self.name}: {self.reason}"
+
+
+def unreadable(path: Path, tier: str) -> str | None:
+    """Why this tier file cannot be compacted (not UTF-8, empty working/episodic note, unreadable), or None."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or type(exc).__name__}); fix its permissions or move it out of {tier}/"
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"not UTF-8 text (byte {exc.start}), e.g. a binary file; move it out of {tier}/ or convert it"
+    if tier in ("working", "episodic") and not text.strip():
+        return "empty: nothing to compact; it stays until it has content or is removed"
+    return None
+
+
+@dataclass(frozen=True)
 class FileInfo:
     name: str
     tokens: int
@@ -81,26 +113,38 @@ class TierVolume:
     file_count: int
     total_tokens: int
     oldest_age_days: float  # 0.0 for an empty tier
-    files: tuple[FileInfo, ...] = ()
+    files: tuple[FileInfo, ...] = ()  # the files compaction may act on (not the skipped ones)
+    skipped: tuple[Skipped, ...] = ()  # counted in file_count, left exactly as they are
 
     def as_dict(self) -> dict[str, object]:
         d = asdict(self)
         d.pop("files")
+        d.pop("skipped")
         return d
 
 
 def measure_tier(home: Path, tier: str, now: datetime) -> TierVolume:
+    """A file that cannot be compacted (`unreadable`) is skipped with its reason, and still counted."""
     now = aware_utc(now)
-    infos = tuple(
-        FileInfo(p.name, estimate_tokens(read_text(p)), round(age_days(p, now), 3))
-        for p in tier_files(memory_root(home) / tier)
-    )
+    infos: list[FileInfo] = []
+    skipped: list[Skipped] = []
+    folder = memory_root(home) / tier
+    for p in sorted(folder.iterdir()) if folder.is_dir() else []:
+        if not p.name.startswith(".") and p.is_dir():
+            skipped.append(Skipped(tier, p.name, "a folder: a tier holds files only; left as it is", counted=False))
+    for p in tier_files(folder):
+        reason = unreadable(p, tier)
+        if reason is not None:
+            skipped.append(Skipped(tier, p.name, reason))
+            continue
+        infos.append(FileInfo(p.name, estimate_tokens(read_text(p)), round(age_days(p, now), 3)))
     return TierVolume(
         tier=tier,
-        file_count=len(infos),
+        file_count=len(infos) + sum(1 for x in skipped if x.counted),
         total_tokens=sum(i.tokens for i in infos),
         oldest_age_days=max((i.age_days for i in infos), default=0.0),
-        files=infos,
+        files=tuple(infos),
+        skipped=tuple(skipped),
     )
 
 
@@ -118,6 +162,11 @@ class TierState:
     semantic_file: str
     semantic_tokens: int
     semantic_file_tokens: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def skipped(self) -> list[Skipped]:
+        """Every tier's skipped files (a semantic one blocks episodic → semantic: its titles are unknown)."""
+        return [s for v in (self.working, self.episodic, self.semantic, self.archive) for s in v.skipped]
 
     @property
     def total_files(self) -> int:

@@ -47,10 +47,15 @@ def cmd_reconstruct(args: argparse.Namespace) -> int:
         except ValueError as exc:
             print(str(exc), file=sys.stderr)
             return 2
-    print(f"{len(result.days)} day(s), {len(result.weeks)} week(s) rebuilt; {len(result.failed)} failed")
+    failed = len(result.failed) + len(result.rejected)
+    print(f"{len(result.days)} day(s), {len(result.weeks)} week(s) rebuilt; {failed} failed")
     for key in result.failed:
         print(f"failed: {key}: {result.errors.get(key, '')}", file=sys.stderr)
-    return 1 if result.failed else 0
+    for line in result.rejected:
+        print(f"failed: transcript {line}", file=sys.stderr)
+    for line in result.warnings:
+        print(f"warning: {line}", file=sys.stderr)
+    return 1 if failed else 0
 
 
 def import_locomo(path: Path, conversations: list[str] | None = None) -> int:
@@ -103,7 +108,10 @@ def demo_journals(home: Path, sample_root: Path, in_process: bool = True) -> int
     print(f"journals: sample transcripts {START}..{last} → knowledge/journal, knowledge/memory/MEMORY.md")
     with dg.DagsterInstance.get() as instance:
         result = reconstruct(instance, START, last, multiprocess=not in_process, echo=lambda _line: None)
-    print(f"journals: {len(result.days)} day(s), {len(result.weeks)} week(s); {len(result.failed)} failed")
+    failed = len(result.failed) + len(result.rejected)
+    print(f"journals: {len(result.days)} day(s), {len(result.weeks)} week(s); {failed} failed")
     for key in result.failed:
         print(f"journals: {key} failed: {result.errors.get(key, '')}", file=sys.stderr)
-    return 1 if result.failed else 0
+    for line in result.rejected:
+        print(f"journals: transcript failed: {line}", file=sys.stderr)
+    return 1 if failed else 0

@@ -20,6 +20,7 @@ import dagster as dg
 
 from memory_pipeline.defs.journals.assets import EXTRACTOR_KEYS, FAILED_PARTITION, SESSIONS
 from memory_pipeline.journals.extractors import select
+from memory_pipeline.journals.intake import DATE_MISMATCHES, REJECTED
 
 RANGE_START_TAG = "dagster/asset_partition_range_start"  # dagster._core.storage.tags.ASSET_PARTITION_RANGE_*
 RANGE_END_TAG = "dagster/asset_partition_range_end"
@@ -33,6 +34,8 @@ class ReconstructResult:
     failed: list[str] = field(default_factory=list)  # days, and weeks as "week YYYY-MM-DD"
     errors: dict[str, str] = field(default_factory=dict)  # failed entry → why (names the day and file)
     run_ids: list[str] = field(default_factory=list)
+    rejected: list[str] = field(default_factory=list)  # transcripts rejected (failures; their days went on)
+    warnings: list[str] = field(default_factory=list)  # e.g. a transcript in another date's folder
 
 
 @dataclass(frozen=True)
@@ -130,6 +133,23 @@ def run_outcome(instance: dg.DagsterInstance, run_id: str, success: bool) -> Run
     return RunOutcome(run_id, False, None, message or "the run failed; see its log in the Dagster instance")
 
 
+def transcript_notes(instance: dg.DagsterInstance, run_id: str) -> tuple[list[str], list[str]]:
+    """What the run's `sessions` step said about single transcripts (its per-day metadata): the rejected ones
+    (broken format, duplicate session id — failures, one line each naming the file) and the warnings (a
+    folder date that differs from the frontmatter's)."""
+    rejected: list[str] = []
+    warnings: list[str] = []
+    for entry in instance.all_logs(run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION):
+        event = entry.dagster_event
+        mat = event.event_specific_data.materialization if event is not None else None  # type: ignore[union-attr]
+        if mat is None or mat.asset_key != SESSIONS:
+            continue
+        for key, into in ((REJECTED, rejected), (DATE_MISMATCHES, warnings)):
+            if key in mat.metadata:
+                into += [str(line) for line in mat.metadata[key].value or []]  # type: ignore[union-attr]
+    return rejected, warnings
+
+
 def free_finished_slots(instance: dg.DagsterInstance, pool: str) -> list[str]:
     """Pool slots still claimed by runs that have ended (a run interrupted mid-step keeps its slot, which would
     block every later store writer); the daemon's run monitoring does this for the runs it launched."""
@@ -170,6 +190,15 @@ def reconstruct(
                 job, instance, run_config=run_config, tags={**tags, **range_tags(keys)}, asset_selection=asset_selection
             ) as result:
                 run_id, ok = result.run_id, result.success
+            rejected, warnings = transcript_notes(instance, run_id)
+            for line in rejected:
+                if line not in out.rejected:
+                    out.rejected.append(line)
+                    echo(f"  FAILED transcript {line}")
+            for line in warnings:
+                if line not in out.warnings:
+                    out.warnings.append(line)
+                    echo(f"  warning: {line}")
             if not ok:
                 free_finished_slots(instance, POOL)
             return run_outcome(instance, run_id, ok)

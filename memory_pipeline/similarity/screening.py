@@ -18,6 +18,13 @@ at its strip's lowest integer threshold (built from the largest ‖v_j‖ and r_
 each pair past it is then classified with its own m_ij: s²·Q < t − m_ij is no edge, s²·Q ≥ t + m_ij is
 an edge, and the pairs in between are decided by `cosine64`, the float64 verdict of the exact build. Rows
 that are not finite in float32 never get an edge, as in the exact build (their NaN compares false).
+
+Two code widths. Without VNNI/AMX (e.g. AMD EPYC with AVX2), MLAS multiplies u8×s8 with VPMADDUBSW, which
+sums adjacent pairs into int16 with saturation: 8-bit codes on both sides are not exact there. The column
+(B) side then gets codes in ±64 with its own scale s_b = max|v| / 64, so a pair sum is at most
+2·255·64 = 32640 and cannot saturate; the bound becomes |v_i·v_j − s_a·s_b·Q_ij| ≤ r_a,i‖v_j‖ + ‖v̂_a,i‖r_b,j
+(v_i·v_j − v̂_a,i·v̂_b,j = δ_a,i·v_j + v̂_a,i·δ_b,j), with the real residuals of each side. Which width is
+exact is probed once per process and tile shape; if neither is, InexactKernel is raised before any work.
 """
 
 from __future__ import annotations
@@ -42,10 +49,13 @@ from memory_pipeline.similarity.clustering import (
 )
 
 QMAX = 127  # symmetric int8 codes: |q| ≤ 127, so the u8 side (q + 128) stays in 1..255
+# B-side code ranges, widest first: ±127 where the int8 product is exact (VNNI/AMX), else ±64, the widest
+# whose u8×s8 pair sums (2·255·64 = 32640) fit int16, so a VPMADDUBSW kernel (AVX2, e.g. AMD EPYC) is exact
+B_QMAX = (QMAX, 64)
 _SLACK = 1e-9  # covers the float64 rounding of the per-row bounds (relative errors ~d·2^-53)
 _MAX_DIM = (2**31 - 1) // (QMAX * QMAX)  # the int32 accumulator cannot overflow below this dimension
 _CHECK_LOCK = threading.Lock()
-_CHECKED: set[tuple[int, int, int]] = set()
+_CHECKED: dict[tuple[int, int, int, int], bool] = {}  # (rows, cols, dim, b_qmax) → exact
 
 
 def _onnxruntime() -> Any:
@@ -136,60 +146,90 @@ class _Screen:
         return out
 
 
-def check_exact_integer_product(screen: _Screen, rows: int, cols: int, dim: int) -> None:
-    """The bound assumes the int8 product is exact. Some int8 kernels (u8×s8 pairs summed into int16 with
-    saturation, on CPUs without VNNI/AMX) are not: compare one extreme-valued tile of this shape with numpy's
-    exact integer product once per process, and refuse to screen if they differ."""
-    key = (rows, cols, dim)
-    with _CHECK_LOCK:
-        if key in _CHECKED:
-            return
+class InexactKernel(RuntimeError):
+    """onnxruntime's int8 product is not exact on this CPU for any code width we try: use the float32 tiles."""
+
+
+def check_exact_integer_product(screen: _Screen, rows: int, cols: int, dim: int, b_qmax: int = QMAX) -> bool:
+    """Whether this kernel's product of A codes in ±QMAX and B codes in ±b_qmax is exact for this shape:
+    one extreme-valued tile against numpy's exact integer product (the bound assumes exactness)."""
     rng = np.random.default_rng(12345)
     a = rng.choice(np.array([-QMAX, QMAX, -QMAX + 1, 0, 1, QMAX - 1], dtype=np.int16), size=(rows, dim))
-    a[0] = QMAX  # a row and a column at the extremes: the worst case for a saturating kernel
-    b = rng.choice(np.array([-QMAX, QMAX, 0, 5, -64], dtype=np.int8), size=(dim, cols))
-    b[:, 0] = QMAX
+    a[0] = QMAX  # rows and a column at the extremes: the worst case for a saturating kernel
+    a[-1] = -QMAX
+    b = rng.choice(np.array([-b_qmax, b_qmax, 0, 5, -(b_qmax // 2)], dtype=np.int8), size=(dim, cols))
+    b[:, 0] = b_qmax
+    b[:, -1] = -b_qmax
     got = screen.product((a + 128).astype(np.uint8), b)
     sample = np.unique(np.r_[0, min(1, rows - 1), rows // 2, rows - 1])  # a strip may be a single row
     want = a[sample].astype(np.int64) @ b.astype(np.int64)
-    if not np.array_equal(got[sample], want):
-        raise RuntimeError(
-            "onnxruntime's int8 product is not exact on this CPU (a saturating kernel?); the screening mode "
-            "cannot guarantee the exact edge set here: use clustering.threshold_edges"
-        )
+    return bool(np.array_equal(got[sample], want))
+
+
+def _exact_cached(screen: _Screen, rows: int, cols: int, dim: int, b_qmax: int) -> bool:
+    key = (rows, cols, dim, b_qmax)
     with _CHECK_LOCK:
-        _CHECKED.add(key)
+        known = _CHECKED.get(key)
+    if known is None:
+        known = check_exact_integer_product(screen, rows, cols, dim, b_qmax)
+        with _CHECK_LOCK:
+            _CHECKED[key] = known
+    return known
+
+
+def choose_code_width(screen: _Screen, shapes: list[tuple[int, int]], dim: int) -> int:
+    """The widest B-side code range (±b_qmax, from `B_QMAX`) whose int8 product is exact on this CPU for
+    every tile shape the build will use; cached per process. Raises InexactKernel when none is."""
+    for b_qmax in B_QMAX:
+        if all(_exact_cached(screen, rows, cols, dim, b_qmax) for rows, cols in shapes):
+            return b_qmax
+    raise InexactKernel(
+        "onnxruntime's int8 product is not exact on this CPU even with int16-safe codes "
+        f"(B side ±{B_QMAX[-1]}); the int8 screen cannot guarantee the exact edge set here"
+    )
 
 
 class Quantised:
-    """The int8 codes of the unit rows, what each pair's error bound needs (r, ‖v‖, ‖v̂‖ per row) and the
-    per-row integer threshold of the screen."""
+    """The int8 codes of the unit rows, what each pair's error bound needs (per row: r_a, r_b, ‖v‖, ‖v̂_a‖)
+    and the per-row integer threshold of the screen. The A side (rows) has codes in ±QMAX, the B side
+    (columns) in ±b_qmax: with b_qmax = 64 a VPMADDUBSW-style kernel's u8×s8 pair sums (≤ 2·255·64 = 32640)
+    cannot saturate int16."""
 
-    def __init__(self, v32: np.ndarray, threshold: float, chunk: int = 16384) -> None:
+    def __init__(self, v32: np.ndarray, threshold: float, chunk: int = 16384, b_qmax: int = QMAX) -> None:
         n, dim = v32.shape
         self.finite = np.isfinite(v32).all(axis=1)
         v32[~self.finite] = 0  # non-finite rows: code 0, and `classify` never lets them through
         amax = float(np.abs(v32).max()) if v32.size else 0.0
-        self.scale = amax / QMAX if amax > 0 else 1.0
-        self.s2 = self.scale * self.scale
+        self.b_qmax = b_qmax
+        self.scale = amax / QMAX if amax > 0 else 1.0  # A side
+        self.scale_b = amax / b_qmax if amax > 0 else 1.0
+        self.s2 = self.scale * self.scale_b
         self.threshold = threshold
-        self.codes_u8 = np.empty((n, dim), dtype=np.uint8)  # the A side: q + 128 (zero point 128)
-        self.codes_t = np.empty((dim, n), dtype=np.int8)  # the B side: q transposed, columns sliced per tile
-        self.residual = np.empty(n, dtype=np.float64)  # r = ‖v − v̂‖
-        self.code_norm = np.empty(n, dtype=np.float64)  # ‖v̂‖
+        self.codes_u8 = np.empty((n, dim), dtype=np.uint8)  # the A side: q_a + 128 (zero point 128)
+        self.codes_t = np.empty((dim, n), dtype=np.int8)  # the B side: q_b transposed, columns sliced per tile
+        self.residual = np.empty(n, dtype=np.float64)  # r_a = ‖v − v̂_a‖
+        self.residual_b = np.empty(n, dtype=np.float64)  # r_b = ‖v − v̂_b‖
+        self.code_norm = np.empty(n, dtype=np.float64)  # ‖v̂_a‖
         self.norm = np.empty(n, dtype=np.float64)  # ‖v‖ (1 up to float32 normalisation, 0 for zero rows)
         for k in range(0, n, chunk):  # in chunks: a 1M set never needs a float64 copy
             x = v32[k : k + chunk].astype(np.float64)
-            q = np.clip(np.rint(x / self.scale), -QMAX, QMAX)
-            xq = q * self.scale
-            self.residual[k : k + chunk] = np.sqrt(np.einsum("ij,ij->i", x - xq, x - xq))
-            self.code_norm[k : k + chunk] = np.sqrt(np.einsum("ij,ij->i", xq, xq))
+            qa = np.clip(np.rint(x / self.scale), -QMAX, QMAX)
+            xa = qa * self.scale
+            self.residual[k : k + chunk] = np.sqrt(np.einsum("ij,ij->i", x - xa, x - xa))
+            self.code_norm[k : k + chunk] = np.sqrt(np.einsum("ij,ij->i", xa, xa))
             self.norm[k : k + chunk] = np.sqrt(np.einsum("ij,ij->i", x, x))
-            self.codes_u8[k : k + chunk] = (q + 128).astype(np.uint8)
-            self.codes_t[:, k : k + chunk] = q.T.astype(np.int8)
+            self.codes_u8[k : k + chunk] = (qa + 128).astype(np.uint8)
+            if b_qmax == QMAX:
+                self.residual_b[k : k + chunk] = self.residual[k : k + chunk]
+                self.codes_t[:, k : k + chunk] = qa.T.astype(np.int8)
+            else:
+                qb = np.clip(np.rint(x / self.scale_b), -b_qmax, b_qmax)
+                xb = qb * self.scale_b
+                self.residual_b[k : k + chunk] = np.sqrt(np.einsum("ij,ij->i", x - xb, x - xb))
+                self.codes_t[:, k : k + chunk] = qb.T.astype(np.int8)
         self.window = recheck_window(dim) + _SLACK
-        # the row's widest margin, against any column: r_i·V + ‖v̂_i‖·R with V = max ‖v_j‖, R = max r_j
-        widest = self.residual * self.norm.max() + self.code_norm * self.residual.max() + self.window
+        # the row's widest margin, against any column: r_a,i·V + ‖v̂_a,i‖·R with V = max ‖v_j‖, R = max r_b,j
+        widest = self.residual * self.norm.max() + self.code_norm * self.residual_b.max() + self.window
         # screen: s²·Q ≥ t − margin ⇒ Q ≥ floor((t − margin)/s²) − 1 (one extra step against rounding)
         self.low = np.clip(np.floor((threshold - widest) / self.s2) - 1, -(2**31), 2**31 - 1).astype(np.int64)
         self.widest = float(widest.max()) if n else 0.0
@@ -199,15 +239,13 @@ class Quantised:
 
     def classify(self, r: np.ndarray, c: np.ndarray, products: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(candidate, sure) masks of pairs (r, c) with integer products Q: the pair's own margin
-        m = r_r·‖v_c‖ + ‖v̂_r‖·r_c + window; candidate iff s²·Q ≥ t − m, sure edge iff s²·Q ≥ t + m."""
-        margin = self.residual[r] * self.norm[c] + self.code_norm[r] * self.residual[c] + self.window
+        m = r_a,r·‖v_c‖ + ‖v̂_a,r‖·r_b,c + window; candidate iff s²·Q ≥ t − m, sure edge iff s²·Q ≥ t + m."""
+        margin = self.residual[r] * self.norm[c] + self.code_norm[r] * self.residual_b[c] + self.window
         approx = self.s2 * products.astype(np.float64)
         # a row that is not finite in float32 never gets an edge in the exact build (NaN compares false)
         candidate = (approx >= self.threshold - margin) & self.finite[r] & self.finite[c]
         sure = candidate & (approx >= self.threshold + margin)
         return candidate, sure
-
-
 
 
 def screened_threshold_edges(
@@ -223,8 +261,10 @@ def screened_threshold_edges(
     arrays: the same edge set as `clustering.threshold_edges(vectors, threshold, rows=rows)` — with `rows`,
     only the pairs with an end in `rows`, each once (an incremental night).
 
-    `stats`, if given, receives candidates (pairs past the screen), rechecked (decided in float64) and the
-    widest screening margin. Needs onnxruntime (imported here, not at module import).
+    `stats`, if given, receives candidates (pairs past the screen), rechecked (decided in float64), the
+    widest screening margin and b_qmax (the column codes' range this CPU's kernel is exact for). Needs
+    onnxruntime (imported here, not at module import). Raises InexactKernel, before any work, when the
+    kernel is exact for no code range (callers fall back to `clustering.threshold_edges`).
     """
     if not math.isfinite(threshold):
         raise ValueError(f"threshold must be a finite number, got {threshold!r}")
@@ -239,9 +279,11 @@ def screened_threshold_edges(
     rows, in_rows = select_rows(n, rows)
     if rows is not None and rows.size == 0:
         return empty, empty
-    quant = Quantised(v32, float(threshold))
     tr = max(1, min(tile_rows, n if rows is None else rows.size))
     tc = max(1, min(tile_cols, n))
+    probe = _Screen(tr, tc)
+    b_qmax = choose_code_width(probe, sorted({(tr, tc), (1, tc), (tr, 1), (1, 1)}), dim)
+    quant = Quantised(v32, float(threshold), b_qmax=b_qmax)
     local = threading.local()
     counts = {"candidates": 0, "rechecked": 0}
     count_lock = threading.Lock()
@@ -251,7 +293,6 @@ def screened_threshold_edges(
         row_ids = np.arange(strip.start, strip.stop) if isinstance(strip, slice) else strip
         if not hasattr(local, "screen"):
             local.screen = _Screen(tr, tc)
-            check_exact_integer_product(local.screen, tr, tc, dim)
         screen = local.screen
         a = quant.codes_u8[strip]
         scan_at = np.int32(quant.low[strip].min())  # the strip's lowest row threshold
@@ -297,7 +338,7 @@ def screened_threshold_edges(
     else:
         results = [strip_edges(item) for item in work]
     if stats is not None:
-        stats.update(counts, margin=quant.widest)
+        stats.update(counts, margin=quant.widest, b_qmax=b_qmax)
     out_r = [a for r_list, _ in results for a in r_list]
     out_c = [a for _, c_list in results for a in c_list]
     if not out_r:

@@ -14,6 +14,7 @@ recognised by its id plus a checksum of its vector.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -29,6 +30,8 @@ BUILD_MODES = (INCREMENTAL, FULL)
 BUILD_ENV = "MEMORY_PIPELINE_CLUSTER_BUILD"
 SCREEN_ENV = "MEMORY_PIPELINE_CLUSTER_SCREEN"  # auto (int8 screen when onnxruntime is installed) | off
 
+FLOAT32_TILES = "float32 tiles"
+_LOG = logging.getLogger(__name__)
 _CHECKSUM_ROWS = 65536
 _CHECKSUM_SEED = 0x5EED  # fixed: checksums are persisted
 
@@ -43,26 +46,50 @@ def resolve_mode(configured: str = "", environ: Mapping[str, str] | None = None)
     return value
 
 
-def screen_available(environ: Mapping[str, str] | None = None) -> bool:
-    """Whether edges go through the int8 screen (`screening`, the same edge set, ~2.5× faster here on AMX)."""
+def screen_choice(environ: Mapping[str, str] | None = None) -> tuple[bool, str]:
+    """Whether edges may go through the int8 screen, and why not when they may not."""
     env = os.environ if environ is None else environ
-    if env.get(SCREEN_ENV, "auto").strip().lower() in ("off", "0", "false", "no"):
-        return False
+    setting = env.get(SCREEN_ENV, "auto").strip().lower()
+    if setting in ("off", "0", "false", "no"):
+        return False, f"{SCREEN_ENV}={setting}"
     try:
         import onnxruntime  # noqa: F401
     except ImportError:
-        return False
-    return True
+        return False, "onnxruntime is not installed"
+    return True, ""
+
+
+def screen_available(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether edges go through the int8 screen (`screening`, the same edge set, ~2.5× faster here on AMX)."""
+    return screen_choice(environ)[0]
 
 
 def threshold_graph_edges(
-    vectors: np.ndarray, threshold: float, tile_rows: int, tile_cols: int, rows: np.ndarray | None = None
+    vectors: np.ndarray,
+    threshold: float,
+    tile_rows: int,
+    tile_cols: int,
+    rows: np.ndarray | None = None,
+    engine: dict[str, str] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The exact edge set, through the int8 screen when it is available, else the float32 tiles."""
-    if screen_available():
-        from memory_pipeline.similarity.screening import screened_threshold_edges
+    """The exact edge set, through the int8 screen when it is available and exact on this CPU, else the
+    float32 tiles. `engine`, if given, receives which engine ran (`engine`) and why (`engine_reason`)."""
+    info = engine if engine is not None else {}
+    use_screen, why_not = screen_choice()
+    if use_screen:
+        from memory_pipeline.similarity.screening import InexactKernel, screened_threshold_edges
 
-        return screened_threshold_edges(vectors, threshold, tile_rows, tile_cols, rows=rows)
+        stats: dict[str, float] = {}
+        try:
+            found = screened_threshold_edges(vectors, threshold, tile_rows, tile_cols, stats=stats, rows=rows)
+        except InexactKernel as exc:
+            why_not = f"{exc}; fell back to the float32 tiles"
+            _LOG.warning("cluster graph: %s", why_not)
+        else:
+            width = "8-bit codes" if stats.get("b_qmax") == 127 else "int16-safe 7-bit column codes"
+            info.update(engine=f"int8 screen + float64 verdict ({width})", engine_reason="int8 product probed exact")
+            return found
+    info.update(engine=FLOAT32_TILES, engine_reason=why_not)
     return threshold_edges(vectors, threshold, tile_rows, tile_cols, rows=rows)
 
 
@@ -198,7 +225,10 @@ def _full(
     tile_cols: int,
 ) -> GraphUpdate:
     n = int(ids.size)
-    rows, cols = threshold_graph_edges(vectors, threshold, tile_rows, tile_cols) if n else (_empty(), _empty())
+    engine = {"engine": "none (no rows)", "engine_reason": ""}
+    rows, cols = (
+        threshold_graph_edges(vectors, threshold, tile_rows, tile_cols, engine=engine) if n else (_empty(), _empty())
+    )
     start = stored.next_node if stored is not None else 0
     node_of_row = np.arange(start, start + n, dtype=np.int64)
     return GraphUpdate(
@@ -214,7 +244,13 @@ def _full(
         add_edge_b=node_of_row[cols],
         next_node=start + n,
         checksums=checksums,
-        stats={"eligible": n, "computed_rows": n, "edges": int(rows.size), "edges_added": int(rows.size)},
+        stats={
+            "eligible": n,
+            "computed_rows": n,
+            "edges": int(rows.size),
+            "edges_added": int(rows.size),
+            **engine,
+        },
     )
 
 
@@ -255,8 +291,9 @@ def _incremental(
     alive = (ra >= 0) & (rb >= 0)
     old_r, old_c = ra[alive], rb[alive]
 
+    engine = {"engine": "none (no new or changed rows)", "engine_reason": ""}
     new_r, new_c = (
-        threshold_graph_edges(vectors, threshold, tile_rows, tile_cols, rows=fresh_rows)
+        threshold_graph_edges(vectors, threshold, tile_rows, tile_cols, rows=fresh_rows, engine=engine)
         if fresh_rows.size
         else (_empty(), _empty())
     )
@@ -285,5 +322,6 @@ def _incremental(
             "edges_kept": int(old_r.size),
             "edges_dropped": int(stored.edge_a.size - old_r.size),
             "edges_added": int(new_r.size),
+            **engine,
         },
     )

@@ -83,7 +83,8 @@ def _graph_meta(result: dg.ExecuteInProcessResult) -> dict[str, object]:
         for e in result.all_events
         if e.event_type_value == "ASSET_MATERIALIZATION" and e.step_key == "clusters"
     )
-    return {k: mat.metadata[k].value for k in ("graph_build", "graph_rows_computed", "graph_edges")}
+    keys = ("graph_build", "graph_rows_computed", "graph_edges", "graph_engine", "graph_engine_reason")
+    return {k: mat.metadata[k].value for k in keys}
 
 
 @pytest.mark.slow
@@ -100,6 +101,8 @@ def test_nightly_saves_the_graph_and_the_dry_run_reads_it_without_writing(tmp_pa
 
     first = _run(tmp_path, "nightly_consolidation")
     assert _graph_meta(first)["graph_build"] == "full"
+    engine = str(_graph_meta(first)["graph_engine"])  # which engine ran, and why: on any CPU, never an error
+    assert engine.startswith("int8 screen") or _graph_meta(first)["graph_engine_reason"]
     saved = _graph_rows(tmp_path)
     assert saved["cluster_graph"][0][1] == HASHING and len(saved["cluster_graph_nodes"]) == 150
 

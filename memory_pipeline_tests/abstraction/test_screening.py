@@ -1,3 +1,4 @@
+import logging
 import sys
 
 import numpy as np
@@ -5,7 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memory_pipeline.similarity import clustering, screening
+from memory_pipeline.similarity import clustering, screening, threshold_graph
 
 
 def edge_set(rows: np.ndarray, cols: np.ndarray) -> set[tuple[int, int]]:
@@ -46,12 +47,13 @@ def pairs_at(cosines: np.ndarray, dim: int, rng: np.random.Generator) -> np.ndar
 
 
 def test_hand_encoded_model_computes_the_exact_integer_product() -> None:
+    """With ±64 column codes (int16-safe) the product is exact on every CPU, AVX2 (AMD EPYC) included."""
     rng = np.random.default_rng(0)
     screen = screening._Screen(37, 53)
     a = rng.integers(-127, 128, size=(37, 384)).astype(np.int16)
-    b = rng.integers(-127, 128, size=(384, 53)).astype(np.int8)
+    b = rng.integers(-64, 65, size=(384, 53)).astype(np.int8)
     a[0] = 127  # the extremes a saturating kernel would get wrong
-    b[:, 0] = 127
+    b[:, 0] = 64
     got = screen.product((a + 128).astype(np.uint8), b)
     assert got.dtype == np.int32
     assert np.array_equal(got, a.astype(np.int64) @ b.astype(np.int64))
@@ -140,17 +142,100 @@ def test_missing_onnxruntime_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -
         screening.screened_threshold_edges(np.eye(4, 8), 0.82)
 
 
-def test_an_inexact_int8_kernel_is_refused() -> None:
-    """A kernel that saturates u8×s8 pair sums at int16 (older CPUs) would break the bound: refused."""
+def saturating_product(self: object, a_u8: np.ndarray, b_t: np.ndarray) -> np.ndarray:
+    """A VPMADDUBSW kernel (AVX2 without VNNI, e.g. AMD EPYC): u8 × s8, adjacent pairs summed into int16 with
+    saturation, then the zero point's share."""
+    u, b = a_u8.astype(np.int64), b_t.astype(np.int64)
+    if u.shape[1] % 2:
+        u, b = np.pad(u, ((0, 0), (0, 1))), np.pad(b, ((0, 1), (0, 0)))
+    pairs = np.clip(u[:, 0::2, None] * b[0::2] + u[:, 1::2, None] * b[1::2], -(2**15), 2**15 - 1)
+    return (pairs.sum(axis=1) - 128 * b.sum(axis=0)).astype(np.int32)
 
-    class Saturating:
-        def product(self, a_u8: np.ndarray, b_t: np.ndarray) -> np.ndarray:
-            u, b = a_u8.astype(np.int64), b_t.astype(np.int64)  # vpmaddubsw: u8 × s8, pairs summed into int16
-            pairs = np.clip(u[:, 0::2, None] * b[0::2] + u[:, 1::2, None] * b[1::2], -(2**15), 2**15 - 1)
-            return (pairs.sum(axis=1) - 128 * b.sum(axis=0)).astype(np.int32)  # then the zero point's share
 
-    with pytest.raises(RuntimeError, match="not exact"):
-        screening.check_exact_integer_product(Saturating(), 9, 11, 16)  # type: ignore[arg-type]
+def broken_product(self: object, a_u8: np.ndarray, b_t: np.ndarray) -> np.ndarray:
+    """A kernel that is wrong whatever the codes: off by one everywhere."""
+    return ((a_u8.astype(np.int64) - 128) @ b_t.astype(np.int64) + 1).astype(np.int32)
+
+
+@pytest.fixture()
+def fresh_probe(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(screening, "_CHECKED", {})  # the probe's per-process cache
+
+
+def test_a_saturating_kernel_is_detected_and_7_bit_column_codes_are_exact_for_it() -> None:
+    """8-bit codes on both sides saturate a VPMADDUBSW kernel (2·255·127 > 32767); ±64 on the B side never
+    does (2·255·64 = 32640): the probe refuses the first and accepts the second."""
+    saturating = type("Saturating", (), {"product": saturating_product})()
+    assert not screening.check_exact_integer_product(saturating, 9, 11, 16)
+    assert screening.check_exact_integer_product(saturating, 9, 11, 16, b_qmax=64)
+    assert screening.choose_code_width(saturating, [(9, 11), (1, 11)], 16) == 64  # type: ignore[arg-type]
+    broken = type("Broken", (), {"product": broken_product})()
+    with pytest.raises(screening.InexactKernel, match="not exact on this CPU"):
+        screening.choose_code_width(broken, [(9, 11)], 17)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("b_qmax", screening.B_QMAX)
+def test_each_code_width_gives_the_exact_edge_set(b_qmax: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both widths, forced, on this machine's real kernel where it is exact for them: the exact build's edges."""
+    vectors = clustered(np.random.default_rng(21), 25, 30, 96)
+    monkeypatch.setattr(screening, "choose_code_width", lambda *a: b_qmax)
+    screen = screening._Screen(64, 128)
+    if not screening.check_exact_integer_product(screen, 64, 128, 96, b_qmax):
+        pytest.skip(f"this CPU's int8 kernel is not exact with ±{b_qmax} column codes (the probe refuses it)")
+    stats: dict[str, float] = {}
+    got = screened(vectors, 0.82, tile_rows=64, tile_cols=128, stats=stats)
+    assert stats["b_qmax"] == b_qmax and stats["rechecked"] < stats["candidates"]
+    assert got == exact(vectors, 0.82) and len(got) > 100
+
+
+def test_on_this_machine_the_screen_runs_and_equals_the_exact_build(fresh_probe: None) -> None:
+    """Whatever this CPU is (AVX2 or VNNI/AMX), the probe picks an exact width: no fallback, same edges."""
+    vectors = clustered(np.random.default_rng(5), 40, 25, 384)
+    stats: dict[str, float] = {}
+    got = screened(vectors, 0.82, tile_rows=128, tile_cols=256, stats=stats)
+    assert stats["b_qmax"] in screening.B_QMAX
+    assert got == exact(vectors, 0.82)
+
+
+def test_a_simulated_saturating_kernel_still_gives_the_exact_edges(
+    monkeypatch: pytest.MonkeyPatch, fresh_probe: None
+) -> None:
+    monkeypatch.setattr(screening._Screen, "product", saturating_product)
+    vectors = clustered(np.random.default_rng(8), 12, 20, 48)
+    stats: dict[str, float] = {}
+    assert screened(vectors, 0.82, tile_rows=32, tile_cols=64, stats=stats) == exact(vectors, 0.82)
+    assert stats["b_qmax"] == 64
+
+
+def test_an_inexact_kernel_falls_back_to_the_float32_tiles_with_a_reason(
+    monkeypatch: pytest.MonkeyPatch, fresh_probe: None, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Never an error: the night's graph comes from the exact float32 tiles, and the stats say so and why."""
+    monkeypatch.setattr(screening._Screen, "product", broken_product)
+    monkeypatch.delenv(threshold_graph.SCREEN_ENV, raising=False)
+    with pytest.raises(screening.InexactKernel):
+        screening.screened_threshold_edges(np.eye(4, 8), 0.82)
+    vectors = clustered(np.random.default_rng(9), 10, 20, 32)
+    ids = [f"m{i}" for i in range(len(vectors))]
+    with caplog.at_level(logging.WARNING, logger=threshold_graph.__name__):
+        update = threshold_graph.update_graph(None, ids, vectors, model="m", threshold=0.82)
+    assert edge_set(update.rows, update.cols) == exact(vectors, 0.82)
+    assert update.stats["engine"] == threshold_graph.FLOAT32_TILES
+    assert "not exact on this CPU" in str(update.stats["engine_reason"])
+    assert "fell back to the float32 tiles" in caplog.text
+
+
+def test_the_graph_says_which_engine_ran(monkeypatch: pytest.MonkeyPatch) -> None:
+    vectors = clustered(np.random.default_rng(10), 6, 10, 16)
+    ids = [f"m{i}" for i in range(len(vectors))]
+    monkeypatch.setenv(threshold_graph.SCREEN_ENV, "off")
+    off = threshold_graph.update_graph(None, ids, vectors, model="m", threshold=0.82)
+    assert off.stats["engine"] == threshold_graph.FLOAT32_TILES
+    assert off.stats["engine_reason"] == f"{threshold_graph.SCREEN_ENV}=off"
+    monkeypatch.delenv(threshold_graph.SCREEN_ENV)
+    on = threshold_graph.update_graph(None, ids, vectors, model="m", threshold=0.82)
+    assert str(on.stats["engine"]).startswith("int8 screen")
+    assert edge_set(on.rows, on.cols) == edge_set(off.rows, off.cols)
 
 
 def test_rows_subset_equals_the_exact_incremental_edges() -> None:

@@ -11,6 +11,7 @@ from memory_pipeline.defs.journals.assets import (
     EXTRACTOR_KEYS,
     IO_MANAGER,
     LINEAGE_CHECK,
+    SESSIONS,
     journal_archive,
     memory_cap_result,
     memory_md,
@@ -18,7 +19,7 @@ from memory_pipeline.defs.journals.assets import (
     sessions,
 )
 from memory_pipeline.defs.journals.io import ParquetIOManager
-from memory_pipeline.journals import extractors, knowledge
+from memory_pipeline.journals import extractors, knowledge, tables
 from memory_pipeline.journals.llm_extractors import llm_configured, version_for
 from memory_pipeline.journals.reconstruct import range_tags
 from memory_pipeline.resources import EngineConfig, LLMResource, MemoryStoreResource
@@ -280,15 +281,44 @@ DUPLICATE = "raw/conversations/2026/09/16/2330-ses_0b9691b5-copied.md"
 
 
 def duplicate_a_session(home: Path) -> None:
-    """The 14th's first session copied into the 16th: the 16th cannot be stored (session ids are unique)."""
+    """The 14th's first session copied into the 16th: session ids are unique, so the copy is rejected."""
     source = home / "raw" / "conversations" / "2026" / "09" / "14" / (
         "1730-ses_0b9691b5-ops-the-tls-certificate-for-status.md"
     )
     shutil.copyfile(source, home / DUPLICATE)
 
 
-def test_a_failing_day_inside_a_range_is_named_and_rolled_back(home: Path) -> None:
+def test_a_duplicate_session_is_rejected_naming_both_paths_and_its_day_goes_on(home: Path) -> None:
     duplicate_a_session(home)
+    days = ["2026-09-14", "2026-09-15", "2026-09-16"]
+    result = materialize_range(home, days, raise_on_error=False)
+    assert result.success
+    meta = {
+        m.partition: m.metadata
+        for e in result.all_events
+        if e.event_type_value == "ASSET_MATERIALIZATION" and (m := e.event_specific_data.materialization)
+        and m.asset_key == SESSIONS
+    }
+    assert meta["2026-09-16"]["rejected_transcripts"].value == [
+        f"{DUPLICATE}:2: session_id 'ses_0b9691b5' is already used by "
+        "raw/conversations/2026/09/14/1730-ses_0b9691b5-ops-the-tls-certificate-for-status.md; "
+        "rename or remove the duplicate"
+    ]
+    assert rows(home, "SELECT day::VARCHAR, path LIKE '%/14/%' FROM sessions WHERE session_id = 'ses_0b9691b5'") == [
+        ("2026-09-14", True)
+    ]
+    assert rows(home, "SELECT DISTINCT day::VARCHAR FROM sessions ORDER BY 1") == [(d,) for d in days]
+
+
+def test_a_failing_day_inside_a_range_is_named_and_rolled_back(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real = tables.replace_day_sessions
+
+    def failing_on_the_16th(con: object, day: date, table: object) -> int:
+        if day == date(2026, 9, 16):
+            raise OSError("No space left on device (injected)")
+        return real(con, day, table)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(tables, "replace_day_sessions", failing_on_the_16th)
     days = ["2026-09-14", "2026-09-15", "2026-09-16", "2026-09-17"]
     result = materialize_range(home, days, raise_on_error=False)
     assert not result.success
@@ -297,7 +327,7 @@ def test_a_failing_day_inside_a_range_is_named_and_rolled_back(home: Path) -> No
     data = failure.step_failure_data.user_failure_data
     assert data.metadata["failed_partition"].value == "2026-09-16"
     assert data.description.startswith("sessions: 2026-09-16 failed (")
-    assert f"{DUPLICATE}: session ses_0b9691b5 is already stored for 2026-09-14" in data.description
+    assert "raw/conversations/2026/09/16" in data.description and "No space left on device" in data.description
     # the days before it are stored, each in its own transaction; the 16th rolled back; the 17th never ran
     assert rows(home, "SELECT DISTINCT day::VARCHAR FROM sessions ORDER BY 1") == [("2026-09-14",), ("2026-09-15",)]
     # nothing downstream ran and no day's Parquet was written from the failed step

@@ -230,7 +230,8 @@ def _embedding_clusters(
     )
     return found, {
         "graph_build": graph.mode,
-        "graph_engine": "int8 screen + float64 verdict" if threshold_graph.screen_available() else "float32 tiles",
+        "graph_engine": str(graph.stats.get("engine", "")),
+        "graph_engine_reason": str(graph.stats.get("engine_reason", "")),
         "graph_rows_computed": int(graph.stats.get("computed_rows", 0)),
         "graph_edges": int(graph.rows.size),
     }

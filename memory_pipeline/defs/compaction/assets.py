@@ -73,7 +73,10 @@ def tier_volumes(
         options = compactor.Options(
             options.approved, options.dry_run, options.source, options.semantic_file, vocabulary
         )
-    plan = compactor.plan(home, now, options)
+    try:
+        plan = compactor.plan(home, now, options)
+    except ValueError as exc:  # a tier folder that is a file: one line naming it
+        raise dg.Failure(str(exc)) from None
     plan.run_id = context.run_id
     context.instance.add_run_tags(
         context.run_id,
@@ -84,6 +87,8 @@ def tier_volumes(
         },
     )
     s = plan.state
+    for skipped in s.skipped:
+        context.log.warning(f"compaction: {skipped.describe()}")
     context.log.info(f"compaction plan: {plan.mode}; trigger {plan.evaluation.primary_detail()}; "
                      f"classification {plan.classification}; {plan.no_action_reason or ''}")
     return dg.Output(
@@ -100,6 +105,7 @@ def tier_volumes(
             "semantic_file_tokens": dg.MetadataValue.json(s.semantic_file_tokens),
             "archive_file_count": s.archive.file_count,
             "files_total": s.total_files,
+            "skipped_files": dg.MetadataValue.json([x.describe() for x in s.skipped]),
             "trigger_fired": plan.evaluation.primary_detail(),
             "tier_classification": dg.MetadataValue.json(plan.classification),
             "thresholds": dg.MetadataValue.json(plan.evaluation.as_rows()),

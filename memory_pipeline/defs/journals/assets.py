@@ -24,6 +24,13 @@ from memory_pipeline.defs.journals.partitions import daily_partitions, weekly_pa
 from memory_pipeline.journals import knowledge, tables
 from memory_pipeline.journals.extractors import EXTRACTORS, Extractor, category_of
 from memory_pipeline.journals.gitlog import commit_knowledge
+from memory_pipeline.journals.intake import (
+    DATE_MISMATCHES,
+    DUPLICATES,
+    REJECTED,
+    read_day_checked,
+    stored_sessions,
+)
 from memory_pipeline.journals.llm_extractors import (
     LLMExtractionFailed,
     LLMSessionExtractor,
@@ -31,7 +38,7 @@ from memory_pipeline.journals.llm_extractors import (
     llm_extractor,
     version_for,
 )
-from memory_pipeline.journals.transcript import day_folder, read_day
+from memory_pipeline.journals.transcript import day_folder
 from memory_pipeline.resources import EngineConfig, LLMResource, MemoryStoreResource
 from memory_pipeline.resources.store import POOL
 from memory_pipeline.store.db import MemoryStore, atomic, utcnow
@@ -97,13 +104,17 @@ def sessions(context: dg.AssetExecutionContext, store: MemoryStoreResource) -> I
     all_rejected: list[str] = []
     for key, day in _days(context):
         with _failing_as("sessions", key, day_folder(raw_root(home), day)):
-            parsed, rejected = read_day(raw_root(home), day, workspace=home)
+            with db.connect() as con:
+                intake = read_day_checked(raw_root(home), day, workspace=home, stored=stored_sessions(con))
+            parsed, rejected = intake.parsed, intake.rejected
             frames = tables.to_tables(day, parsed, utcnow())
             with db.connect() as con, atomic(con):
                 tables.replace_day_sessions(con, day, frames["sessions"])
         listed = [f"{r.path}:{r.line}: {r.problem}" for r in rejected]
         for line in listed:
             context.log.warning(f"transcript rejected: {line}")
+        for line in intake.warnings:
+            context.log.warning(f"transcript date: {line}")
         if not parsed:
             context.log.info(f"{day}: no transcripts{' that parse' if rejected else ''}; no sessions")
         context.add_asset_metadata(
@@ -111,8 +122,10 @@ def sessions(context: dg.AssetExecutionContext, store: MemoryStoreResource) -> I
                 "sessions": len(parsed),
                 "turns": frames["turns"].num_rows,
                 "rejected": len(rejected),
-                "rejected_transcripts": dg.MetadataValue.json(listed),
+                REJECTED: dg.MetadataValue.json(listed),
                 "session_ids": dg.MetadataValue.json([t.session_id for t in parsed]),
+                DUPLICATES: dg.MetadataValue.json(intake.duplicates),
+                DATE_MISMATCHES: dg.MetadataValue.json(intake.warnings),
             },
             partition_key=key,
         )
