@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from memory_pipeline.cli import main
-from memory_pipeline.definitions import REPO_ROOT
+from memory_pipeline.settings import REPO_ROOT
 from memory_pipeline.store import MemoryStore
 from memory_pipeline_tests.compaction.conftest import EPISODIC_NOTE, NOW, WORKING_NOTE, note
 
