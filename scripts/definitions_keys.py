@@ -1,7 +1,15 @@
-"""Dump the keys of the code location's definitions (before/after comparison for issue 22)."""
-import json, sys, warnings
+"""Dump the keys of the code location's definitions, to compare a layout change before and after.
+
+Usage: .venv/bin/python scripts/definitions_keys.py OUT.json   (then diff two dumps)
+"""
+
+import json
+import sys
+import warnings
+
 warnings.filterwarnings("ignore")
-import dagster as dg
+import dagster as dg  # noqa: E402  (after the filter: Dagster warns on import)
+
 mod = __import__("memory_pipeline.definitions", fromlist=["defs"])
 d = mod.defs
 if not isinstance(d, dg.Definitions):
@@ -14,12 +22,15 @@ out = {
     "owners": {k.to_user_string(): list(g.get(k).owners) for k in g.get_all_asset_keys()},
     "tags": {k.to_user_string(): dict(g.get(k).tags) for k in g.get_all_asset_keys()},
     "kinds": {k.to_user_string(): sorted(g.get(k).kinds) for k in g.get_all_asset_keys()},
-    "deps": {k.to_user_string(): sorted(p.to_user_string() for p in g.get(k).parent_keys) for k in g.get_all_asset_keys()},
+    "deps": {
+        k.to_user_string(): sorted(p.to_user_string() for p in g.get(k).parent_keys) for k in g.get_all_asset_keys()
+    },
     "checks": sorted(c.to_user_string() for c in g.asset_check_keys),
     "jobs": sorted(j.name for j in repo.get_all_jobs()),
     "schedules": sorted(s.name for s in repo.schedule_defs),
     "sensors": sorted(s.name for s in repo.sensor_defs),
     "resources": sorted(repo.get_top_level_resources()),
 }
-json.dump(out, open(sys.argv[1], "w"), indent=1, sort_keys=True)
+with open(sys.argv[1], "w", encoding="utf-8") as fh:
+    json.dump(out, fh, indent=1, sort_keys=True)
 print({k: len(v) for k, v in out.items()})
