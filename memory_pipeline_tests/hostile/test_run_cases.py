@@ -1,0 +1,317 @@
+"""Hostile cases for `run`, `status` and `rollback` (issue 16), one table row per case.
+
+Each case starts from a fresh copy of a small store (20 memories, three near-duplicate groups: a run compresses
+them with the hashing embedder in seconds), arranges what the case needs (a killed run, a lease, a file where a
+folder belongs, a pool slot held in the Dagster instance …), runs the CLI's `main` in-process and asserts the
+exit code, the store's rows before and after (equal, or the documented change), and the one line it prints;
+never a traceback."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from memory_pipeline.cli import _dagster_home, main
+from memory_pipeline.store import MemoryStore
+from memory_pipeline.store.importers import import_jsonl
+
+MEMORIES = Path(__file__).with_name("run_memories.jsonl")
+AS_OF = "2026-11-01T03:30:00Z"
+POOL = "memory_store"
+SELF = -1  # as a pid: this test process (alive)
+
+
+@dataclass
+class Ctx:
+    home: Path
+    tmp: Path
+    monkeypatch: pytest.MonkeyPatch
+    values: dict[str, str] = field(default_factory=dict)  # filled into the expected message
+
+    def dagster_instance(self) -> dg.DagsterInstance:
+        return dg.DagsterInstance.from_config(str(_dagster_home(self.home)))
+
+
+def dead_pid() -> int:
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    return proc.pid
+
+
+def rows(home: Path) -> dict[str, int]:
+    """What the cases compare: memories by lifecycle, recorded runs, leases."""
+    with MemoryStore(home / "memory.duckdb").connect() as con:
+        out = {k: 0 for k in ("active", "archived", "pending")}
+        out |= dict(con.execute("SELECT lifecycle, count(*) FROM memories GROUP BY 1").fetchall())
+        out["runs"] = con.execute("SELECT count(*) FROM consolidation_runs").fetchone()[0]
+        out["leases"] = con.execute("SELECT count(*) FROM leases").fetchone()[0]
+    return out
+
+
+# ----------------------------------------------------------------------------------------------- set-ups
+
+
+def nothing(ctx: Ctx) -> None:
+    pass
+
+
+def killed_run(ctx: Ctx) -> None:
+    """A run that recorded its start and was killed before its report (what `exact_duplicates` writes first)."""
+    with MemoryStore(ctx.home / "memory.duckdb").transaction() as con:
+        con.execute(
+            "INSERT INTO consolidation_runs VALUES ('run-killed-1', TIMESTAMP '2026-10-31 03:30:00', NULL, NULL, NULL)"
+        )
+
+
+def no_store(ctx: Ctx) -> None:
+    (ctx.home / "memory.duckdb").unlink()
+
+
+def file_at(rel: str) -> Callable[[Ctx], None]:
+    def setup(ctx: Ctx) -> None:
+        path = ctx.home / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("not a folder\n")
+
+    return setup
+
+
+def folder_at(rel: str) -> Callable[[Ctx], None]:
+    def setup(ctx: Ctx) -> None:
+        (ctx.home / rel).mkdir(parents=True)
+
+    return setup
+
+
+def dangling_reports(ctx: Ctx) -> None:
+    (ctx.home / "reports").symlink_to(ctx.tmp / "gone" / "reports")
+
+
+def env(name: str, value: str) -> Callable[[Ctx], None]:
+    def setup(ctx: Ctx) -> None:
+        ctx.monkeypatch.setenv(name, value)
+
+    return setup
+
+
+def lease(holder: str, pid: int | None, host: str | None, expires_in: timedelta) -> Callable[[Ctx], None]:
+    """The store's consolidation lease as a run left it (pid None: a pid that is gone, SELF: this live process;
+    host None: this host)."""
+
+    def setup(ctx: Ctx) -> None:
+        now = datetime.now(UTC).replace(tzinfo=None)
+        the_pid = dead_pid() if pid is None else os.getpid() if pid == SELF else pid
+        the_host = host or socket.gethostname()
+        ctx.values |= {"pid": str(the_pid), "host": the_host}
+        with MemoryStore(ctx.home / "memory.duckdb").transaction() as con:
+            con.execute(
+                "INSERT INTO leases VALUES ('consolidation', ?, ?, ?, ?, ?)",
+                [holder, the_pid, the_host, now - timedelta(minutes=5), now + expires_in],
+            )
+
+    return setup
+
+
+def slot(
+    run_id: str, *, pid: int | None, host: str | None, status: dg.DagsterRunStatus = dg.DagsterRunStatus.STARTED
+) -> Callable[[Ctx], None]:
+    """A run in the Dagster instance holding the store pool's slot, as a run SIGKILLed mid-step leaves it."""
+
+    def setup(ctx: Ctx) -> None:
+        the_pid = dead_pid() if pid is None else pid
+        the_host = host or socket.gethostname()
+        ctx.values |= {"pid": str(the_pid), "host": the_host}
+        tags = {"memory_pipeline/pid": str(the_pid), "memory_pipeline/host": the_host}
+        with ctx.dagster_instance() as instance:
+            instance.add_run(dg.DagsterRun(job_name="nightly_consolidation", run_id=run_id, status=status, tags=tags))
+            instance.event_log_storage.set_concurrency_slots(POOL, 1)
+            claim = instance.event_log_storage.claim_concurrency_slot(POOL, run_id, "exact_duplicates")
+            assert claim.is_claimed
+
+    return setup
+
+
+def both(*setups: Callable[[Ctx], None]) -> Callable[[Ctx], None]:
+    def setup(ctx: Ctx) -> None:
+        for s in setups:
+            s(ctx)
+
+    return setup
+
+
+# ------------------------------------------------------------------------------------------------- cases
+
+UNCHANGED: dict[str, int] = {}
+COMPRESSED = {"active": -12, "archived": 15, "runs": 1}  # 3 clusters of 5 → 3 summaries; the lease is released
+SLOW = pytest.mark.slow
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    setup: Callable[[Ctx], None]
+    argv: list[str]
+    exit_code: int
+    change: dict[str, int]  # rows after − before (keys not listed: unchanged)
+    message: str  # a whole output line; "…" matches anything; {home}, {pid}, {host} are filled in
+    marks: tuple = ()
+
+
+CASES = [
+    Case("status with no finished run", nothing, ["status"], 0, UNCHANGED, "last run      none finished yet"),
+    Case(
+        "status with a killed run", killed_run, ["status"], 0, UNCHANGED,
+        "unfinished    run-killed-1 started 2026-10-31 03:30 UTC: still running, or killed (the next run reconciles…",
+    ),
+    Case("status without a store", no_store, ["status"], 2, UNCHANGED, "no memory store in {home}"),
+    Case(
+        "rollback of an unknown run id", nothing, ["rollback", "--run-id", "does-not-exist"], 2, UNCHANGED,
+        "error: no consolidation run 'does-not-exist' in {home}/memory.duckdb: `memory-pipeline status` shows…",
+    ),
+    Case(
+        "rollback dry run of an unknown run id", killed_run, ["rollback", "--run-id", "run-killed-2", "--dry-run"], 2,
+        UNCHANGED, "error: no consolidation run 'run-killed-2' in {home}/memory.duckdb…",
+    ),
+    Case(
+        "rollback --since a word", nothing, ["rollback", "--since", "yesterday"], 2, UNCHANGED,
+        "error: --since 'yesterday': expected an ISO-8601 timestamp such as 2026-11-01T03:30:00Z…",
+    ),
+    Case(
+        "rollback --since the future", killed_run, ["rollback", "--since", "2999-01-01"], 0, UNCHANGED,
+        "nothing to roll back: no consolidation run started at or after 2999-01-01 00:00:00 UTC",
+    ),
+    Case(
+        "run --as-of a word", nothing, ["run", "--as-of", "yesterday"], 2, UNCHANGED,
+        "configuration error: --as-of 'yesterday': expected an ISO-8601 timestamp such as 2026-11-01T03:30:00Z (or a "
+        "date, 2026-11-01; no offset = UTC)",
+    ),
+    Case(
+        "run --as-of an impossible date", nothing, ["run", "--as-of", "2026-13-45"], 2, UNCHANGED,
+        "configuration error: --as-of '2026-13-45': expected an ISO-8601 timestamp…",
+    ),
+    Case(
+        "run --as-of epoch seconds", nothing, ["run", "--as-of", "1700000000"], 2, UNCHANGED,
+        "configuration error: --as-of '1700000000': expected an ISO-8601 timestamp…",
+    ),
+    Case(
+        "dry run --as-of a phrase", nothing, ["run", "--dry-run", "--as-of", "last week"], 2, UNCHANGED,
+        "configuration error: --as-of 'last week': expected an ISO-8601 timestamp…",
+    ),
+    Case(
+        "reports/ is a file", file_at("reports"), ["run", "--as-of", AS_OF], 2, UNCHANGED,
+        "error: {home}/reports is a file, not a directory: move it away (runs write there)",
+    ),
+    Case(
+        "backups/ is a file", file_at("backups"), ["run", "--as-of", AS_OF], 2, UNCHANGED,
+        "error: {home}/backups is a file, not a directory: move it away (runs write there)",
+    ),
+    Case(
+        "the LLM usage ledger folder is a file", file_at("reports/llm-usage"), ["run", "--as-of", AS_OF], 2, UNCHANGED,
+        "error: {home}/reports/llm-usage is a file, not a directory: move it away (runs write there)",
+    ),
+    Case(
+        "the alerts file is a folder", folder_at("reports/alerts.jsonl"), ["run", "--as-of", AS_OF], 2, UNCHANGED,
+        "error: {home}/reports/alerts.jsonl is a directory, not a file: move it away (runs append to it)",
+    ),
+    Case(
+        "reports/ is a dangling symlink", dangling_reports, ["run", "--as-of", AS_OF], 2, UNCHANGED,
+        "error: {home}/reports is a dangling symlink (to …/gone/reports): fix or remove it",
+    ),
+    Case(
+        "pool wait setting is not a number", env("MEMORY_PIPELINE_POOL_WAIT_MINUTES", "soon"),
+        ["run", "--as-of", AS_OF], 2, UNCHANGED,
+        "configuration error: MEMORY_PIPELINE_POOL_WAIT_MINUTES='soon': expected a number of minutes",
+    ),
+    Case(
+        "a live run on another host holds the pool slot: bounded wait",
+        both(env("MEMORY_PIPELINE_POOL_WAIT_MINUTES", "0.05"), slot("live-elsewhere", pid=4242, host="host-a")),
+        ["run", "--as-of", AS_OF], 1, UNCHANGED,
+        "error: gave up after 3 s waiting for the store's `memory_store` slot, held by run live-elsewhere (pid 4242 "
+        "on host-a, since …): if that run is dead, mark it failed in the Dagster UI…",
+    ),
+    Case(
+        "a killed run on this host holds the pool slot", slot("dead-here", pid=None, host=None),
+        ["run", "--dry-run", "--as-of", AS_OF], 0, UNCHANGED,
+        "freed the memory_store slot of run dead-here: its process (pid {pid} on {host}) is gone",
+    ),
+    Case(
+        "a run that run monitoring failed holds the pool slot",
+        slot("failed-by-monitoring", pid=4242, host="host-a", status=dg.DagsterRunStatus.FAILURE),
+        ["run", "--dry-run", "--as-of", AS_OF], 0, UNCHANGED,
+        "freed the memory_store slot of run failed-by-monitoring: the run ended (FAILURE) without freeing its slot",
+    ),
+    Case(
+        "a killed run on another host whose lease expired holds the pool slot",
+        both(slot("dead-elsewhere", pid=4242, host="host-a"), lease("dead-elsewhere", 4242, "host-a", -timedelta(1))),
+        ["run", "--dry-run", "--as-of", AS_OF], 0, UNCHANGED,
+        "freed the memory_store slot of run dead-elsewhere: its store lease from host host-a expired at …",
+    ),
+    Case(
+        "a lease held by a dead pid on this host", lease("run-dead-1", None, None, timedelta(hours=5)),
+        ["run", "--as-of", AS_OF], 0, {**COMPRESSED, "leases": -1},
+        "COMPRESSION RUN PASS: 3 abstractions, … token reduction", marks=(SLOW,),
+    ),
+    Case(
+        "a run while another live process holds the lease", lease("run-live-1", SELF, None, timedelta(hours=5)),
+        ["run", "--as-of", AS_OF], 0, UNCHANGED, "consolidation already running, skipping", marks=(SLOW,),
+    ),
+    Case(
+        "--cluster-id unknown", nothing, ["run", "--as-of", AS_OF, "--cluster-id", "c-nope"], 1,
+        {"runs": 1, "leases": 1},  # recorded at its start; the failed run's lease is stale and taken over next time
+        "error: run … failed before writing its report: step distillations failed: cluster c-nope is not among this "
+        "run's 3 clusters",
+        marks=(SLOW,),
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def base_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    home = tmp_path_factory.mktemp("runs") / "workspace"
+    home.mkdir()
+    assert import_jsonl(MemoryStore(home / "memory.duckdb"), MEMORIES).memories == 20
+    return home
+
+
+def expected_line(template: str, values: dict[str, str]) -> re.Pattern[str]:
+    parts = [re.escape(part.format(**values)) for part in template.split("…")]
+    return re.compile("^" + ".*".join(parts) + "$", re.MULTILINE)
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.name, marks=c.marks) for c in CASES])
+def test_run_case(
+    case: Case, base_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    home = tmp_path / "workspace"
+    shutil.copytree(base_home, home)
+    for name in ("ANTHROPIC_API_KEY", "MEMORY_PIPELINE_WEBHOOK_URL", "MEMORY_PIPELINE_VERBOSE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("MEMORY_PIPELINE_HOME", str(home))
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster_home"))
+    monkeypatch.setenv("MEMORY_PIPELINE_EMBEDDER", "hashing-bow-256")
+    monkeypatch.setenv("MEMORY_PIPELINE_PROGRESS", "log")
+    ctx = Ctx(home, tmp_path, monkeypatch, {"home": str(home)})
+    before = rows(home)
+    case.setup(ctx)
+    before_case = rows(home) if (home / "memory.duckdb").exists() else before
+
+    code = main(case.argv)
+
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    assert code == case.exit_code, (out + err)[-3000:]
+    after = rows(home) if (home / "memory.duckdb").exists() else before_case
+    assert {k: after[k] - before_case[k] for k in after if after[k] != before_case[k]} == case.change
+    assert expected_line(case.message, ctx.values).search(out + err), (out + err)[-3000:]
+    if code != 0:  # the error is the last line on stderr, and it is one line
+        assert err.strip().splitlines()[-1] == expected_line(case.message, ctx.values).search(err).group(0)
