@@ -8,11 +8,14 @@ never a traceback."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 import socket
 import subprocess
+import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -22,7 +25,10 @@ import dagster as dg
 import pytest
 
 from memory_pipeline.cli import _dagster_home, main
-from memory_pipeline.store import MemoryStore
+from memory_pipeline.faults import ENV as CRASH_ENV
+from memory_pipeline.operator.recovery import PID_TAG as PID
+from memory_pipeline.store import MemoryStore, invariants
+from memory_pipeline.store import lease as lease_mod
 from memory_pipeline.store.importers import import_jsonl
 
 MEMORIES = Path(__file__).with_name("run_memories.jsonl")
@@ -315,3 +321,81 @@ def test_run_case(
     assert expected_line(case.message, ctx.values).search(out + err), (out + err)[-3000:]
     if code != 0:  # the error is the last line on stderr, and it is one line
         assert err.strip().splitlines()[-1] == expected_line(case.message, ctx.values).search(err).group(0)
+
+
+# ------------------------------------------------------------------------- a crash on another host (real processes)
+
+
+def uts_prefix() -> list[str] | None:
+    """`unshare` into a new UTS namespace (a hostname of our own), as root or in a user namespace; None if neither
+    works here."""
+    for prefix in (["unshare", "--uts"], ["unshare", "--user", "--map-root-user", "--uts"]):
+        try:
+            ok = subprocess.run([*prefix, "hostname", "probe-host"], capture_output=True, timeout=20).returncode == 0
+        except (OSError, subprocess.TimeoutExpired):
+            ok = False
+        if ok:
+            return prefix
+    return None
+
+
+def cli_on_host(host: str, prefix: list[str], env: dict[str, str], *argv: str) -> subprocess.Popen:
+    """`memory-pipeline …` in a process whose hostname is `host` (what a container restart on another node sees)."""
+    script = 'hostname "$0" && exec "$@"'
+    return subprocess.Popen(
+        [*prefix, "sh", "-c", script, host, sys.executable, "-m", "memory_pipeline.cli", *argv],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+
+
+@pytest.mark.slow
+def test_a_run_killed_on_another_host_does_not_block_the_next_one(base_home: Path, tmp_path: Path) -> None:
+    prefix = uts_prefix()
+    if prefix is None:
+        pytest.skip("no UTS namespace here (needs root or user namespaces) to run under another hostname")
+    home, dagster_home = tmp_path / "workspace", tmp_path / "dagster_home"
+    shutil.copytree(base_home, home)
+    env = {k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY", "MEMORY_PIPELINE_WEBHOOK_URL")}
+    env |= {
+        "MEMORY_PIPELINE_HOME": str(home), "DAGSTER_HOME": str(dagster_home), "PYTHONPATH": os.pathsep.join(sys.path),
+        "MEMORY_PIPELINE_EMBEDDER": "hashing-bow-256", "MEMORY_PIPELINE_PROGRESS": "log",
+        "MEMORY_PIPELINE_POOL_WAIT_MINUTES": "3",
+    }
+    # host A: SIGKILLed mid-run, after its summaries are written as pending and while it holds the pool slot
+    crashed = cli_on_host("host-a", prefix, {**env, CRASH_ENV: "after_phase1"}, "run", "--as-of", AS_OF)
+    crashed.communicate(timeout=600)
+    assert crashed.returncode == -9
+    with dg.DagsterInstance.from_config(str(dagster_home)) as instance:
+        (run_a,) = instance.get_runs(filters=dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED]))
+        assert instance.event_log_storage.get_concurrency_info(POOL).active_run_ids == {run_a.run_id}
+    assert run_a.tags["memory_pipeline/host"] == "host-a"
+    store = MemoryStore(home / "memory.duckdb")
+    with store.transaction() as con:
+        held = lease_mod.current(con)
+        assert held is not None and held.holder == run_a.run_id and held.host == "host-a"
+        assert invariants.pending_rows(con)
+        # the lease has a few seconds left: host B cannot know A is dead before it expires, so it must wait
+        con.execute("UPDATE leases SET expires_at = ?", [datetime.now(UTC).replace(tzinfo=None) + timedelta(seconds=40)])
+
+    started = time.monotonic()
+    nxt = cli_on_host("host-b", prefix, env, "run", "--as-of", AS_OF)
+    out, err = nxt.communicate(timeout=300)
+    elapsed = time.monotonic() - started
+    assert nxt.returncode == 0, err[-3000:]
+    assert "Traceback" not in out + err
+    holder = f"run {run_a.run_id} (pid {run_a.tags[PID]} on host-a"
+    assert f"waiting for the store's `memory_store` slot, held by {holder}" in err
+    assert f"freed the memory_store slot of run {run_a.run_id}: its store lease from host host-a expired at" in err
+    assert elapsed < 240
+    run_id = next(line.split()[-1] for line in out.splitlines() if line.strip().startswith("run_id"))
+    report = json.loads((home / "reports" / f"compression-{run_id}.json").read_text())
+    assert report["pending_removed"] + report.get("pending_activated", 0) > 0  # B reconciled what A left pending
+    assert report["clusters_compressed"] == 3
+    with dg.DagsterInstance.from_config(str(dagster_home)) as instance:
+        assert instance.get_run_by_id(run_a.run_id).status == dg.DagsterRunStatus.FAILURE
+        assert instance.event_log_storage.get_concurrency_info(POOL).active_run_ids == set()
+    with store.connect() as con:
+        assert invariants.pending_rows(con) == []
+        assert lease_mod.current(con) is None
+        assert invariants.archived_without_summary(con) == []
+        assert invariants.summaries_with_unarchived_sources(con) == []
