@@ -374,8 +374,9 @@ def test_a_run_killed_on_another_host_does_not_block_the_next_one(base_home: Pat
         held = lease_mod.current(con)
         assert held is not None and held.holder == run_a.run_id and held.host == "host-a"
         assert invariants.pending_rows(con)
-        # the lease has a few seconds left: host B cannot know A is dead before it expires, so it must wait
-        con.execute("UPDATE leases SET expires_at = ?", [datetime.now(UTC).replace(tzinfo=None) + timedelta(seconds=40)])
+        # the lease has 40 s left: host B cannot know A is dead before it expires, so it must wait (and say so)
+        soon = datetime.now(UTC).replace(tzinfo=None) + timedelta(seconds=40)
+        con.execute("UPDATE leases SET expires_at = ?", [soon])
 
     started = time.monotonic()
     nxt = cli_on_host("host-b", prefix, env, "run", "--as-of", AS_OF)
@@ -399,3 +400,78 @@ def test_a_run_killed_on_another_host_does_not_block_the_next_one(base_home: Pat
         assert lease_mod.current(con) is None
         assert invariants.archived_without_summary(con) == []
         assert invariants.summaries_with_unarchived_sources(con) == []
+
+
+# --------------------------------------------------------------------------------- the pieces, without Dagster
+
+
+def test_waiting_logs_whom_it_waits_for_every_30_s_and_gives_up_in_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    from memory_pipeline.operator import recovery
+
+    live = recovery.Holder("run-live", None, datetime(2026, 11, 1, 3, 30), 4242, "host-a", None)
+
+    class Info:
+        limit = 1
+        claimed_slots = [type("Slot", (), {"run_id": "run-live"})()]
+
+    class Storage:
+        def get_concurrency_info(self, pool: str) -> Info:
+            return Info()
+
+    instance = type("Instance", (), {"event_log_storage": Storage()})()
+    monkeypatch.setattr(recovery, "free_stale", lambda *a, **k: [live])
+    clock = [0.0]
+    lines: list[tuple[float, str]] = []
+    with pytest.raises(recovery.PoolWaitTimeout) as raised:
+        recovery.wait_for_pool(
+            instance, POOL, None, ttl=timedelta(hours=6), timeout_s=125, log=lambda m: lines.append((clock[0], m)),
+            clock=lambda: clock[0], sleep=lambda s: clock.__setitem__(0, clock[0] + s),
+        )
+    times = [t for t, _ in lines]
+    assert times[0] == 0 and all(b - a <= 30 for a, b in zip(times, [*times[1:], 125], strict=True))
+    assert all("held by run run-live (pid 4242 on host-a, since 2026-11-01 03:30:00 UTC)" in m for _, m in lines)
+    assert str(raised.value).startswith("gave up after 125 s waiting for the store's `memory_store` slot")
+    assert raised.value.exit_code == 1
+
+
+@pytest.mark.parametrize(
+    ("holder", "reason"),
+    [
+        (dict(finished_status="CANCELED"), "the run ended (CANCELED) without freeing its slot"),
+        (dict(lease_host="host-a", expires_in=-1), "its store lease from host host-a expired at"),
+        (dict(lease_host="host-a", expires_in=+1), None),  # another host: trusted until its lease expires
+        (dict(pid=os.getpid(), host="here"), None),
+        (dict(pid="dead", host="here"), "its process (pid"),
+        (dict(pid=4242, host="host-a", started_hours_ago=7), "longer ago than the lease TTL"),
+        (dict(pid=4242, host="host-a", started_hours_ago=1), None),
+        (dict(lease_host="here", expires_in=+1), None),  # a daemon-launched run (no pid tag) holding the lease
+    ],
+)
+def test_stale_reason(holder: dict, reason: str | None) -> None:
+    from memory_pipeline.operator.recovery import Holder, stale_reason
+    from memory_pipeline.store.lease import Lease
+
+    now = datetime(2026, 11, 1, 12)
+    held = None
+    if "lease_host" in holder:
+        held = Lease("consolidation", "r", 1, holder["lease_host"], now, now + timedelta(hours=holder["expires_in"]))
+    pid = dead_pid() if holder.get("pid") == "dead" else holder.get("pid")
+    h = Holder(
+        "r", holder.get("finished_status"), now - timedelta(hours=holder.get("started_hours_ago", 0)), pid,
+        holder.get("host"), held,
+    )
+    got = stale_reason(h, this_host="here", now=now, ttl=timedelta(hours=6))
+    assert (got is None) if reason is None else (got is not None and reason in got), got
+
+
+def test_default_workspace_does_not_follow_the_current_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memory_pipeline.settings import PACKAGE_ROOT, default_home, workspace_home
+
+    monkeypatch.delenv("MEMORY_PIPELINE_HOME", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert workspace_home() == (PACKAGE_ROOT / "data" / "workspace").resolve()  # this checkout's, from anywhere
+    installed = tmp_path / "site-packages"  # an installed package: no pyproject.toml beside it
+    assert default_home({"HOME": "/home/u"}, installed) == Path("/home/u/.local/share/memory-pipeline/workspace")
+    assert default_home({"XDG_DATA_HOME": "/xdg"}, installed) == Path("/xdg/memory-pipeline/workspace")
