@@ -132,7 +132,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             f"no memory store in {home}: run `memory-pipeline demo` or `memory-pipeline import PATH`", file=sys.stderr
         )
         return 2
-    print(f"workspace {home}", flush=True)
+    print(f"workspace {home}", file=sys.stderr, flush=True)  # stdout stays the report (scripts parse it)
     if not args.dry_run:
         from memory_pipeline.store.outputs import check_outputs
 

@@ -35,19 +35,26 @@ class UnknownRun(UserError):
     """A run id the store has no record of (a typo, or another workspace's run); nothing was changed."""
 
 
+# Every place a run leaves its id: a run id found in none of them is unknown to this store.
+_RUN_ID_COLUMNS = (
+    ("consolidation_runs", "run_id"),
+    ("compression_log", "run_id"),
+    ("memories", "created_by_run"),
+    ("memories", "archived_by_run"),
+    ("atom_sources", "run_id"),
+    ("tombstones", "run_id"),
+)
+
+
 def unknown_runs(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str]) -> list[str]:
-    """The ids among `run_ids` that no consolidation run of this store carried."""
-    if not run_ids:
+    """The ids among `run_ids` that no run of this store left anywhere (a consolidation, a summary rollup …)."""
+    ids = list(dict.fromkeys(run_ids))
+    if not ids:
         return []
-    known = {
-        r[0]
-        for r in con.execute(
-            f"SELECT run_id FROM consolidation_runs WHERE run_id IN ({_param(list(run_ids))}) "
-            f"UNION SELECT run_id FROM compression_log WHERE run_id IN ({_param(list(run_ids))})",
-            [*run_ids, *run_ids],
-        ).fetchall()
-    }
-    return [r for r in run_ids if r not in known]
+    ph = _param(ids)
+    union = " UNION ".join(f"SELECT {col} FROM {table} WHERE {col} IN ({ph})" for table, col in _RUN_ID_COLUMNS)
+    known = {r[0] for r in con.execute(union, ids * len(_RUN_ID_COLUMNS)).fetchall()}
+    return [r for r in ids if r not in known]
 
 
 @dataclass
