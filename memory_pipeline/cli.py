@@ -8,10 +8,12 @@ import json
 import os
 import shutil
 import sys
+import uuid
 from pathlib import Path
 from typing import Any
 
 from memory_pipeline.errors import UserError
+from memory_pipeline.operator.recovery import HOST_TAG, PID_TAG
 from memory_pipeline.settings import AS_OF_HELP, VERBOSE_ENV, SettingsError, check_as_of, workspace_home
 from memory_pipeline.store.lease import SKIP_MESSAGE
 
@@ -43,12 +45,17 @@ def _dagster_home(home: Path) -> Path:
 
 
 def _recover_dead_cli_runs(instance: Any, home: Path | None = None) -> None:
-    """Free the store pool's slots of runs that are gone (killed here or on another host, or ended) so they
-    do not block this one; see memory_pipeline.operator.recovery."""
+    """Before a CLI launch: free the store pool's slots of runs that are gone (killed here or on another host,
+    or ended), and wait — saying for whom, at most MEMORY_PIPELINE_POOL_WAIT_MINUTES — while a live run holds
+    one, instead of letting Dagster wait silently; see memory_pipeline.operator.recovery."""
     from memory_pipeline.abstraction.assets import POOL
-    from memory_pipeline.operator.recovery import free_stale
+    from memory_pipeline.operator.recovery import free_stale, wait_for_pool
+    from memory_pipeline.settings import pool_wait_seconds
 
-    free_stale(instance, POOL, _store_path(home), _lease_ttl(), _say)
+    path = _store_path(home or workspace_home())
+    for other in sorted(set(instance.event_log_storage.get_concurrency_keys()) - {POOL}):  # e.g. the tier pool
+        free_stale(instance, other, path, _lease_ttl(), _say)
+    wait_for_pool(instance, POOL, path, ttl=_lease_ttl(), timeout_s=pool_wait_seconds(), log=_say)
 
 
 def _store_path(home: Path | None) -> Path | None:
@@ -72,10 +79,8 @@ def _run_job(home: Path, job_name: str, run_config: dict[str, Any], as_of: str =
 
     import dagster as dg
 
-    from memory_pipeline.abstraction.assets import POOL
     from memory_pipeline.definitions import build_definitions, default_resources
-    from memory_pipeline.operator.recovery import HOST_TAG, PID_TAG, wait_for_pool
-    from memory_pipeline.settings import console_loggers, pool_wait_seconds
+    from memory_pipeline.settings import console_loggers
 
     _dagster_home(home)
     defs = build_definitions(default_resources(str(home), as_of=as_of))
@@ -83,16 +88,37 @@ def _run_job(home: Path, job_name: str, run_config: dict[str, Any], as_of: str =
     config = {"loggers": console_loggers(), **run_config}
     tags = {PID_TAG: str(os.getpid()), HOST_TAG: socket.gethostname()}
     with dg.DagsterInstance.get() as instance:
-        # never wait silently for a slot: free the slots of gone runs, log whom we wait for, give up in time
-        wait_for_pool(
-            instance, POOL, _store_path(home), ttl=_lease_ttl(), timeout_s=pool_wait_seconds(), log=_say
-        )
+        _recover_dead_cli_runs(instance, home)  # never wait silently for a slot, nor for ever
         from memory_pipeline.operator.progress import progress_for  # a bar on stderr when it is a terminal
 
         with progress_for(instance, job, config) as (run_id, config):
-            return job.execute_in_process(
+            return _execute_watched(instance, home, job, config, tags, run_id or str(uuid.uuid4()))
+
+
+def _execute_watched(instance: Any, home: Path, job: Any, config: dict, tags: dict, run_id: str) -> Any:
+    """`job.execute_in_process`, with a PoolWatch in case a holder of the store's slot appeared after
+    `_recover_dead_cli_runs` looked (Dagster would wait for it silently, for ever)."""
+    from memory_pipeline.abstraction.assets import POOL
+    from memory_pipeline.operator.recovery import PoolWaitAbort, PoolWaitTimeout, PoolWatch
+    from memory_pipeline.settings import pool_wait_seconds
+
+    watch = PoolWatch(
+        instance, POOL, run_id, _store_path(home), ttl=_lease_ttl(), timeout_s=pool_wait_seconds(), log=_say
+    )
+    try:
+        with watch:
+            result = job.execute_in_process(
                 instance=instance, run_config=config, raise_on_error=False, tags=tags, run_id=run_id
             )
+    except PoolWaitAbort:
+        result = None
+    if watch.timed_out:
+        run = instance.get_run_by_id(run_id)
+        if run is not None and not run.is_finished:
+            instance.report_run_failed(run, watch.timed_out)
+        instance.event_log_storage.free_concurrency_slots_for_run(run_id)
+        raise PoolWaitTimeout(watch.timed_out)
+    return result
 
 
 def _failure_line(result: Any) -> str:

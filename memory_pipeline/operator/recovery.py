@@ -18,8 +18,10 @@ The decision (`stale_reason`) is a plain function; the rest talks to a DagsterIn
 
 from __future__ import annotations
 
+import ctypes
 import os
 import socket
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -171,6 +173,14 @@ def free_stale(
     return alive
 
 
+def give_up_message(waited: float, pool: str, names: str) -> str:
+    return (
+        f"gave up after {waited:.0f} s waiting for the store's `{pool}` slot, held by {names}: if that run is dead, "
+        "mark it failed in the Dagster UI (Runs → Terminate) or wait for its lease to expire; "
+        "MEMORY_PIPELINE_POOL_WAIT_MINUTES sets how long to wait"
+    )
+
+
 def wait_for_pool(
     instance: Any,
     pool: str,
@@ -198,12 +208,85 @@ def wait_for_pool(
         waited = clock() - started
         names = "; ".join(h.describe() for h in busy)
         if waited >= timeout_s:
-            raise PoolWaitTimeout(
-                f"gave up after {waited:.0f} s waiting for the store's `{pool}` slot, held by {names}: if that run "
-                f"is dead, mark it failed in the Dagster UI (Runs → Terminate) or wait for its lease to expire; "
-                f"MEMORY_PIPELINE_POOL_WAIT_MINUTES sets how long to wait"
-            )
+            raise PoolWaitTimeout(give_up_message(waited, pool, names))
         if clock() - last_log >= log_every_s:
             last_log = clock()
             log(f"waiting for the store's `{pool}` slot, held by {names}; waited {waited:.0f} s of {timeout_s:.0f} s")
         sleep(min(POLL_S, max(timeout_s - waited, 0.05)))
+
+
+class PoolWaitAbort(BaseException):  # noqa: N818 - not an error of its own: PoolWatch turns it into PoolWaitTimeout
+    """Raised asynchronously in the main thread to stop a run that waited too long for its slot."""
+
+
+class PoolWatch:
+    """While a run launched from here waits for a slot inside Dagster's executor (which polls without a word),
+    a thread frees gone runs' slots, says whom the run waits for at least every `log_every_s`, and interrupts
+    the run (KeyboardInterrupt in the main thread) after `timeout_s`; `timed_out` then holds the message.
+    The pre-launch `wait_for_pool` makes this rare: it covers a holder that appears between the two."""
+
+    def __init__(
+        self,
+        instance: Any,
+        pool: str,
+        run_id: str,
+        store_path: Path | None,
+        *,
+        ttl: timedelta,
+        timeout_s: float,
+        log: Callable[[str], object],
+        check_every_s: float = 5.0,
+        log_every_s: float = LOG_EVERY_S,
+    ) -> None:
+        self.instance, self.pool, self.run_id, self.store_path = instance, pool, run_id, store_path
+        self.ttl, self.timeout_s, self.log = ttl, timeout_s, log
+        self.check_every_s, self.log_every_s = check_every_s, log_every_s
+        self.timed_out: str | None = None
+        self._main_ident = threading.main_thread().ident or 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="memory-pipeline-pool-watch", daemon=True)
+
+    def __enter__(self) -> PoolWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
+
+    def _abort_main(self) -> None:
+        """Raise PoolWaitAbort in the main thread, which spins in Dagster's claim loop. Not a signal: Dagster's
+        execution defers SIGINT (and so `_thread.interrupt_main`) to checkpoints that this loop never reaches."""
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(
+            ctypes.c_ulong(self._main_ident), ctypes.py_object(PoolWaitAbort)
+        )
+
+    def _waiting(self, instance: Any) -> bool:
+        info = instance.event_log_storage.get_concurrency_info(self.pool)
+        return any(s.run_id == self.run_id and s.assigned_timestamp is None for s in info.pending_steps)
+
+    def _loop(self) -> None:
+        import dagster as dg
+
+        waiting_since: float | None = None
+        last_log = -float("inf")
+        with dg.DagsterInstance.from_ref(self.instance.get_ref()) as instance:  # its own connections
+            while not self._stop.wait(self.check_every_s):
+                try:
+                    if not self._waiting(instance):
+                        waiting_since = None
+                        continue
+                    waiting_since = waiting_since if waiting_since is not None else time.monotonic()
+                    alive = free_stale(instance, self.pool, self.store_path, self.ttl, self.log, exclude=self.run_id)
+                    names = "; ".join(h.describe() for h in alive) or "a run that has just freed it"
+                    waited = time.monotonic() - waiting_since
+                    if waited >= self.timeout_s and alive:
+                        self.timed_out = give_up_message(waited, self.pool, names)
+                        self._abort_main()
+                        return
+                    if time.monotonic() - last_log >= self.log_every_s:
+                        last_log = time.monotonic()
+                        self.log(f"run {self.run_id} waits for the store's `{self.pool}` slot, held by {names}; "
+                                 f"waited {waited:.0f} s of {self.timeout_s:.0f} s")
+                except Exception as exc:  # noqa: BLE001 - the watch must never break the run it watches
+                    self.log(f"(pool watch: {exc})")

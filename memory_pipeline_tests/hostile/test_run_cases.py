@@ -24,6 +24,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from memory_pipeline import cli as cli_module
 from memory_pipeline.cli import _dagster_home, main
 from memory_pipeline.faults import ENV as CRASH_ENV
 from memory_pipeline.operator.recovery import PID_TAG as PID
@@ -147,6 +148,11 @@ def slot(
     return setup
 
 
+def after_the_pre_launch_check(ctx: Ctx) -> None:
+    """The holder appears after `_recover_dead_cli_runs` looked: only the PoolWatch inside the run can see it."""
+    ctx.monkeypatch.setattr(cli_module, "_recover_dead_cli_runs", lambda *args, **kwargs: None)
+
+
 def both(*setups: Callable[[Ctx], None]) -> Callable[[Ctx], None]:
     def setup(ctx: Ctx) -> None:
         for s in setups:
@@ -261,6 +267,24 @@ CASES = [
         both(slot("dead-elsewhere", pid=4242, host="host-a"), lease("dead-elsewhere", 4242, "host-a", -timedelta(1))),
         ["run", "--dry-run", "--as-of", AS_OF], 0, UNCHANGED,
         "freed the memory_store slot of run dead-elsewhere: its store lease from host host-a expired at …",
+    ),
+    Case(
+        "a live run takes the slot after the pre-launch check: the run still gives up in time",
+        both(
+            env("MEMORY_PIPELINE_POOL_WAIT_MINUTES", "0.05"), slot("live-late", pid=4242, host="host-a"),
+            after_the_pre_launch_check,
+        ),
+        ["run", "--as-of", AS_OF], 1, UNCHANGED,
+        "error: gave up after … s waiting for the store's `memory_store` slot, held by run live-late (pid 4242 on "
+        "host-a, since …): if that run is dead…",
+        marks=(SLOW,),
+    ),
+    Case(
+        "a killed run holds the slot after the pre-launch check: the run frees it and finishes",
+        both(slot("dead-late", pid=None, host=None), after_the_pre_launch_check),
+        ["run", "--as-of", AS_OF], 0, COMPRESSED,
+        "freed the memory_store slot of run dead-late: its process (pid {pid} on {host}) is gone",
+        marks=(SLOW,),
     ),
     Case(
         "a lease held by a dead pid on this host", lease("run-dead-1", None, None, timedelta(hours=5)),
