@@ -15,7 +15,7 @@ from memory_pipeline.abstraction.schedules import (
     nightly_consolidation,
     nightly_schedule,
 )
-from memory_pipeline.abstraction.sensors import consolidation_alerts
+from memory_pipeline.abstraction.sensors import consolidation_alerts, free_stale_store_slots
 from memory_pipeline.resources import EmbedderResource, EngineConfig, LLMResource, MemoryStoreResource
 from memory_pipeline.resources.embedder import MINILM
 from memory_pipeline.resources.notifier import NotifierResource
@@ -76,7 +76,7 @@ def build_definitions(resources: dict[str, dg.ConfigurableResource] | None = Non
             *(j for d in domains for j in d.jobs),
         ],
         schedules=[nightly_schedule, *(s for d in domains for s in d.schedules)],
-        sensors=[consolidation_alerts, *(s for d in domains for s in d.sensors)],
+        sensors=[consolidation_alerts, free_stale_store_slots, *(s for d in domains for s in d.sensors)],
         resources=shared,
     )
 

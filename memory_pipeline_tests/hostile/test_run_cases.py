@@ -499,3 +499,28 @@ def test_default_workspace_does_not_follow_the_current_directory(
     installed = tmp_path / "site-packages"  # an installed package: no pyproject.toml beside it
     assert default_home({"HOME": "/home/u"}, installed) == Path("/home/u/.local/share/memory-pipeline/workspace")
     assert default_home({"XDG_DATA_HOME": "/xdg"}, installed) == Path("/xdg/memory-pipeline/workspace")
+
+
+def test_the_sensor_frees_a_killed_runs_slot_for_runs_the_ui_launches(base_home: Path, tmp_path: Path) -> None:
+    from memory_pipeline.abstraction.sensors import free_stale_store_slots
+    from memory_pipeline.resources import EngineConfig, MemoryStoreResource
+
+    dagster_home = tmp_path / "dh"
+    dagster_home.mkdir()
+    shutil.copyfile(Path(cli_module.__file__).resolve().parent.parent / "dagster.yaml", dagster_home / "dagster.yaml")
+    with dg.DagsterInstance.from_config(str(dagster_home)) as instance:
+        for run_id, pid in (("killed", dead_pid()), ("running", os.getpid())):
+            tags = {PID: str(pid), "memory_pipeline/host": socket.gethostname()}
+            instance.add_run(dg.DagsterRun(job_name="nightly_consolidation", run_id=run_id, tags=tags,
+                                           status=dg.DagsterRunStatus.STARTED))
+            instance.event_log_storage.set_concurrency_slots(POOL, 2)
+            assert instance.event_log_storage.claim_concurrency_slot(POOL, run_id, "exact_duplicates").is_claimed
+        context = dg.build_sensor_context(
+            instance=instance,
+            resources={"store": MemoryStoreResource(home=str(base_home)), "engine": EngineConfig()},
+        )
+        skip = free_stale_store_slots(context)
+        assert isinstance(skip, dg.SkipReason) and skip.skip_message.startswith("freed 1 slot holder(s)")
+        assert instance.event_log_storage.get_concurrency_info(POOL).active_run_ids == {"running"}
+        assert instance.get_run_by_id("killed").status == dg.DagsterRunStatus.FAILURE
+        assert instance.get_run_by_id("running").status == dg.DagsterRunStatus.STARTED
