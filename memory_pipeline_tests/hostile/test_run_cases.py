@@ -524,3 +524,23 @@ def test_the_sensor_frees_a_killed_runs_slot_for_runs_the_ui_launches(base_home:
         assert instance.event_log_storage.get_concurrency_info(POOL).active_run_ids == {"running"}
         assert instance.get_run_by_id("killed").status == dg.DagsterRunStatus.FAILURE
         assert instance.get_run_by_id("running").status == dg.DagsterRunStatus.STARTED
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ({"run_id": "does-not-exist", "dry_run": False}, "no consolidation run 'does-not-exist' in "),
+        ({"since": "yesterday"}, "RollbackConfig: field 'since': not an ISO-8601 timestamp: 'yesterday'"),
+    ],
+)
+def test_the_rollback_job_names_what_is_wrong(base_home: Path, tmp_path: Path, config: dict, message: str) -> None:
+    from memory_pipeline_tests.conftest import run_job
+
+    home = tmp_path / "workspace"
+    shutil.copytree(base_home, home)
+    before = rows(home)
+    result = run_job(home, "rollback_consolidation", {"ops": {"rollback_runs": {"config": config}}})
+    assert not result.success
+    (failure,) = [e for e in result.all_events if e.event_type_value == "STEP_FAILURE"]
+    assert failure.step_failure_data.user_failure_data.description.startswith(message)
+    assert rows(home) == before
