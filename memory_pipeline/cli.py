@@ -8,12 +8,22 @@ import json
 import os
 import shutil
 import sys
+import uuid
 from pathlib import Path
 from typing import Any
 
 from memory_pipeline.errors import UserError
-from memory_pipeline.operator.instance import HOST_TAG, PID_TAG, dagster_home, open_store, recover_dead_cli_runs
-from memory_pipeline.settings import REPO_ROOT, SettingsError, workspace_home
+from memory_pipeline.operator.instance import (
+    HOST_TAG,
+    PID_TAG,
+    dagster_home,
+    lease_ttl,
+    open_store,
+    recover_dead_cli_runs,
+    say,
+    store_path,
+)
+from memory_pipeline.settings import AS_OF_HELP, REPO_ROOT, VERBOSE_ENV, SettingsError, check_as_of, workspace_home
 from memory_pipeline.store.lease import SKIP_MESSAGE
 
 DEMO_MARKER = ".memory_pipeline_demo"
@@ -32,6 +42,7 @@ DOMAIN_CLIS: tuple[str, ...] = (
 # Shared with the domains' CLIs, which import them from memory_pipeline.operator.instance (never from here).
 _dagster_home = dagster_home
 _recover_dead_cli_runs = recover_dead_cli_runs
+_store_path, _lease_ttl, _say = store_path, lease_ttl, say
 
 
 def _run_job(home: Path, job_name: str, run_config: dict[str, Any], as_of: str = "") -> Any:
@@ -41,20 +52,62 @@ def _run_job(home: Path, job_name: str, run_config: dict[str, Any], as_of: str =
 
     from memory_pipeline.definitions import defs_with
     from memory_pipeline.resources.defaults import default_resources
+    from memory_pipeline.settings import console_loggers
 
     _dagster_home(home)
     defs = defs_with(default_resources(str(home), as_of=as_of))
     job = defs.resolve_job_def(job_name)
-    config = {"loggers": {"console": {"config": {"log_level": "INFO"}}}, **run_config}
+    config = {"loggers": console_loggers(), **run_config}
     tags = {PID_TAG: str(os.getpid()), HOST_TAG: socket.gethostname()}
     with dg.DagsterInstance.get() as instance:
-        _recover_dead_cli_runs(instance)
+        _recover_dead_cli_runs(instance, home)  # never wait silently for a slot, nor for ever
         from memory_pipeline.operator.progress import progress_for  # a bar on stderr when it is a terminal
 
         with progress_for(instance, job, config) as (run_id, config):
-            return job.execute_in_process(
+            return _execute_watched(instance, home, job, config, tags, run_id or str(uuid.uuid4()))
+
+
+def _execute_watched(instance: Any, home: Path, job: Any, config: dict, tags: dict, run_id: str) -> Any:
+    """`job.execute_in_process`, with a PoolWatch in case a holder of the store's slot appeared after
+    `_recover_dead_cli_runs` looked (Dagster would wait for it silently, for ever)."""
+    from memory_pipeline.operator.recovery import PoolWaitAbort, PoolWaitTimeout, PoolWatch
+    from memory_pipeline.resources.store import POOL
+    from memory_pipeline.settings import pool_wait_seconds
+
+    watch = PoolWatch(
+        instance, POOL, run_id, _store_path(home), ttl=_lease_ttl(), timeout_s=pool_wait_seconds(), log=_say
+    )
+    try:
+        with watch:
+            result = job.execute_in_process(
                 instance=instance, run_config=config, raise_on_error=False, tags=tags, run_id=run_id
             )
+    except PoolWaitAbort:
+        result = None
+    if watch.timed_out:
+        run = instance.get_run_by_id(run_id)
+        if run is not None and not run.is_finished:
+            instance.report_run_failed(run, watch.timed_out)
+        instance.event_log_storage.free_concurrency_slots_for_run(run_id)
+        raise PoolWaitTimeout(watch.timed_out)
+    return result
+
+
+def _failure_line(result: Any) -> str:
+    """The first failed step's own message, on one line (the full error is in the log and the instance)."""
+    for event in result.all_events:
+        if event.event_type_value == "STEP_FAILURE":
+            data = event.step_failure_data
+            user = getattr(data, "user_failure_data", None)
+            text = (user.description if user is not None and user.description else None) or (
+                data.error.message if data is not None and data.error is not None else ""
+            )
+            first = (text or "").strip().splitlines()
+            return f"step {event.step_key} failed: {first[0] if first else 'see the log above'}"
+    for event in result.all_events:
+        if event.event_type_value == "ASSET_CHECK_EVALUATION" and not event.event_specific_data.passed:
+            return f"blocking check {event.event_specific_data.check_name} failed; see the log above"
+    return "see the log above"
 
 
 def _print_report(home: Path, run_id: str) -> dict[str, Any] | None:
@@ -70,17 +123,23 @@ def _print_report(home: Path, run_id: str) -> dict[str, Any] | None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    check_as_of(args.as_of)  # before anything starts: a bad clock is one line, not a failed run
     home = workspace_home()
     if not (home / "memory.duckdb").exists():
         print(
             f"no memory store in {home}: run `memory-pipeline demo` or `memory-pipeline import PATH`", file=sys.stderr
         )
         return 2
+    print(f"workspace {home}", file=sys.stderr, flush=True)  # stdout stays the report (scripts parse it)
+    if not args.dry_run:
+        from memory_pipeline.store.outputs import check_outputs
+
+        check_outputs(home)  # every place the run writes, before its first write (raises a one-line UserError)
     _store(home)  # a damaged store is one clear line here, not a failed Dagster step
     if args.dry_run:
         result = _run_job(home, "consolidation_dry_run", {}, args.as_of)
         if not result.success:
-            print("dry run failed; see the log above", file=sys.stderr)
+            print(f"error: dry run failed: {_failure_line(result)}", file=sys.stderr)
             return 1
         found = result.output_for_node("clusters")
         print(f"DRY RUN: {len(found)} clusters (nothing written)")
@@ -98,10 +157,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         return 0
     data = _print_report(home, result.run_id)
     if data is None:
-        print(f"run {result.run_id} failed before writing its report; see the log above", file=sys.stderr)
+        print(f"error: run {result.run_id} failed before writing its report: {_failure_line(result)}", file=sys.stderr)
         return 1
     if not result.success:
-        print("some steps or blocking checks failed; see the log above", file=sys.stderr)
+        print(f"error: run {result.run_id}: {_failure_line(result)}", file=sys.stderr)
         return 1
     return 1 if data["verdict"] == "FAIL" else 0  # seed 000 §4.7: exit 1 on a FAIL verdict
 
@@ -187,20 +246,41 @@ def cmd_status(args: argparse.Namespace) -> int:
         ).fetchall()
         atoms = con.execute("SELECT count(*), coalesce(avg(confidence), 0) FROM atoms").fetchall()[0]
         tokens = con.execute("SELECT coalesce(sum(token_count), 0) FROM memories WHERE lifecycle = 'active'").fetchall()
-        last = con.execute(
-            "SELECT run_id, finished_at, verdict FROM consolidation_runs ORDER BY finished_at DESC LIMIT 1"
+        finished = con.execute(
+            "SELECT run_id, finished_at, verdict FROM consolidation_runs WHERE finished_at IS NOT NULL "
+            "ORDER BY finished_at DESC LIMIT 1"
+        ).fetchall()
+        unfinished = con.execute(
+            "SELECT run_id, started_at FROM consolidation_runs WHERE finished_at IS NULL "
+            "AND started_at >= coalesce((SELECT max(finished_at) FROM consolidation_runs), TIMESTAMP '1970-01-01') "
+            "ORDER BY started_at DESC LIMIT 1"
         ).fetchall()
     print(f"workspace     {home}")
     print(f"schema        v{store.schema_version()}")
-    print("memories      " + ", ".join(f"{k}={v}" for k, v in lifecycle.items()))
+    print("memories      " + (", ".join(f"{k}={v}" for k, v in lifecycle.items()) or "none"))
     print(f"summaries     {summaries[0][0]} active")
     print(f"atoms         {atoms[0]} (mean confidence {atoms[1]:.2f})")
     print(f"active tokens {tokens[0][0]}")
-    if last:
-        print(f"last run      {last[0][0]} at {last[0][1]:%Y-%m-%d %H:%M} UTC: {last[0][2]}")
-    else:
-        print("last run      none")
+    for line in last_run_lines(finished, unfinished):
+        print(line)
     return 0
+
+
+def last_run_lines(finished: list[tuple], unfinished: list[tuple]) -> list[str]:
+    """`status`'s run lines: the last finished run, and a later run that has not finished (running, or killed)."""
+    lines = []
+    if finished:
+        run_id, at, verdict = finished[0]
+        lines.append(f"last run      {run_id} at {at:%Y-%m-%d %H:%M} UTC: {verdict or 'no verdict'}")
+    else:
+        lines.append("last run      none finished yet")
+    if unfinished:
+        run_id, started = unfinished[0]
+        lines.append(
+            f"unfinished    {run_id} started {started:%Y-%m-%d %H:%M} UTC: still running, or killed "
+            "(the next run reconciles what it left)"
+        )
+    return lines
 
 
 _store = open_store
@@ -211,17 +291,20 @@ def cmd_rollback(args: argparse.Namespace) -> int:
     from memory_pipeline.store.lease import LeaseBusy
     from memory_pipeline.store.records import RecordError, parse_timestamp
 
+    if args.since:
+        try:
+            since = parse_timestamp(args.since, "--since", "since")
+        except RecordError:
+            raise UserError(f"--since {args.since!r}: {AS_OF_HELP}") from None
     store = _store(workspace_home())
     if args.run_id:
         run_ids = [args.run_id]
     else:
-        try:
-            since = parse_timestamp(args.since, "--since", "since")
-        except RecordError as exc:
-            print(str(exc), file=sys.stderr)
-            return 2
         with store.connect() as con:
             run_ids = rb.runs_since(con, since)
+        if not run_ids:
+            print(f"nothing to roll back: no consolidation run started at or after {since:%Y-%m-%d %H:%M:%S} UTC")
+            return 0
     try:
         rollback_id, plan = rb.rollback(store, run_ids, dry_run=args.dry_run)
     except (LeaseBusy, rb.RollbackRefused) as busy:
@@ -281,6 +364,9 @@ def cmd_restore(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="memory-pipeline", description=__doc__)
+    parser.add_argument(
+        "--verbose", action="store_true", help="show Dagster's DEBUG log and library warnings (anywhere on the line)"
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("demo", help="build the sample workspace and run the nightly consolidation").set_defaults(
         fn=cmd_demo
@@ -322,9 +408,32 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _take_verbose(argv: list[str]) -> list[str]:
+    """`--verbose` is global and may come anywhere before `--`; the environment carries it to run workers."""
+    cut = argv.index("--") if "--" in argv else len(argv)
+    if "--verbose" in argv[:cut]:
+        os.environ[VERBOSE_ENV] = "1"
+        argv = [a for a in argv[:cut] if a != "--verbose"] + argv[cut:]
+    return argv
+
+
+def _quiet_library_warnings() -> None:
+    """Dagster's beta/preview notices are for developers of this project, not for its users (see --verbose)."""
+    import warnings
+
+    from memory_pipeline.settings import verbose
+
+    if not verbose():
+        for name in ("BetaWarning", "PreviewWarning", "SupersessionWarning", "ExperimentalWarning"):
+            category = getattr(importlib.import_module("dagster"), name, None)
+            if isinstance(category, type):
+                warnings.filterwarnings("ignore", category=category)
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_args(_take_verbose(list(sys.argv[1:] if argv is None else argv)))
     try:
+        _quiet_library_warnings()
         return int(args.fn(args))
     except SettingsError as exc:
         print(f"configuration error: {exc}", file=sys.stderr)

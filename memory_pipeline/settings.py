@@ -6,9 +6,11 @@ import math
 import os
 from pathlib import Path
 
-DEFAULT_HOME = Path("data/workspace")
 # The checkout (editable install): dagster.yaml, workspace.yaml and the committed sample data live here.
 REPO_ROOT = Path(__file__).resolve().parent.parent
+PACKAGE_ROOT = REPO_ROOT
+POOL_WAIT_ENV, POOL_WAIT_DEFAULT_MIN = "MEMORY_PIPELINE_POOL_WAIT_MINUTES", 30.0
+VERBOSE_ENV = "MEMORY_PIPELINE_VERBOSE"  # set by the CLI's --verbose, so run workers see it too
 
 
 class SettingsError(ValueError):
@@ -97,7 +99,58 @@ def env_overrides(environ: dict[str, str] | None = None) -> dict[str, int | floa
     return values
 
 
-def workspace_home(environ: dict[str, str] | None = None) -> Path:
-    """The workspace folder: MEMORY_PIPELINE_HOME, else data/workspace under the current directory."""
+def default_home(environ: dict[str, str] | None = None, package_root: Path = PACKAGE_ROOT) -> Path:
+    """Where the workspace lives when MEMORY_PIPELINE_HOME is unset, the same from any current directory:
+    `<checkout>/data/workspace` when the package runs from a source checkout (an editable install, the demo),
+    else `$XDG_DATA_HOME/memory-pipeline/workspace` (default `~/.local/share/memory-pipeline/workspace`)."""
     env = os.environ if environ is None else environ
-    return Path(env.get("MEMORY_PIPELINE_HOME") or DEFAULT_HOME).expanduser().resolve()
+    if (package_root / "pyproject.toml").is_file() and (package_root / "memory_pipeline").is_dir():
+        return package_root / "data" / "workspace"
+    data = Path(env.get("XDG_DATA_HOME") or Path(env.get("HOME") or Path.home()) / ".local" / "share")
+    return data / "memory-pipeline" / "workspace"
+
+
+def workspace_home(environ: dict[str, str] | None = None) -> Path:
+    """The workspace folder: MEMORY_PIPELINE_HOME (relative: to the current directory), else `default_home`."""
+    env = os.environ if environ is None else environ
+    return Path(env.get("MEMORY_PIPELINE_HOME") or default_home(env)).expanduser().resolve()
+
+
+def pool_wait_seconds(environ: dict[str, str] | None = None) -> float:
+    """How long a run waits for another live run's store slot before it gives up (minutes in the variable)."""
+    env = os.environ if environ is None else environ
+    raw = env.get(POOL_WAIT_ENV, "").strip()
+    if not raw:
+        return POOL_WAIT_DEFAULT_MIN * 60
+    try:
+        value = float(raw)
+    except ValueError:
+        raise SettingsError(f"{POOL_WAIT_ENV}={raw!r}: expected a number of minutes") from None
+    if not math.isfinite(value) or value < 0:
+        raise SettingsError(f"{POOL_WAIT_ENV}={raw!r}: must be a finite number ≥ 0")
+    return value * 60
+
+
+def verbose(environ: dict[str, str] | None = None) -> bool:
+    env = os.environ if environ is None else environ
+    return env.get(VERBOSE_ENV, "").strip().lower() in ("1", "true", "yes")
+
+
+def console_loggers(quiet_level: str = "INFO") -> dict[str, dict]:
+    """Run config for Dagster's console logger: `quiet_level` normally, DEBUG with the CLI's --verbose."""
+    return {"console": {"config": {"log_level": "DEBUG" if verbose() else quiet_level}}}
+
+
+AS_OF_HELP = "expected an ISO-8601 timestamp such as 2026-11-01T03:30:00Z (or a date, 2026-11-01; no offset = UTC)"
+
+
+def check_as_of(value: str, name: str = "--as-of") -> str:
+    """`value` unchanged if it is empty or an ISO-8601 timestamp; else a SettingsError saying the format."""
+    from memory_pipeline.store.records import RecordError, parse_timestamp
+
+    if value:
+        try:
+            parse_timestamp(value, name, "as_of")
+        except RecordError:
+            raise SettingsError(f"{name} {value!r}: {AS_OF_HELP}") from None
+    return value

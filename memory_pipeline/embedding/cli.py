@@ -18,8 +18,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from memory_pipeline.cli import _store
     from memory_pipeline.embedding import dimensions, spec
+    from memory_pipeline.operator.instance import open_store as _store
     from memory_pipeline.resources import EmbedderResource
     from memory_pipeline.settings import workspace_home
 
@@ -45,8 +45,8 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_drop(args: argparse.Namespace) -> int:
-    from memory_pipeline.cli import _store
     from memory_pipeline.embedding import dimensions
+    from memory_pipeline.operator.instance import open_store as _store
     from memory_pipeline.resources import EngineConfig
     from memory_pipeline.settings import workspace_home
     from memory_pipeline.store import backup

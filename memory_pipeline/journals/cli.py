@@ -38,7 +38,7 @@ def cmd_reconstruct(args: argparse.Namespace) -> int:
     which = ", ".join(args.extractor) if args.extractor else "all extractors"
     print(f"reconstructing {args.start}..{args.end} ({which}) in {home}")
     with dg.DagsterInstance.get() as instance:
-        _recover_dead_cli_runs(instance)
+        _recover_dead_cli_runs(instance, home)
         try:
             result = reconstruct(
                 instance, args.start, args.end, args.extractor, multiprocess=not args.in_process,
@@ -107,7 +107,9 @@ def demo_journals(home: Path, sample_root: Path, in_process: bool = True) -> int
     last = START.fromordinal(START.toordinal() + DAYS - 1)
     print(f"journals: sample transcripts {START}..{last} → knowledge/journal, knowledge/memory/MEMORY.md")
     with dg.DagsterInstance.get() as instance:
-        result = reconstruct(instance, START, last, multiprocess=not in_process, echo=lambda _line: None)
+        result = reconstruct(
+            instance, START, last, multiprocess=not in_process, echo=lambda _line: None, quiet_level="WARNING"
+        )
     failed = len(result.failed) + len(result.rejected)
     print(f"journals: {len(result.days)} day(s), {len(result.weeks)} week(s); {failed} failed")
     for key in result.failed:

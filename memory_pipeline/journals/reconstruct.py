@@ -171,10 +171,12 @@ def reconstruct(
     multiprocess: bool = True,
     weekly: bool = True,
     echo: Callable[[str], object] = print,
+    quiet_level: str = "INFO",
 ) -> ReconstructResult:
     from memory_pipeline.defs.journals.partitions import daily_partitions, weekly_partitions
     from memory_pipeline.journals.jobs import journal_daily_job, journal_weekly_job
     from memory_pipeline.resources.store import POOL
+    from memory_pipeline.settings import console_loggers
 
     if end < start:
         raise ValueError(f"--to {end} is before --from {start}")
@@ -185,6 +187,8 @@ def reconstruct(
     out = ReconstructResult()
 
     def launch(job: dg.ReconstructableJob, run_config: dict, asset_selection: list | None) -> Callable:
+        run_config = {**run_config, "loggers": console_loggers(quiet_level)}  # DEBUG only with --verbose
+
         def run(keys: list[str]) -> RunOutcome:
             with dg.execute_job(
                 job, instance, run_config=run_config, tags={**tags, **range_tags(keys)}, asset_selection=asset_selection

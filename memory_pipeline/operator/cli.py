@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
+import signal
 import socket
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 from memory_pipeline.settings import workspace_home
 
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 WORKSPACE_YAML = REPO_ROOT / "workspace.yaml"
+STOP_GRACE_S = 6.0  # then the rest of dagster dev's process group is killed: the UI stops within 10 s
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -48,8 +53,8 @@ def ui_url(host: str, port: int) -> str:
 
 
 def cmd_ui(args: argparse.Namespace) -> int:
-    """Replaces this process with `dagster dev` (so Ctrl-C and SIGTERM reach it and its children directly),
-    pointed at the same workspace and the same persistent DAGSTER_HOME that `memory-pipeline run` records to."""
+    """Runs `dagster dev` on the same workspace and persistent DAGSTER_HOME that `memory-pipeline run` records
+    to, in a process group of its own that this process stops on Ctrl-C, SIGTERM or SIGHUP (see `supervise`)."""
     from memory_pipeline.operator.instance import dagster_home as _dagster_home
 
     if not 0 < args.port < 65536:
@@ -69,6 +74,67 @@ def cmd_ui(args: argparse.Namespace) -> int:
     env = {**os.environ, "MEMORY_PIPELINE_HOME": str(home), "DAGSTER_HOME": str(dagster_home)}
     print(f"Dagster UI: {ui_url(args.host, args.port)}", flush=True)
     print(f"  workspace    {home}\n  DAGSTER_HOME {dagster_home}\n  Ctrl-C stops it", flush=True)
-    cmd = dagster_dev_command(dagster, args.host, args.port)
-    os.execve(cmd[0], cmd, env)
-    return 0  # not reached
+    return supervise(dagster_dev_command(dagster, args.host, args.port), env)
+
+
+def supervise(cmd: list[str], env: dict[str, str], grace_s: float = STOP_GRACE_S) -> int:
+    """Run `cmd` in a new session (its own process group, with every process it starts) until it exits or we get
+    SIGINT/SIGTERM/SIGHUP. Then: SIGINT to the group (dagster dev shuts its webserver and daemon down), and
+    whatever is left after `grace_s` is SIGKILLed, so the UI stops within seconds (dagster dev alone waits up to
+    60 s per child) and leaves no process behind. Signals are handled explicitly: a shell that started us in the
+    background may have set SIGINT to ignored."""
+    proc = subprocess.Popen(cmd, env=env, start_new_session=True, preexec_fn=_die_with_parent)  # noqa: PLW1509
+    stop: list[int] = []
+
+    def on_signal(signum: int, _frame: object) -> None:
+        stop.append(signum)
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    try:
+        while proc.poll() is None and not stop:
+            time.sleep(0.1)
+        if stop:
+            print(f"stopping the Dagster UI ({signal.Signals(stop[0]).name})", file=sys.stderr, flush=True)
+        stop_group(proc, grace_s)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return 0 if stop else (proc.returncode or 0)
+
+
+def _die_with_parent() -> None:
+    """In the child: SIGTERM when this supervisor dies, even by SIGKILL (Linux), so dagster dev is not orphaned."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def stop_group(proc: subprocess.Popen, grace_s: float) -> None:
+    """SIGINT the process group led by `proc`, SIGKILL it after `grace_s`, and reap `proc`."""
+    pgid = proc.pid
+    if _group_alive(pgid):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pgid, signal.SIGINT)
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline and _group_alive(pgid):
+        proc.poll()  # reap the leader as soon as it exits, so it does not count as alive
+        time.sleep(0.1)
+    if _group_alive(pgid):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pgid, signal.SIGKILL)
+    proc.wait()
+    end = time.monotonic() + 2.0
+    while time.monotonic() < end and _group_alive(pgid):  # orphans are reaped by init; give it a moment
+        time.sleep(0.05)

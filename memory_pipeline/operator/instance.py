@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -13,7 +15,6 @@ from memory_pipeline.settings import REPO_ROOT
 if TYPE_CHECKING:
     from memory_pipeline.store import MemoryStore
 
-PID_TAG, HOST_TAG = "memory_pipeline/pid", "memory_pipeline/host"
 
 
 def dagster_home(home: Path) -> Path:
@@ -31,27 +32,32 @@ def dagster_home(home: Path) -> Path:
     return dagster_home
 
 
-def recover_dead_cli_runs(instance: Any) -> None:
-    """A CLI run killed mid-way stays STARTED in the instance and keeps its concurrency-pool slot, which
-    would block every later run. Runs we launched carry pid/host tags: fail those whose process is gone
-    and free their slots (the daemon's run monitoring does this for runs it launched)."""
-    import socket
+def recover_dead_cli_runs(instance: Any, home: Path | None = None) -> None:
+    """Before a CLI launch: free the store pool's slots of runs that are gone (killed here or on another host,
+    or ended), and wait — saying for whom, at most MEMORY_PIPELINE_POOL_WAIT_MINUTES — while a live run holds
+    one, instead of letting Dagster wait silently; see memory_pipeline.operator.recovery."""
+    from memory_pipeline.operator.recovery import free_stale, wait_for_pool
+    from memory_pipeline.resources.store import POOL
+    from memory_pipeline.settings import pool_wait_seconds, workspace_home
 
-    import dagster as dg
+    path = store_path(home or workspace_home())
+    for other in sorted(set(instance.event_log_storage.get_concurrency_keys()) - {POOL}):  # e.g. the tier pool
+        free_stale(instance, other, path, lease_ttl(), say)
+    wait_for_pool(instance, POOL, path, ttl=lease_ttl(), timeout_s=pool_wait_seconds(), log=say)
 
-    from memory_pipeline.store.lease import Lease, pid_alive
 
-    host = socket.gethostname()
-    unfinished = instance.get_runs(
-        filters=dg.RunsFilter(
-            statuses=[dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.STARTING], tags={HOST_TAG: host}
-        )
-    )
-    for run in unfinished:
-        pid = int(run.tags.get(PID_TAG, "0") or 0)
-        if pid and not pid_alive(Lease("", run.run_id, pid, host, None, None)):  # type: ignore[arg-type]
-            instance.report_run_failed(run, "process died (killed) — marked failed by memory-pipeline")
-            instance.event_log_storage.free_concurrency_slots_for_run(run.run_id)
+def store_path(home: Path | None) -> Path | None:
+    return None if home is None else home / "memory.duckdb"
+
+
+def lease_ttl() -> timedelta:
+    from memory_pipeline.settings import env_overrides
+
+    return timedelta(hours=float(env_overrides().get("lease_ttl_hours", 6.0)))
+
+
+def say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 
 
 def open_store(home: Path) -> MemoryStore:

@@ -3,8 +3,9 @@
 from datetime import datetime
 
 import dagster as dg
+from pydantic import field_validator
 
-from memory_pipeline.settings import env_overrides
+from memory_pipeline.settings import check_as_of, env_overrides
 from memory_pipeline.store.db import utcnow
 from memory_pipeline.store.records import parse_timestamp
 
@@ -47,6 +48,12 @@ class EngineConfig(dg.ConfigurableResource):
     external_indexes: str = ""  # comma-separated names of external indexes kept in step through the outbox
     outbox_critical: int = 10_000  # open outbox actions at which compaction pauses
     summary_rollup_min_sources: int = 6  # explicit summary-of-summary only: higher than min_cluster_size
+
+    @field_validator("as_of")
+    @classmethod
+    def _as_of_is_iso(cls, value: str) -> str:
+        """A bad clock is refused when the resource is built, in one sentence, not deep inside a step."""
+        return check_as_of(value, "EngineConfig.as_of")
 
     @classmethod
     def from_env(cls, as_of: str = "") -> "EngineConfig":

@@ -5,6 +5,7 @@ from pathlib import Path
 import dagster as dg
 
 from memory_pipeline.store import MemoryStore
+from memory_pipeline.store.outputs import OutputNotWritable, check_outputs
 
 # DuckDB allows one writer process: every asset or op that writes the store shares this concurrency pool.
 POOL = "memory_store"
@@ -33,3 +34,10 @@ class MemoryStoreResource(dg.ConfigurableResource):
         store = MemoryStore(home / "memory.duckdb")
         store.migrate()
         return store
+
+    def check_outputs(self) -> None:
+        """Fail the step before its first write when a place the run writes to is unusable (one line)."""
+        try:
+            check_outputs(self.home_path)
+        except OutputNotWritable as exc:
+            raise dg.Failure(str(exc), allow_retries=False) from None

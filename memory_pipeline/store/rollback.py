@@ -21,6 +21,7 @@ from datetime import datetime, timedelta
 import duckdb
 import pandas as pd
 
+from memory_pipeline.errors import UserError
 from memory_pipeline.store import lease
 from memory_pipeline.store.db import MemoryStore, utcnow
 from memory_pipeline.store.invariants import DEDUPE_PREFIX
@@ -28,6 +29,32 @@ from memory_pipeline.store.invariants import DEDUPE_PREFIX
 
 class RollbackRefused(ValueError):
     """Rolling back these runs alone would leave the store inconsistent; nothing was changed."""
+
+
+class UnknownRun(UserError):
+    """A run id the store has no record of (a typo, or another workspace's run); nothing was changed."""
+
+
+# Every place a run leaves its id: a run id found in none of them is unknown to this store.
+_RUN_ID_COLUMNS = (
+    ("consolidation_runs", "run_id"),
+    ("compression_log", "run_id"),
+    ("memories", "created_by_run"),
+    ("memories", "archived_by_run"),
+    ("atom_sources", "run_id"),
+    ("tombstones", "run_id"),
+)
+
+
+def unknown_runs(con: duckdb.DuckDBPyConnection, run_ids: Sequence[str]) -> list[str]:
+    """The ids among `run_ids` that no run of this store left anywhere (a consolidation, a summary rollup …)."""
+    ids = list(dict.fromkeys(run_ids))
+    if not ids:
+        return []
+    ph = _param(ids)
+    union = " UNION ".join(f"SELECT {col} FROM {table} WHERE {col} IN ({ph})" for table, col in _RUN_ID_COLUMNS)
+    known = {r[0] for r in con.execute(union, ids * len(_RUN_ID_COLUMNS)).fetchall()}
+    return [r for r in ids if r not in known]
 
 
 @dataclass
@@ -247,6 +274,12 @@ def rollback(
     rollback_id = "rollback-" + uuid.uuid4().hex[:12]
     names = configured_indexes() if index_names is None else list(index_names)
     with store.transaction() as con:
+        unknown = unknown_runs(con, run_ids)
+        if unknown:
+            raise UnknownRun(
+                f"no consolidation run {', '.join(repr(r) for r in unknown)} in {store.path}: "
+                "`memory-pipeline status` shows the last run; every run's id is in reports/compression-<run_id>.json"
+            )
         p = plan(con, run_ids, names)
         if dry_run or p.empty:
             return rollback_id, p

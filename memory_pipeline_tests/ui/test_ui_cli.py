@@ -1,4 +1,3 @@
-import os
 import socket
 import sys
 from pathlib import Path
@@ -23,17 +22,18 @@ def test_ui_refuses_a_busy_port_without_starting_anything(
     assert main(["ui", "--port", "70000"]) == 2
 
 
-def test_ui_execs_dagster_dev_with_the_cli_workspace_and_instance(
+def test_ui_runs_dagster_dev_with_the_cli_workspace_and_instance(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setenv("MEMORY_PIPELINE_HOME", str(tmp_path / "ws"))
     monkeypatch.delenv("DAGSTER_HOME", raising=False)
     seen: dict = {}
 
-    def fake_execve(path: str, argv: list[str], env: dict[str, str]) -> None:
-        seen.update(path=path, argv=argv, env=env)
+    def fake_supervise(argv: list[str], env: dict[str, str]) -> int:
+        seen.update(path=argv[0], argv=argv, env=env)
+        return 0
 
-    monkeypatch.setattr(os, "execve", fake_execve)
+    monkeypatch.setattr(ui, "supervise", fake_supervise)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]

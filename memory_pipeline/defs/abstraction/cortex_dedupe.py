@@ -27,6 +27,7 @@ def exact_duplicates(
     """The run's first write. Takes the store's consolidation lease (a second run skips, as the seed's lock
     does), snapshots the store, reconciles what an interrupted run left pending, takes the token baseline,
     and then dedupes exact matches (the seed's cortex_dedupe) so no LLM call is spent on identical text."""
+    store.check_outputs()  # issue 16: an unusable reports/ or backups/ stops the run before its first write
     db = store.open()
     now = engine.now()
     run_id = context.run.run_id

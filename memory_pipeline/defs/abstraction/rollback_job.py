@@ -6,7 +6,7 @@ from memory_pipeline.resources import EngineConfig, MemoryStoreResource
 from memory_pipeline.resources.store import POOL
 from memory_pipeline.store import rollback as rb
 from memory_pipeline.store.external_index import parse_index_names
-from memory_pipeline.store.records import parse_timestamp
+from memory_pipeline.store.records import RecordError, parse_timestamp
 
 
 class RollbackConfig(dg.Config):
@@ -29,13 +29,17 @@ def rollback_runs(
     if config.run_id:
         run_ids = [config.run_id]
     else:
+        try:
+            since = parse_timestamp(config.since, "RollbackConfig", "since")
+        except RecordError as exc:
+            raise dg.Failure(str(exc), allow_retries=False) from None
         with db.connect() as con:
-            run_ids = rb.runs_since(con, parse_timestamp(config.since, "RollbackConfig", "since"))
+            run_ids = rb.runs_since(con, since)
     try:
         rollback_id, plan = rb.rollback(
             db, run_ids, dry_run=config.dry_run, index_names=parse_index_names(engine.external_indexes)
         )
-    except rb.RollbackRefused as exc:
+    except (rb.RollbackRefused, rb.UnknownRun) as exc:
         raise dg.Failure(str(exc)) from exc
     for line in plan.describe():
         context.log.info(("[dry run] " if config.dry_run else "") + line)

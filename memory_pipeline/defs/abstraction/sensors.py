@@ -12,6 +12,7 @@ import dagster as dg
 from dagster import DagsterEventType
 
 from memory_pipeline.abstraction import alerts
+from memory_pipeline.resources import EngineConfig, MemoryStoreResource
 from memory_pipeline.resources.notifier import NotifierResource
 
 REPORT_KEY = dg.AssetKey("report")
@@ -99,3 +100,24 @@ def consolidation_alerts(context: dg.SensorEvaluationContext, notifier: Notifier
     context.update_cursor(cursor.dump())
     actions = sum(1 for a in found if a.priority == "action")
     return dg.SkipReason(f"sent {len(found)} alert(s), {actions} needing action")
+
+
+@dg.sensor(
+    minimum_interval_seconds=60,
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    description="Frees the store pool's slots of runs that are gone (killed on any host, or ended), so that runs "
+    "the UI or a schedule launches never wait for them (operator/recovery.py has the rules).",
+)
+def free_stale_store_slots(
+    context: dg.SensorEvaluationContext, store: MemoryStoreResource, engine: EngineConfig
+) -> dg.SkipReason:
+    from memory_pipeline.operator.recovery import free_stale
+    from memory_pipeline.resources.store import POOL
+
+    freed: list[str] = []
+    alive = free_stale(
+        context.instance, POOL, store.home_path / "memory.duckdb", timedelta(hours=engine.lease_ttl_hours),
+        lambda line: (freed.append(line), context.log.warning(line)),
+    )
+    held = "; ".join(h.describe() for h in alive) or "nobody"
+    return dg.SkipReason(f"freed {len(freed)} slot holder(s); `{POOL}` held by {held}")
