@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+from datetime import datetime
 from pathlib import Path
 
 # The checkout (editable install): dagster.yaml, workspace.yaml and the committed sample data live here.
@@ -146,11 +147,12 @@ AS_OF_HELP = "expected an ISO-8601 timestamp such as 2026-11-01T03:30:00Z (or a 
 
 def check_as_of(value: str, name: str = "--as-of") -> str:
     """`value` unchanged if it is empty or an ISO-8601 timestamp; else a SettingsError saying the format."""
-    from memory_pipeline.store.records import RecordError, parse_timestamp
-
+    text = value.strip().replace("Z", "+00:00")
+    if " " in text and "T" not in text:
+        text = text.replace(" ", "T", 1)
     if value:
         try:
-            parse_timestamp(value, name, "as_of")
-        except RecordError:
+            datetime.fromisoformat(text)  # the same rule as store.records.parse_timestamp
+        except ValueError:
             raise SettingsError(f"{name} {value!r}: {AS_OF_HELP}") from None
     return value

@@ -10,6 +10,8 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memory_pipeline.operator.recovery import HOST_TAG as HOST_TAG  # re-exported for the CLIs
+from memory_pipeline.operator.recovery import PID_TAG as PID_TAG
 from memory_pipeline.settings import REPO_ROOT
 
 if TYPE_CHECKING:
@@ -37,8 +39,8 @@ def recover_dead_cli_runs(instance: Any, home: Path | None = None) -> None:
     or ended), and wait — saying for whom, at most MEMORY_PIPELINE_POOL_WAIT_MINUTES — while a live run holds
     one, instead of letting Dagster wait silently; see memory_pipeline.operator.recovery."""
     from memory_pipeline.operator.recovery import free_stale, wait_for_pool
-    from memory_pipeline.resources.store import POOL
     from memory_pipeline.settings import pool_wait_seconds, workspace_home
+    from memory_pipeline.store.lease import POOL
 
     path = store_path(home or workspace_home())
     for other in sorted(set(instance.event_log_storage.get_concurrency_keys()) - {POOL}):  # e.g. the tier pool

@@ -5,10 +5,8 @@ from pathlib import Path
 import dagster as dg
 
 from memory_pipeline.store import MemoryStore
+from memory_pipeline.store.lease import POOL as POOL  # re-exported: assets name their pool from here
 from memory_pipeline.store.outputs import OutputNotWritable, check_outputs
-
-# DuckDB allows one writer process: every asset or op that writes the store shares this concurrency pool.
-POOL = "memory_store"
 
 
 class MemoryStoreResource(dg.ConfigurableResource):

@@ -10,6 +10,9 @@ from datetime import datetime, timedelta
 
 import duckdb
 
+# DuckDB allows one writer process: every asset or op that writes the store shares this concurrency pool.
+POOL = "memory_store"
+
 CONSOLIDATION = "consolidation"
 SKIP_MESSAGE = "consolidation already running, skipping"
 
