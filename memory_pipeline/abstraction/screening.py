@@ -208,8 +208,6 @@ class Quantised:
         return candidate, sure
 
 
-
-
 def screened_threshold_edges(
     vectors: np.ndarray,
     threshold: float,
