@@ -72,7 +72,8 @@ def test_names_that_differ_in_one_place_become_a_list() -> None:
 def test_the_distiller_is_deterministic() -> None:
     texts = [WORDINGS[i % 2].format(v) for i, v in enumerate(SLIPS)] + ["Use limit orders on JTO, never market."]
     assert distill(texts) == distill(list(texts))
-    assert OfflineDistiller().distill(members(texts), "t", SPAN) == OfflineDistiller().distill(members(texts), "t", SPAN)
+    one, two = (OfflineDistiller().distill(members(texts), "t", SPAN) for _ in range(2))
+    assert one == two
 
 
 def test_the_fact_check_accepts_ranges_and_rejects_dropped_facts() -> None:
