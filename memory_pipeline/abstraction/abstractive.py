@@ -94,9 +94,12 @@ class Family:
         return any(p.causal for p in self.pieces)
 
     def facts(self) -> set[str]:
-        return {f"n:{n.value:g}" for p in self.pieces for n in p.nums} | {
+        """Numbers, entities, and a negation (one per family: "not by email" is a fact of its own)."""
+        out = {f"n:{n.value:g}" for p in self.pieces for n in p.nums} | {
             f"e:{e.lower()}" for p in self.pieces for e in p.ents
         }
+        negated = [(p.member, p.position) for p in self.pieces if p.negated]
+        return out | ({f"neg:{min(negated)}"} if negated else set())
 
 
 def group(pieces: Sequence[Piece]) -> list[Family]:
