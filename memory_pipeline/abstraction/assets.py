@@ -91,11 +91,7 @@ def _lease_alive(instance: dg.DagsterInstance, held: lease.Lease) -> bool:
 
 
 @dg.asset(
-    group_name=GROUP,
-    pool=POOL,
-    kinds={"duckdb"},
-    owners=OWNERS,
-    tags={"component": "cortex_dedupe"},
+    group_name=GROUP, pool=POOL, kinds={"duckdb"}, owners=OWNERS, tags={"component": "cortex_dedupe"},
     output_required=False,
 )
 def exact_duplicates(
@@ -110,10 +106,7 @@ def exact_duplicates(
     try:
         with db.transaction() as con:
             lease.acquire(
-                con,
-                run_id,
-                utcnow(),
-                timedelta(hours=engine.lease_ttl_hours),
+                con, run_id, utcnow(), timedelta(hours=engine.lease_ttl_hours),
                 lambda held: _lease_alive(context.instance, held),
             )
             # recorded now, so that a run that dies before its report can still be rolled back by time
@@ -157,11 +150,7 @@ def exact_duplicates(
 
 
 @dg.asset(
-    group_name=GROUP,
-    pool=POOL,
-    kinds={"duckdb", "numpy"},
-    owners=OWNERS,
-    tags={"component": "ClusterFinder"},
+    group_name=GROUP, pool=POOL, kinds={"duckdb", "numpy"}, owners=OWNERS, tags={"component": "ClusterFinder"},
     deps=[exact_duplicates],
 )
 def memory_embeddings(
@@ -629,12 +618,8 @@ def _phase2(
         )
     entries = [
         repo.ClusterLog(
-            c.fingerprint,
-            c.cluster_id,
-            "compressed",
-            c.member_count,
-            compressed_memory_id=summary_id,
-            compression_ratio=d.compression_ratio,
+            c.fingerprint, c.cluster_id, "compressed", c.member_count,
+            compressed_memory_id=summary_id, compression_ratio=d.compression_ratio,
         )
         for c, summary_id, d in done
     ]

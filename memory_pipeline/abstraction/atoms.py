@@ -63,3 +63,4 @@ class AtomIndex:
             self._actions = np.vstack([self._actions, np.zeros_like(self._actions)])
         self._subjects[n], self._actions[n] = subject, action
         self.ids.append(atom_id)
+

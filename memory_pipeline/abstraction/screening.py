@@ -208,6 +208,8 @@ class Quantised:
         return candidate, sure
 
 
+
+
 def screened_threshold_edges(
     vectors: np.ndarray,
     threshold: float,

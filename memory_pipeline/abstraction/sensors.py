@@ -54,11 +54,7 @@ def _run_alerts(instance: dg.DagsterInstance, run: dg.DagsterRun) -> list[alerts
         if event.event_type == DagsterEventType.ASSET_CHECK_EVALUATION:
             ev = event.asset_check_evaluation_data
             alert = alerts.from_check(
-                run.run_id,
-                ev.asset_key.to_user_string(),
-                ev.check_name,
-                ev.passed,
-                ev.severity.value,
+                run.run_id, ev.asset_key.to_user_string(), ev.check_name, ev.passed, ev.severity.value,
                 _metadata(ev.metadata),
             )
             if alert:

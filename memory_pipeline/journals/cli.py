@@ -40,11 +40,7 @@ def cmd_reconstruct(args: argparse.Namespace) -> int:
         _recover_dead_cli_runs(instance)
         try:
             result = reconstruct(
-                instance,
-                args.start,
-                args.end,
-                args.extractor,
-                multiprocess=not args.in_process,
+                instance, args.start, args.end, args.extractor, multiprocess=not args.in_process,
                 weekly=not args.no_weekly,
             )
         except ValueError as exc:
@@ -70,10 +66,8 @@ def import_locomo(path: Path, conversations: list[str] | None = None) -> int:
     print(f"{len(written)} LoCoMo session transcript(s) on {len(days)} day(s) under {home / 'raw' / 'conversations'}")
     if written:
         first, last = (p.relative_to(home / "raw" / "conversations").parent for p in (min(written), max(written)))
-        print(
-            f"run them: memory-pipeline reconstruct --from {str(first).replace('/', '-')} "
-            f"--to {str(last).replace('/', '-')}"
-        )
+        print(f"run them: memory-pipeline reconstruct --from {str(first).replace('/', '-')} "
+              f"--to {str(last).replace('/', '-')}")
     return 0
 
 

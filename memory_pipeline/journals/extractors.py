@@ -179,25 +179,12 @@ def find_facts(t: Transcript) -> list[Candidate]:
 EXTRACTORS: dict[str, Extractor] = {
     e.name: e
     for e in (
-        Extractor(
-            "decisions",
-            "1",
-            "decision",
-            1.6,
-            "Decisions made in the session (who chose what, and why).",
-            _pattern_extractor(_DECISION, 6, min_words=6),
-        ),
-        Extractor(
-            "lessons",
-            "1",
-            "lesson",
-            1.5,
-            "Lessons learned, rules of thumb, mistakes not to repeat.",
-            _pattern_extractor(_LESSON, 6),
-        ),
-        Extractor(
-            "people", "1", "person", 1.2, "What the session says about people: preferences, roles, events.", find_people
-        ),
+        Extractor("decisions", "1", "decision", 1.6, "Decisions made in the session (who chose what, and why).",
+                  _pattern_extractor(_DECISION, 6, min_words=6)),
+        Extractor("lessons", "1", "lesson", 1.5, "Lessons learned, rules of thumb, mistakes not to repeat.",
+                  _pattern_extractor(_LESSON, 6)),
+        Extractor("people", "1", "person", 1.2, "What the session says about people: preferences, roles, events.",
+                  find_people),
         Extractor("procedures", "1", "procedure", 1.4, "How-to steps written down in the session.", find_procedures),
         Extractor("facts", "1", "fact", 1.0, "Factual statements worth keeping, by sentence score.", find_facts),
     )

@@ -22,13 +22,8 @@ def git_enabled() -> bool:
 
 
 def _git(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {
-        **os.environ,
-        "GIT_AUTHOR_NAME": "memory-pipeline",
-        "GIT_AUTHOR_EMAIL": "memory-pipeline@localhost",
-        "GIT_COMMITTER_NAME": "memory-pipeline",
-        "GIT_COMMITTER_EMAIL": "memory-pipeline@localhost",
-    }
+    env = {**os.environ, "GIT_AUTHOR_NAME": "memory-pipeline", "GIT_AUTHOR_EMAIL": "memory-pipeline@localhost",
+           "GIT_COMMITTER_NAME": "memory-pipeline", "GIT_COMMITTER_EMAIL": "memory-pipeline@localhost"}
     return subprocess.run(["git", *args], cwd=home, env=env, capture_output=True, text=True, timeout=60, check=False)
 
 

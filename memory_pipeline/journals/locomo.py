@@ -118,7 +118,9 @@ def load_locomo(data_path: Path) -> list[dict[str, Any]]:
     return data
 
 
-def locomo_to_transcripts(data_path: Path, raw_root: Path, conversations: Sequence[str] | None = None) -> list[Path]:
+def locomo_to_transcripts(
+    data_path: Path, raw_root: Path, conversations: Sequence[str] | None = None
+) -> list[Path]:
     """Write one transcript per non-empty session under `raw_root` (a workspace's `raw/conversations`).
     `conversations` picks sample ids (default: all). Files are written whole (temp + rename); an existing
     transcript with the same content is left as is — a transcript is never modified."""
