@@ -47,7 +47,7 @@ def run_ours(path: str, tile_rows: int = 0, tile_cols: int = 0, workers: int = 0
     from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import connected_components
 
-    from memory_pipeline.abstraction import clustering
+    from memory_pipeline.similarity import clustering
 
     v = _load(path)
     kw: dict[str, int] = {"tile_rows": tile_rows, "tile_cols": tile_cols} if tile_rows else {}

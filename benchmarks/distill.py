@@ -4,7 +4,7 @@ Reads a consolidated workspace (`memory-pipeline demo` builds one): every active
 distilled again by the current `OfflineDistiller` and by the one at a git ref (`--baseline main`, loaded
 from `git show`), both on the same members with the same limits. Fact preservation = the share of the
 members' distinct numbers and named entities present in the abstraction verbatim or inside a stated range
-(`memory_pipeline.abstraction.facts.check_facts`), pooled over clusters. MEMORY.md repeats = pairs of
+(`memory_pipeline.llm.facts.check_facts`), pooled over clusters. MEMORY.md repeats = pairs of
 entries (Key Decisions, Lessons Learned) with MiniLM cosine ≥ 0.85, via the project's embedder.
 """
 
@@ -26,7 +26,7 @@ from benchmarks import common
 def load_baseline(ref: str) -> Any:
     """The distill module as it is at `ref`, imported under another name."""
     source = subprocess.run(
-        ["git", "show", f"{ref}:memory_pipeline/abstraction/distill.py"],
+        ["git", "show", f"{ref}:memory_pipeline/llm/distill.py"],
         cwd=common.HERE.parent, capture_output=True, text=True, check=True,
     ).stdout  # fmt: skip
     path = Path(tempfile.mkdtemp()) / "baseline_distill.py"
@@ -63,8 +63,8 @@ def clusters(home: Path) -> list[dict[str, Any]]:
 
 
 def score(distiller: Any, member_cls: Any, found: list[dict[str, Any]]) -> dict[str, Any]:
-    from memory_pipeline.abstraction.distill import DistillationRejected, validate_abstraction
-    from memory_pipeline.abstraction.facts import check_facts
+    from memory_pipeline.llm.distill import DistillationRejected, validate_abstraction
+    from memory_pipeline.llm.facts import check_facts
     from memory_pipeline.tokens import estimate_tokens
 
     total = kept = rejected = negations_lost = 0
@@ -117,12 +117,14 @@ def memory_md_pairs(path: Path, threshold: float = 0.85) -> tuple[int, int]:
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     p = argparse.ArgumentParser(prog="python -m benchmarks distill", description=__doc__.split("\n")[0])
     p.add_argument("--home", type=Path, required=True, help="a consolidated workspace (memory.duckdb, knowledge/)")
-    p.add_argument("--baseline", default="main", help="git ref of the 'before' distiller (default: %(default)s)")
+    p.add_argument(
+        "--baseline", default="91acc92", help="git ref of the distiller before issue 19 (default: %(default)s)"
+    )
     p.add_argument("--memory-md-before", type=Path, default=None, help="a MEMORY.md built before, for comparison")
     p.add_argument("--show", default="JTO/USDT,whale", help="comma-separated words: print those clusters' texts")
     p.add_argument("--record", action=argparse.BooleanOptionalAction, default=True)
     args = p.parse_args(argv)
-    from memory_pipeline.abstraction.distill import Member, OfflineDistiller
+    from memory_pipeline.llm.distill import Member, OfflineDistiller
 
     env, load_before = common.machine(), common.load_average()
     found = clusters(args.home)

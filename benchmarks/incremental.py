@@ -31,7 +31,7 @@ MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 
 def within_cluster_edges(vectors: np.ndarray, owners: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Exact edges among `rows` whose ends share a generated cluster."""
-    from memory_pipeline.abstraction.clustering import cosine64
+    from memory_pipeline.similarity.clustering import cosine64
 
     sub_owner = owners[rows]
     order = np.argsort(sub_owner, kind="stable")
@@ -63,8 +63,8 @@ def frame_for(ids: np.ndarray, rng: np.random.Generator) -> pd.DataFrame:
 
 
 def run(n: int, new: int, seed: int = 1) -> dict[str, Any]:
-    from memory_pipeline.abstraction import clustering
-    from memory_pipeline.abstraction import threshold_graph as tg
+    from memory_pipeline.similarity import clustering
+    from memory_pipeline.similarity import threshold_graph as tg
     from memory_pipeline.store import MemoryStore, edges
 
     t0 = time.perf_counter()
@@ -218,7 +218,7 @@ def main(argv: list[str] | None = None) -> None:
         "seeded graph exact",
         "load (1 min)",
     )
-    from memory_pipeline.abstraction.threshold_graph import screen_available
+    from memory_pipeline.similarity.threshold_graph import screen_available
 
     engine = "int8 screen + float64 verdict" if screen_available() else "float32 tiles + float64 re-check"
     body = (

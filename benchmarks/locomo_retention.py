@@ -117,7 +117,7 @@ def prepare(conv: Conversation, work: Path, embedder: str, llm: str) -> Prepared
     """Import the turns through the project's importer, embed them with the real asset, score 'before'."""
     import dagster as dg
 
-    from memory_pipeline.abstraction.assets import memory_embeddings
+    from memory_pipeline.defs.abstraction.cluster_finder import memory_embeddings
     from memory_pipeline.resources import EmbedderResource
     from memory_pipeline.store import MemoryStore
     from memory_pipeline.store.importers import import_jsonl
@@ -142,13 +142,13 @@ def consolidate(prep: Prepared, threshold: float, embedder: str, llm: str, keep:
     """A copy of the embedded store, one real nightly_consolidation run on it, and the 'after' scores."""
     import dagster as dg
 
-    from memory_pipeline.definitions import build_definitions
+    from memory_pipeline.definitions import defs_with
 
     home = prep.base.parent / f"t{threshold:.2f}"
     shutil.rmtree(home, ignore_errors=True)
     shutil.copytree(prep.base, home)
     started = time.perf_counter()
-    defs = build_definitions(_resources(home, prep.as_of, threshold, embedder, llm))
+    defs = defs_with(_resources(home, prep.as_of, threshold, embedder, llm))
     result = defs.resolve_job_def("nightly_consolidation").execute_in_process(
         instance=dg.DagsterInstance.ephemeral(), raise_on_error=False
     )

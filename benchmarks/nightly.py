@@ -84,7 +84,7 @@ def _count(store: Any) -> int:
 def run_night(home: str, job_name: str = "nightly_consolidation") -> dict[str, Any]:
     import dagster as dg
 
-    from memory_pipeline.definitions import build_definitions
+    from memory_pipeline.definitions import defs_with
     from memory_pipeline.resources import EmbedderResource, EngineConfig, LLMResource, MemoryStoreResource
 
     resources = {
@@ -94,7 +94,7 @@ def run_night(home: str, job_name: str = "nightly_consolidation") -> dict[str, A
         "engine": EngineConfig(as_of=AS_OF.isoformat()),
     }
     instance = dg.DagsterInstance.ephemeral()
-    job = build_definitions(resources).resolve_job_def(job_name)
+    job = defs_with(resources).resolve_job_def(job_name)
     t = time.perf_counter()
     result = job.execute_in_process(instance=instance, raise_on_error=False)
     total = time.perf_counter() - t
@@ -151,7 +151,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     args = p.parse_args(argv)
     env, load_before = common.machine(), common.load_average()
-    from memory_pipeline.abstraction.schedules import PIPELINE
+    from memory_pipeline.defs.abstraction.schedules import PIPELINE
 
     order = tuple(a.key.to_user_string() for a in PIPELINE)
     rows = []

@@ -30,7 +30,7 @@ def _digest(rows: np.ndarray, cols: np.ndarray, n: int) -> str:
 
 
 def run_exact(path: str) -> dict[str, Any]:
-    from memory_pipeline.abstraction.clustering import threshold_edges
+    from memory_pipeline.similarity.clustering import threshold_edges
 
     v = np.load(path)
     m = common.measured(lambda: threshold_edges(v, THRESHOLD))
@@ -39,8 +39,8 @@ def run_exact(path: str) -> dict[str, Any]:
 
 
 def run_screened(path: str, sample: int = 0) -> dict[str, Any]:
-    from memory_pipeline.abstraction.clustering import threshold_edges
-    from memory_pipeline.abstraction.screening import screened_threshold_edges
+    from memory_pipeline.similarity.clustering import threshold_edges
+    from memory_pipeline.similarity.screening import screened_threshold_edges
 
     v = np.load(path)
     stats: dict[str, float] = {}

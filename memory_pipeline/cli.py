@@ -11,7 +11,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from memory_pipeline.settings import SettingsError, workspace_home
+from memory_pipeline.errors import UserError
+from memory_pipeline.operator.instance import HOST_TAG, PID_TAG, dagster_home, open_store, recover_dead_cli_runs
+from memory_pipeline.settings import REPO_ROOT, SettingsError, workspace_home
 from memory_pipeline.store.lease import SKIP_MESSAGE
 
 DEMO_MARKER = ".memory_pipeline_demo"
@@ -23,48 +25,11 @@ DOMAIN_CLIS: tuple[str, ...] = (
     "memory_pipeline.journals.cli",
     "memory_pipeline.compaction.cli",
 )
-REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
-def _dagster_home(home: Path) -> Path:
-    """A persistent instance beside the workspace, so run history survives `dagster dev` restarts."""
-    if os.environ.get("DAGSTER_HOME"):
-        dagster_home = Path(os.environ["DAGSTER_HOME"])
-    else:
-        dagster_home = home.parent / "dagster_home"
-        os.environ["DAGSTER_HOME"] = str(dagster_home)
-    dagster_home.mkdir(parents=True, exist_ok=True)
-    config = dagster_home / "dagster.yaml"
-    template = REPO_ROOT / "dagster.yaml"
-    if not config.exists() and template.exists():
-        shutil.copyfile(template, config)
-    return dagster_home
-
-
-PID_TAG, HOST_TAG = "memory_pipeline/pid", "memory_pipeline/host"
-
-
-def _recover_dead_cli_runs(instance: Any) -> None:
-    """A CLI run killed mid-way stays STARTED in the instance and keeps its concurrency-pool slot, which
-    would block every later run. Runs we launched carry pid/host tags: fail those whose process is gone
-    and free their slots (the daemon's run monitoring does this for runs it launched)."""
-    import socket
-
-    import dagster as dg
-
-    from memory_pipeline.store.lease import Lease, pid_alive
-
-    host = socket.gethostname()
-    unfinished = instance.get_runs(
-        filters=dg.RunsFilter(
-            statuses=[dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.STARTING], tags={HOST_TAG: host}
-        )
-    )
-    for run in unfinished:
-        pid = int(run.tags.get(PID_TAG, "0") or 0)
-        if pid and not pid_alive(Lease("", run.run_id, pid, host, None, None)):  # type: ignore[arg-type]
-            instance.report_run_failed(run, "process died (killed) — marked failed by memory-pipeline")
-            instance.event_log_storage.free_concurrency_slots_for_run(run.run_id)
+# Shared with the domains' CLIs, which import them from memory_pipeline.operator.instance (never from here).
+_dagster_home = dagster_home
+_recover_dead_cli_runs = recover_dead_cli_runs
 
 
 def _run_job(home: Path, job_name: str, run_config: dict[str, Any], as_of: str = "") -> Any:
@@ -72,10 +37,11 @@ def _run_job(home: Path, job_name: str, run_config: dict[str, Any], as_of: str =
 
     import dagster as dg
 
-    from memory_pipeline.definitions import build_definitions, default_resources
+    from memory_pipeline.definitions import defs_with
+    from memory_pipeline.resources.defaults import default_resources
 
     _dagster_home(home)
-    defs = build_definitions(default_resources(str(home), as_of=as_of))
+    defs = defs_with(default_resources(str(home), as_of=as_of))
     job = defs.resolve_job_def(job_name)
     config = {"loggers": {"console": {"config": {"log_level": "INFO"}}}, **run_config}
     tags = {PID_TAG: str(os.getpid()), HOST_TAG: socket.gethostname()}
@@ -108,6 +74,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             f"no memory store in {home}: run `memory-pipeline demo` or `memory-pipeline import PATH`", file=sys.stderr
         )
         return 2
+    _store(home)  # a damaged store is one clear line here, not a failed Dagster step
     if args.dry_run:
         result = _run_job(home, "consolidation_dry_run", {}, args.as_of)
         if not result.success:
@@ -164,10 +131,18 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return max(code, demo_journals(home, REPO_ROOT / "data" / "sample"))
 
 
+def _import_validator():  # noqa: ANN202 - a store.importers.Validator; imported lazily to keep --help fast
+    """The nightly run's own blocking invariants, so an import cannot bring in a state every later night fails."""
+    from memory_pipeline.abstraction.violations import blocking_violations
+    from memory_pipeline.resources import EngineConfig
+
+    floor = EngineConfig.from_env().critical_floor
+    return lambda con: blocking_violations(con, floor)
+
+
 def cmd_import(args: argparse.Namespace) -> int:
     from memory_pipeline.store import MemoryStore
     from memory_pipeline.store.importers import import_path
-    from memory_pipeline.store.records import ImportRejected
 
     if getattr(args, "locomo_path", None) or args.path == "locomo":
         from memory_pipeline.journals.cli import import_locomo
@@ -178,12 +153,18 @@ def cmd_import(args: argparse.Namespace) -> int:
         return import_locomo(Path(args.locomo_path))
     home = workspace_home()
     home.mkdir(parents=True, exist_ok=True)
-    try:
-        summary = import_path(MemoryStore(home / "memory.duckdb"), Path(args.path))
-    except (ImportRejected, FileNotFoundError, ValueError) as exc:
-        print(str(exc), file=sys.stderr)
-        return 2
-    print(f"imported {summary.memories} memories ({summary.embeddings} with vectors) from {summary.source}")
+    summary = import_path(
+        MemoryStore(home / "memory.duckdb"),
+        Path(args.path),
+        skip_existing=args.skip_existing,
+        validate=_import_validator(),
+    )  # a rejected file raises a UserError: `main` prints its one line, nothing was written
+    skipped = f"; skipped {summary.skipped} already stored with identical content" if summary.skipped else ""
+    empty = " (the file holds no records)" if not summary.memories and not summary.skipped else ""
+    print(
+        f"imported {summary.memories} memories ({summary.embeddings} with vectors) from {summary.source}"
+        f"{skipped}{empty}"
+    )
     return 0
 
 
@@ -220,15 +201,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
-def _store(home: Path):  # noqa: ANN202 - a MemoryStore; imported lazily to keep --help fast
-    from memory_pipeline.store import MemoryStore
-
-    path = home / "memory.duckdb"
-    if not path.exists():
-        raise SystemExit(f"no memory store in {home}")
-    store = MemoryStore(path)
-    store.migrate()
-    return store
+_store = open_store
 
 
 def cmd_rollback(args: argparse.Namespace) -> int:
@@ -271,26 +244,36 @@ def cmd_backups(args: argparse.Namespace) -> int:
 
 
 def cmd_restore(args: argparse.Namespace) -> int:
+    """Works on a damaged (or missing) store too: that is when a restore is needed most."""
+    import duckdb
+
     from memory_pipeline.resources import EngineConfig
-    from memory_pipeline.store import lease
+    from memory_pipeline.store import MemoryStore, lease
     from memory_pipeline.store.backup import restore
-    from memory_pipeline.store.db import utcnow
+    from memory_pipeline.store.db import StoreError, StoreLocked, utcnow
 
     home = workspace_home()
-    store = _store(home)
+    store = MemoryStore(home / "memory.duckdb")
     path = Path(args.backup)
     if not path.is_absolute() and not path.exists():
         path = home / "backups" / path
     try:
-        with store.transaction() as con:  # refuse while a run holds the lease; the restore replaces the file
-            held = lease.current(con)
-            if held is not None and held.expires_at > utcnow() and lease.pid_alive(held):
-                raise lease.LeaseBusy(held)
-        safety = restore(store, path, home / "backups", EngineConfig.from_env().backups_keep)
-    except (FileNotFoundError, lease.LeaseBusy) as exc:
-        print(str(exc), file=sys.stderr)
+        if store.path.exists():
+            with store.connect() as con:  # refuse while a run holds the lease; the restore replaces the file
+                tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+                held = lease.current(con) if "leases" in tables else None
+                if held is not None and held.expires_at > utcnow() and lease.pid_alive(held):
+                    raise lease.LeaseBusy(held)
+    except StoreLocked:
+        raise
+    except (StoreError, duckdb.Error):
+        pass  # damaged: no run can be using it; restore saves its bytes before replacing it
+    except lease.LeaseBusy as exc:
+        print(f"error: cannot restore now: {exc}", file=sys.stderr)
         return 1
-    print(f"restored {path} → {store.path} (the previous store is saved as {safety})")
+    safety = restore(store, path, home / "backups", EngineConfig.from_env().backups_keep)
+    saved = f"the previous store is saved as {safety}" if safety else "there was no store before"
+    print(f"restored {path} → {store.path} ({saved})")
     return 0
 
 
@@ -316,9 +299,21 @@ def build_parser() -> argparse.ArgumentParser:
     restore = sub.add_parser("restore", help="put a snapshot back in place of the store")
     restore.add_argument("backup", help="path or file name from `memory-pipeline backups`")
     restore.set_defaults(fn=cmd_restore)
-    imp = sub.add_parser("import", help="import memories from .jsonl, .parquet or a SQLite brain.db")
+    imp = sub.add_parser(
+        "import",
+        help="import memories from .jsonl, .parquet or a SQLite brain.db",
+        description="Import memories from a .jsonl/.ndjson, .parquet or SQLite brain.db file into the store.",
+        epilog=(Path(__file__).parent / "store" / "import_format.md").read_text(encoding="utf-8"),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     imp.add_argument("path", help="the file; or `locomo` followed by a LoCoMo JSON file (→ transcripts)")
     imp.add_argument("locomo_path", nargs="?", default=None, help=argparse.SUPPRESS)
+    imp.add_argument(
+        "--skip-existing",
+        action="store_true",
+        help="skip ids already stored with the same content and created_at (counted); a stored id whose content "
+        "differs is still an error naming it",
+    )
     imp.set_defaults(fn=cmd_import)
     for name in DOMAIN_CLIS:
         importlib.import_module(name).register(sub)
@@ -331,6 +326,17 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.fn(args))
     except SettingsError as exc:
         print(f"configuration error: {exc}", file=sys.stderr)
+        return 2
+    except UserError as exc:  # the one place a user-fixable problem becomes a line instead of a traceback
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except Exception as exc:
+        if not type(exc).__module__.startswith(("duckdb", "_duckdb")):
+            raise
+        from memory_pipeline.store.db import RESTORE_HINT, first_line
+
+        store = workspace_home() / "memory.duckdb"
+        print(f"error: the memory store {store} failed: {first_line(exc)}; {RESTORE_HINT}", file=sys.stderr)
         return 2
 
 

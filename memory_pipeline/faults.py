@@ -6,7 +6,7 @@ import os
 import signal
 
 ENV = "MEMORY_PIPELINE_CRASH_AT"
-POINTS = ("after_phase1", "inside_phase2", "writing_report")
+POINTS = ("after_phase1", "inside_phase2", "writing_report", "inside_import")
 
 
 def crash_point(name: str) -> None:

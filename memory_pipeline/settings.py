@@ -7,6 +7,8 @@ import os
 from pathlib import Path
 
 DEFAULT_HOME = Path("data/workspace")
+# The checkout (editable install): dagster.yaml, workspace.yaml and the committed sample data live here.
+REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 class SettingsError(ValueError):

@@ -5,7 +5,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from memory_pipeline.definitions import build_definitions
+from memory_pipeline.definitions import defs_with
 from memory_pipeline.resources import EmbedderResource, EngineConfig, LLMResource, MemoryStoreResource
 from memory_pipeline.resources.notifier import NotifierResource
 from memory_pipeline.sample_data import write_sample_jsonl
@@ -32,7 +32,7 @@ def run_job(
     instance: dg.DagsterInstance | None = None,
     **engine: object,
 ):
-    defs = build_definitions(resources_for(home, **engine))
+    defs = defs_with(resources_for(home, **engine))
     return defs.resolve_job_def(job).execute_in_process(
         instance=instance or dg.DagsterInstance.ephemeral(), run_config=run_config or {}, raise_on_error=False
     )
@@ -47,7 +47,7 @@ def embedded_sample(tmp_path_factory: pytest.TempPathFactory) -> Path:
     import_jsonl(MemoryStore(home / "memory.duckdb"), home / "sample.jsonl")
     result = run_job(home, "consolidation_dry_run")  # no embeddings yet: builds nothing, writes nothing
     assert result.success
-    from memory_pipeline.abstraction.assets import memory_embeddings
+    from memory_pipeline.defs.abstraction.cluster_finder import memory_embeddings
 
     materialized = dg.materialize([memory_embeddings], resources=resources_for(home))
     assert materialized.success

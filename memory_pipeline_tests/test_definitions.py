@@ -1,12 +1,17 @@
+import importlib
+import pkgutil
+from pathlib import Path
+
 import dagster as dg
 import pytest
 import yaml
 
-from memory_pipeline.abstraction.assets import POOL
-from memory_pipeline.definitions import REPO_ROOT, defs
+from memory_pipeline import definitions
 from memory_pipeline.resources import EngineConfig
-from memory_pipeline.settings import SettingsError, env_overrides
+from memory_pipeline.resources.store import POOL
+from memory_pipeline.settings import REPO_ROOT, SettingsError, env_overrides
 
+defs = definitions.defs()
 PIPELINE = ["exact_duplicates", "memory_embeddings", "eligible_memories", "clusters", "distillations",
             "compressed_memories", "archive_updates", "atoms", "report"]
 
@@ -75,3 +80,29 @@ def test_seed_env_vars_configure_the_engine() -> None:
 def test_bad_settings_name_the_variable(env: dict[str, str], message: str) -> None:
     with pytest.raises(SettingsError, match=message):
         env_overrides(env)
+
+
+def test_every_object_in_the_defs_folders_is_in_the_location() -> None:
+    """Nothing is registered by hand: whatever a module under memory_pipeline/defs/ defines, Dagster's loader
+    finds, and every domain folder contributes (a folder the loader skipped would show up here)."""
+    import memory_pipeline.defs as root
+
+    graph = defs.resolve_asset_graph()
+    loaded_jobs = {job.name for job in defs.get_repository_def().get_all_jobs()}
+    contributed: dict[str, int] = {}
+    for info in pkgutil.walk_packages(root.__path__, "memory_pipeline.defs."):
+        module = importlib.import_module(info.name)
+        folder = info.name.split(".")[2]
+        for value in vars(module).values():
+            if isinstance(value, dg.AssetsDefinition):
+                assert set(value.keys) <= graph.get_all_asset_keys(), info.name
+            elif isinstance(value, dg.AssetChecksDefinition):
+                assert set(value.check_keys) <= graph.asset_check_keys, info.name
+            elif isinstance(value, dg.JobDefinition) or type(value).__name__ == "UnresolvedAssetJobDefinition":
+                assert value.name in loaded_jobs, info.name
+            else:
+                continue
+            contributed[folder] = contributed.get(folder, 0) + 1
+    folders = {p.name for p in Path(root.__file__).parent.iterdir() if (p / "__init__.py").is_file()}
+    assert folders >= {"abstraction", "journals", "rollups", "compaction", "graph"}
+    assert {f for f in folders if not contributed.get(f)} == set()

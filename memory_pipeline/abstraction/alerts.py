@@ -2,22 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from memory_pipeline.operator.alert import Alert
+
 MAX_RUN_MINUTES = 30.0
-
-
-@dataclass(frozen=True)
-class Alert:
-    priority: str  # "action" (a person should look) | "info"
-    subject: str
-    source: str  # check | run | report
-    run_id: str
-    details: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def from_check(

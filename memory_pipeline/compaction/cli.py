@@ -27,10 +27,13 @@ def cmd_compact(args: argparse.Namespace) -> int:
 
     import dagster as dg
 
-    from memory_pipeline.cli import HOST_TAG, PID_TAG, _dagster_home, _recover_dead_cli_runs
-    from memory_pipeline.compaction.partitions import partition_for
-    from memory_pipeline.definitions import build_definitions, default_resources
+    from memory_pipeline.definitions import defs_with
+    from memory_pipeline.defs.compaction.partitions import partition_for
+    from memory_pipeline.operator.instance import HOST_TAG, PID_TAG
+    from memory_pipeline.operator.instance import dagster_home as _dagster_home
+    from memory_pipeline.operator.instance import recover_dead_cli_runs as _recover_dead_cli_runs
     from memory_pipeline.resources import EngineConfig
+    from memory_pipeline.resources.defaults import default_resources
     from memory_pipeline.settings import workspace_home
 
     home = workspace_home()
@@ -38,7 +41,7 @@ def cmd_compact(args: argparse.Namespace) -> int:
         print(f"workspace {home} does not exist: set MEMORY_PIPELINE_HOME", file=sys.stderr)
         return 2
     _dagster_home(home)
-    defs = build_definitions(default_resources(str(home), as_of=args.as_of))
+    defs = defs_with(default_resources(str(home), as_of=args.as_of))
     job = defs.resolve_job_def("tiered_compaction")
     config = {"approved": args.approve, "dry_run": args.dry_run, "as_of": args.as_of, "trigger": "cli"}
     run_config = {

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from memory_pipeline.abstraction.distill import DistillationRejected, parse_json_object
 from memory_pipeline.compaction import extract
 from memory_pipeline.compaction.governance import MAX_TITLE_CHARS, SemanticEntry, forbidden_content
+from memory_pipeline.llm.distill import DistillationRejected, parse_json_object
 from memory_pipeline.llm.pricing import prompt_tokens_bound
 
 _NEVER = (

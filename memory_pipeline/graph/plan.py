@@ -14,13 +14,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from memory_pipeline.abstraction import clustering
-from memory_pipeline.abstraction.clustering import MemoryCluster
 from memory_pipeline.graph import rollup
 from memory_pipeline.graph.hubs import Hub, HubParams, KeyHolder, find_hubs
 from memory_pipeline.graph.key_clusters import Candidate, KeyClusterParams, key_clusters
 from memory_pipeline.graph.scoring import ScoreWeights, candidate_score, is_spam_raw
 from memory_pipeline.graph.usage import UsageState
+from memory_pipeline.similarity import clustering
+from memory_pipeline.similarity.clustering import MemoryCluster
 
 SOURCES = ("embedding", "keys", "both")
 

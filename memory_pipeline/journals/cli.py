@@ -20,9 +20,10 @@ def _date(value: str) -> date:
 def cmd_reconstruct(args: argparse.Namespace) -> int:
     import dagster as dg
 
-    from memory_pipeline.cli import _dagster_home, _recover_dead_cli_runs
     from memory_pipeline.journals.extractors import select
     from memory_pipeline.journals.reconstruct import reconstruct
+    from memory_pipeline.operator.instance import dagster_home as _dagster_home
+    from memory_pipeline.operator.instance import recover_dead_cli_runs as _recover_dead_cli_runs
 
     home = workspace_home()
     if not (home / "raw" / "conversations").is_dir():

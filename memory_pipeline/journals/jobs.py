@@ -7,12 +7,12 @@ import dagster as dg
 
 def journal_daily_job() -> dg.JobDefinition:
     """`journal_daily` bound to the resources from the environment (MEMORY_PIPELINE_HOME, …)."""
-    from memory_pipeline.definitions import build_definitions, default_resources
+    from memory_pipeline.definitions import defs
 
-    return build_definitions(default_resources()).resolve_job_def("journal_daily")
+    return defs().resolve_job_def("journal_daily")
 
 
 def journal_weekly_job() -> dg.JobDefinition:
-    from memory_pipeline.definitions import build_definitions, default_resources
+    from memory_pipeline.definitions import defs
 
-    return build_definitions(default_resources()).resolve_job_def("journal_weekly")
+    return defs().resolve_job_def("journal_weekly")

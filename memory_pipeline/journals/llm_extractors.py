@@ -150,7 +150,7 @@ def llm_extractor(name: str) -> Extractor:
 
 
 def llm_configured(env: Mapping[str, str] | None = None) -> bool:
-    """Whether the code location's `llm` resource will use Claude (definitions.default_resources' rule), so the
+    """Whether the code location's `llm` resource will use Claude (resources.defaults.default_resources' rule), so the
     assets' code_version can name the version that will run and switching the key on or off marks them stale."""
     env = os.environ if env is None else env
     mode = env.get("MEMORY_PIPELINE_LLM", "auto")

@@ -18,7 +18,7 @@ from datetime import date, timedelta
 
 import dagster as dg
 
-from memory_pipeline.journals.assets import EXTRACTOR_KEYS, FAILED_PARTITION, SESSIONS
+from memory_pipeline.defs.journals.assets import EXTRACTOR_KEYS, FAILED_PARTITION, SESSIONS
 from memory_pipeline.journals.extractors import select
 
 RANGE_START_TAG = "dagster/asset_partition_range_start"  # dagster._core.storage.tags.ASSET_PARTITION_RANGE_*
@@ -152,9 +152,9 @@ def reconstruct(
     weekly: bool = True,
     echo: Callable[[str], object] = print,
 ) -> ReconstructResult:
-    from memory_pipeline.abstraction.assets import POOL
+    from memory_pipeline.defs.journals.partitions import daily_partitions, weekly_partitions
     from memory_pipeline.journals.jobs import journal_daily_job, journal_weekly_job
-    from memory_pipeline.journals.partitions import daily_partitions, weekly_partitions
+    from memory_pipeline.resources.store import POOL
 
     if end < start:
         raise ValueError(f"--to {end} is before --from {start}")

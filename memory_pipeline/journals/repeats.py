@@ -22,7 +22,7 @@ from datetime import date
 
 from rapidfuzz import fuzz
 
-from memory_pipeline.abstraction import facts as fx
+from memory_pipeline.llm import facts as fx
 
 REPEAT = 85.0
 CHANGED = 70.0

@@ -15,7 +15,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memory_pipeline.abstraction.distill import (
+from memory_pipeline.llm.batch import BatchRunner, custom_id_for, message_text
+from memory_pipeline.llm.distill import (
     ATOM_SYSTEM_PROMPT,
     SYSTEM_PROMPT,
     Distillation,
@@ -24,8 +25,7 @@ from memory_pipeline.abstraction.distill import (
     build_user_message,
     parse_json_object,
 )
-from memory_pipeline.abstraction.facts import fact_rejection
-from memory_pipeline.llm.batch import BatchRunner, custom_id_for, message_text
+from memory_pipeline.llm.facts import fact_rejection
 from memory_pipeline.llm.ledger import CallRecord, Ledger
 from memory_pipeline.llm.pricing import PriceTable, Usage, prompt_tokens_bound
 from memory_pipeline.llm.ratelimit import TokenBucket

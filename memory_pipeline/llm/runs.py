@@ -17,9 +17,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from memory_pipeline.abstraction.clustering import RECENT_SKIP_REASON
-from memory_pipeline.abstraction.distill import Distillation
 from memory_pipeline.llm.anthropic_distiller import CostCapReached, DistillRequest
+from memory_pipeline.llm.distill import Distillation
+from memory_pipeline.similarity.clustering import RECENT_SKIP_REASON
 
 DEFERRED_PREFIX = "deferred to the next night: "
 LLM_ERROR_PREFIX = "LLM error: "

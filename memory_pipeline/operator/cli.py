@@ -50,7 +50,7 @@ def ui_url(host: str, port: int) -> str:
 def cmd_ui(args: argparse.Namespace) -> int:
     """Replaces this process with `dagster dev` (so Ctrl-C and SIGTERM reach it and its children directly),
     pointed at the same workspace and the same persistent DAGSTER_HOME that `memory-pipeline run` records to."""
-    from memory_pipeline.cli import _dagster_home
+    from memory_pipeline.operator.instance import dagster_home as _dagster_home
 
     if not 0 < args.port < 65536:
         print(f"--port {args.port}: expected 1–65535", file=sys.stderr)

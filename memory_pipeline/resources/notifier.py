@@ -8,7 +8,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from memory_pipeline.abstraction.alerts import Alert
+from memory_pipeline.operator.alert import Alert
 
 
 class NotifierResource(dg.ConfigurableResource):

@@ -6,6 +6,9 @@ import dagster as dg
 
 from memory_pipeline.store import MemoryStore
 
+# DuckDB allows one writer process: every asset or op that writes the store shares this concurrency pool.
+POOL = "memory_store"
+
 
 class MemoryStoreResource(dg.ConfigurableResource):
     """Workspace folder (MEMORY_PIPELINE_HOME); the store is `memory.duckdb` inside it."""

@@ -11,9 +11,9 @@ from typing import Any
 import dagster as dg
 from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
+from memory_pipeline.defs.rollups.partitions import cores_partitions, spheres_partitions
 from memory_pipeline.rollups import repository
 from memory_pipeline.rollups.counters import CORES_PER_SPHERE, core_index, core_key_at, sphere_index, sphere_key
-from memory_pipeline.rollups.partitions import cores_partitions, spheres_partitions
 from memory_pipeline.store import MemoryStore
 
 

@@ -15,14 +15,18 @@ def cmd_build(args: argparse.Namespace) -> int:
 
     import dagster as dg
 
-    from memory_pipeline.cli import HOST_TAG, PID_TAG, _dagster_home, _recover_dead_cli_runs, _store
-    from memory_pipeline.definitions import build_definitions, default_resources
+    from memory_pipeline.definitions import defs_with
+    from memory_pipeline.operator.instance import HOST_TAG, PID_TAG
+    from memory_pipeline.operator.instance import dagster_home as _dagster_home
+    from memory_pipeline.operator.instance import open_store as _store
+    from memory_pipeline.operator.instance import recover_dead_cli_runs as _recover_dead_cli_runs
+    from memory_pipeline.resources.defaults import default_resources
     from memory_pipeline.rollups.backfill import backfill
 
     home = workspace_home()
     store = _store(home)
     _dagster_home(home)
-    defs = build_definitions(default_resources(str(home)))
+    defs = defs_with(default_resources(str(home)))
     tags = {PID_TAG: str(os.getpid()), HOST_TAG: socket.gethostname()}
     with dg.DagsterInstance.get() as instance:
         _recover_dead_cli_runs(instance)
@@ -37,7 +41,7 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from memory_pipeline.cli import _store
+    from memory_pipeline.operator.instance import open_store as _store
     from memory_pipeline.rollups import build, repository
 
     home = workspace_home()
@@ -55,7 +59,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_recall(args: argparse.Namespace) -> int:
-    from memory_pipeline.cli import _store
+    from memory_pipeline.operator.instance import open_store as _store
     from memory_pipeline.resources import EmbedderResource
     from memory_pipeline.resources.embedder import MINILM
     from memory_pipeline.rollups.recall import recall

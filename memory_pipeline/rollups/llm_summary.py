@@ -14,8 +14,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from memory_pipeline.abstraction.distill import DistillationRejected, parse_json_object
 from memory_pipeline.llm.batch import message_text
+from memory_pipeline.llm.distill import DistillationRejected, parse_json_object
 from memory_pipeline.llm.ledger import CallRecord, Ledger
 from memory_pipeline.llm.pricing import PriceTable, Usage
 from memory_pipeline.llm.retry import LLMCallFailed, RetryPolicy

@@ -11,11 +11,24 @@ from pathlib import Path
 
 import duckdb
 
+from memory_pipeline.errors import UserError
 from memory_pipeline.store.migrations import MIGRATIONS
 
+RESTORE_HINT = "if it is damaged, list the snapshots with `memory-pipeline backups` and `memory-pipeline restore FILE`"
 
-class StoreError(RuntimeError):
-    """The store cannot be opened or is inconsistent; the message names the file."""
+
+class StoreError(UserError, RuntimeError):
+    """The store cannot be opened or is inconsistent; the message names the file (and says what to do)."""
+
+
+class StoreLocked(StoreError):
+    """Another process kept DuckDB's file lock past the timeout: the store is busy, not damaged."""
+
+
+def first_line(exc: BaseException) -> str:
+    """DuckDB's messages can span lines (hints, context); one line is what a user reads."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def utcnow() -> datetime:
@@ -50,12 +63,18 @@ class MemoryStore:
             try:
                 return duckdb.connect(str(self.path))
             except duckdb.IOException as exc:
-                if "lock" not in str(exc).lower() or time.monotonic() >= deadline:
-                    raise StoreError(f"cannot open memory store {self.path}: {exc}") from exc
+                locked = "lock" in str(exc).lower()
+                if locked and time.monotonic() >= deadline:
+                    raise StoreLocked(f"memory store {self.path} is busy: {first_line(exc)}") from exc
+                if not locked:
+                    raise self._unusable(exc) from exc
             except duckdb.Error as exc:
-                raise StoreError(f"cannot open memory store {self.path}: {exc}") from exc
+                raise self._unusable(exc) from exc
             time.sleep(pause + random.uniform(0, pause))
             pause = min(0.5, pause * 2)
+
+    def _unusable(self, exc: BaseException) -> StoreError:
+        return StoreError(f"cannot open memory store {self.path}: {first_line(exc)}; {RESTORE_HINT}")
 
     @contextmanager
     def connect(self) -> Iterator[duckdb.DuckDBPyConnection]:

@@ -65,7 +65,7 @@ def archive_exact_duplicates(
 def _enqueue(
     con: duckdb.DuckDBPyConnection, pairs: list[tuple[str, str]], index_names: Sequence[str], run_id: str, now: datetime
 ) -> None:
-    from memory_pipeline.graph.outbox import enqueue_compaction, memory_payload
+    from memory_pipeline.store.outbox import enqueue_compaction, memory_payload
 
     twins: dict[str, list[str]] = {}
     for archived, kept in pairs:

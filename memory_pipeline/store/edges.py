@@ -13,7 +13,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from memory_pipeline.abstraction.threshold_graph import FULL, INCREMENTAL, GraphUpdate, StoredGraph, update_graph
+from memory_pipeline.similarity.threshold_graph import FULL, INCREMENTAL, GraphUpdate, StoredGraph, update_graph
 from memory_pipeline.store.db import MemoryStore
 
 GRAPH_NAME = "eligible"

@@ -1,7 +1,10 @@
 """Bring existing memories in: JSONL, Parquet, and a Helios-style SQLite `brain.db`.
 
 Every importer validates the whole input first and writes in one transaction: a single bad line or row
-rejects the import, with a message naming the file, the line or row, and the field.
+rejects the import, with a message naming the file, the line or row, and the field. Inside that transaction
+the store's blocking invariants are evaluated before and after the insert (`validate`): a file that would
+leave a state every later night fails on (an archived row no summary lists, a summary whose sources are
+missing, …) is rejected naming the row and the invariant, and nothing is written.
 """
 
 from __future__ import annotations
@@ -9,16 +12,35 @@ from __future__ import annotations
 import json
 import sqlite3
 import struct
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
+import duckdb
 import numpy as np
 
+from memory_pipeline.errors import UserError
+from memory_pipeline.faults import crash_point
 from memory_pipeline.store import repository as repo
-from memory_pipeline.store.db import MemoryStore, utcnow
+from memory_pipeline.store.db import MemoryStore, first_line, utcnow
+from memory_pipeline.store.invariants import Violation
 from memory_pipeline.store.records import ImportRejected, MemoryRecord, RecordError, parse_record
+
+MAX_LINE_BYTES = 8 * 1024 * 1024  # one JSONL record; longer lines are rejected without reading them into memory
+SHOWN_IDS = 5
+FORMATS = ".jsonl, .ndjson, .parquet or a SQLite .db/.sqlite/.sqlite3"
+
+# Evaluates the store's blocking invariants on an open connection (the CLI passes the asset checks' own).
+Validator = Callable[[duckdb.DuckDBPyConnection], list[Violation]]
+
+
+class ImportFileError(UserError, ValueError):
+    """The file as a whole cannot be read (wrong format, damaged, a directory); nothing was written."""
+
+
+class ImportFileMissing(UserError, FileNotFoundError):
+    """The path does not exist."""
 
 
 @dataclass(frozen=True)
@@ -26,6 +48,71 @@ class ImportSummary:
     source: str
     memories: int
     embeddings: int
+    skipped: int = 0  # ids already stored with identical content (--skip-existing)
+
+
+def _shown(ids: list[str]) -> str:
+    more = f", … and {len(ids) - SHOWN_IDS} more" if len(ids) > SHOWN_IDS else ""
+    return ", ".join(ids[:SHOWN_IDS]) + more
+
+
+def _existing(
+    con: duckdb.DuckDBPyConnection, records: list[MemoryRecord], first_seen: dict[str, str], skip_existing: bool
+) -> tuple[set[str], list[RecordError]]:
+    """Ids already stored: with `skip_existing`, those whose content and created_at (the fields no run ever
+    changes) are identical are skipped; a different one is an error naming the id and the line. Without it,
+    one error counts them all."""
+    clash = repo.existing_ids(con, [r.id for r in records])
+    if not clash:
+        return set(), []
+    ordered = [r for r in records if r.id in clash]
+    if not skip_existing:
+        ids = [r.id for r in ordered]
+        return set(), [
+            RecordError(
+                first_seen[ids[0]],
+                "id",
+                f"{len(ids)} id(s) already in the store ({_shown(ids)}); "
+                "`import --skip-existing` skips those stored with identical content",
+            )
+        ]
+    stored = {
+        row[0]: (row[1], row[2])
+        for row in con.execute(
+            "SELECT id, content, created_at FROM memories WHERE list_contains(?, id)", [sorted(clash)]
+        ).fetchall()
+    }
+    skipped: set[str] = set()
+    errors: list[RecordError] = []
+    for r in ordered:
+        content, created_at = stored[r.id]
+        if content != r.content:
+            errors.append(
+                RecordError(first_seen[r.id], "content", f"id {r.id!r} is already stored with different content")
+            )
+        elif created_at != r.created_at:
+            errors.append(
+                RecordError(
+                    first_seen[r.id], "created_at", f"id {r.id!r} is already stored with created_at {created_at}"
+                )
+            )
+        else:
+            skipped.add(r.id)
+    return skipped, errors
+
+
+def _new_violations(before: list[Violation], after: list[Violation], first_seen: dict[str, str]) -> list[RecordError]:
+    """Violations the insert created, each naming the imported row (or the stored row it broke)."""
+    seen = {(v.check, v.field, i) for v in before for i in v.ids}
+    errors: list[RecordError] = []
+    for v in after:
+        for i in v.ids:
+            if (v.check, v.field, i) in seen:
+                continue
+            detail = f" ({v.details[i]})" if i in v.details else ""
+            where = first_seen.get(i, f"stored memory {i!r}")
+            errors.append(RecordError(where, v.field, f"{v.problem}{detail} [invariant {v.check}]"))
+    return sorted(errors, key=lambda e: e.where.startswith("stored memory"))  # the file's own rows first
 
 
 def _finish(
@@ -34,6 +121,9 @@ def _finish(
     parsed: Iterable[tuple[str, MemoryRecord]],
     errors: list[RecordError],
     embedding_models: dict[str, str] | None = None,
+    *,
+    skip_existing: bool = False,
+    validate: Validator | None = None,
 ) -> ImportSummary:
     records: list[MemoryRecord] = []
     first_seen: dict[str, str] = {}
@@ -43,17 +133,18 @@ def _finish(
             continue
         first_seen[record.id] = where
         records.append(record)
+    if not records and not errors:
+        return ImportSummary(source, 0, 0)  # an empty file: the store is not even opened
     store.migrate()
+    with store.connect() as con:
+        skipped, clash_errors = _existing(con, records, first_seen, skip_existing)
+        known_dims = dict(con.execute("SELECT model, any_value(dim) FROM embeddings GROUP BY model").fetchall())
+    errors.extend(clash_errors)
+    records = [r for r in records if r.id not in skipped]
     embedded = [r for r in records if r.embedding is not None]
     by_model: dict[str, list[MemoryRecord]] = {}
     for r in embedded:
         by_model.setdefault((embedding_models or {}).get(r.id, f"imported:{Path(source).name}"), []).append(r)
-    with store.connect() as con:
-        clash = repo.existing_ids(con, [r.id for r in records])
-        known_dims = dict(con.execute("SELECT model, any_value(dim) FROM embeddings GROUP BY model").fetchall())
-    for record in records:
-        if record.id in clash:
-            errors.append(RecordError(first_seen[record.id], "id", f"id {record.id!r} already exists in the store"))
     for model, group in by_model.items():
         dim = known_dims.get(model, len(group[0].embedding or []))
         for r in group:
@@ -67,22 +158,50 @@ def _finish(
                 )
     if errors:
         raise ImportRejected(source, errors)
-    with store.transaction() as con:
-        repo.insert_memories(con, records)
+    with store.transaction() as con:  # one transaction: any exception below (or a kill) leaves nothing behind
+        before = validate(con) if validate else []
+        repo.insert_memories(con, records)  # no run id: reconciliation only ever touches rows a run wrote
+        crash_point("inside_import")
         for model, group in by_model.items():
             vectors = np.array([r.embedding for r in group], dtype=np.float32)
             repo.upsert_embeddings(con, model, [r.id for r in group], vectors, utcnow())
-    return ImportSummary(source, len(records), len(embedded))
+        if validate:
+            broken = _new_violations(before, validate(con), first_seen)
+            if broken:
+                raise ImportRejected(source, broken)
+    return ImportSummary(source, len(records), len(embedded), len(skipped))
 
 
-def import_jsonl(store: MemoryStore, path: Path) -> ImportSummary:
+def _lines(fh: IO[bytes], path: Path) -> Iterator[tuple[int, bytes | None]]:
+    """(line number, bytes) with a UTF-8 BOM dropped; None for a line over MAX_LINE_BYTES (skipped unread)."""
+    head = fh.read(4)
+    if head[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        raise ImportFileError(f"{path}: the file is UTF-16 encoded; save it as UTF-8 (one JSON object per line)")
+    fh.seek(3 if head[:3] == b"\xef\xbb\xbf" else 0)
+    lineno = 0
+    while raw := fh.readline(MAX_LINE_BYTES + 1):
+        lineno += 1
+        if len(raw) > MAX_LINE_BYTES:
+            while (rest := fh.readline(1 << 20)) and not rest.endswith(b"\n"):
+                pass
+            yield lineno, None
+            continue
+        yield lineno, raw
+
+
+def import_jsonl(
+    store: MemoryStore, path: Path, *, skip_existing: bool = False, validate: Validator | None = None
+) -> ImportSummary:
     """One JSON object per line; blank lines are ignored. An `embedding` needs an `embedding_model`."""
     parsed: list[tuple[str, MemoryRecord]] = []
     errors: list[RecordError] = []
     models: dict[str, str] = {}
     with open(path, "rb") as fh:
-        for lineno, raw in enumerate(fh, start=1):
+        for lineno, raw in _lines(fh, path):
             where = f"{path}:{lineno}"
+            if raw is None:
+                errors.append(RecordError(where, "<line>", f"longer than {MAX_LINE_BYTES // 2**20} MiB"))
+                continue
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
@@ -95,6 +214,9 @@ def import_jsonl(store: MemoryStore, path: Path) -> ImportSummary:
             except json.JSONDecodeError as exc:
                 errors.append(RecordError(where, "<line>", f"invalid JSON: {exc.msg} at column {exc.colno}"))
                 continue
+            except RecursionError:
+                errors.append(RecordError(where, "<line>", "invalid JSON: nested too deeply"))
+                continue
             try:
                 record = parse_record(obj, where)
                 if record.embedding is not None:
@@ -105,21 +227,28 @@ def import_jsonl(store: MemoryStore, path: Path) -> ImportSummary:
                 parsed.append((where, record))
             except RecordError as exc:
                 errors.append(exc)
-    return _finish(store, str(path), parsed, errors, models)
+    return _finish(store, str(path), parsed, errors, models, skip_existing=skip_existing, validate=validate)
 
 
-def import_parquet(store: MemoryStore, path: Path) -> ImportSummary:
+def import_parquet(
+    store: MemoryStore, path: Path, *, skip_existing: bool = False, validate: Validator | None = None
+) -> ImportSummary:
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
+    try:
+        rows = pq.read_table(path).to_pylist()
+    except (pa.ArrowException, OSError) as exc:
+        raise ImportFileError(f"{path}: not a readable Parquet file ({first_line(exc)})") from None
     parsed: list[tuple[str, MemoryRecord]] = []
     errors: list[RecordError] = []
-    for i, row in enumerate(pq.read_table(path).to_pylist(), start=1):
+    for i, row in enumerate(rows, start=1):
         where = f"{path}: row {i}"
         try:
             parsed.append((where, parse_record(_plain(row), where)))
         except RecordError as exc:
             errors.append(exc)
-    return _finish(store, str(path), parsed, errors)
+    return _finish(store, str(path), parsed, errors, skip_existing=skip_existing, validate=validate)
 
 
 def _plain(row: dict[str, Any]) -> dict[str, Any]:
@@ -147,10 +276,22 @@ def _decode_vector(value: Any, where: str) -> list[float]:
     raise RecordError(where, "vector", f"unsupported vector type {type(value).__name__}")
 
 
-def import_brain_db(store: MemoryStore, path: Path) -> ImportSummary:
+def import_brain_db(
+    store: MemoryStore, path: Path, *, skip_existing: bool = False, validate: Validator | None = None
+) -> ImportSummary:
     """Seed 000's `memories` and `embeddings` tables (vectors as float32 BLOBs or JSON lists)."""
     if not path.is_file():
-        raise FileNotFoundError(f"{path}: no such file")
+        raise ImportFileMissing(f"{path}: no such file")
+    try:
+        parsed, errors, models = _read_brain_db(path)
+    except sqlite3.Error as exc:
+        raise ImportFileError(
+            f"{path}: not a readable SQLite database ({first_line(exc)}); expected a brain.db with a `memories` table"
+        ) from None
+    return _finish(store, str(path), parsed, errors, models, skip_existing=skip_existing, validate=validate)
+
+
+def _read_brain_db(path: Path) -> tuple[list[tuple[str, MemoryRecord]], list[RecordError], dict[str, str]]:
     con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     con.row_factory = sqlite3.Row
     con.text_factory = bytes
@@ -160,9 +301,12 @@ def import_brain_db(store: MemoryStore, path: Path) -> ImportSummary:
     try:
         tables = {r[0].decode() for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         if "memories" not in tables:
-            raise ImportRejected(str(path), [RecordError(str(path), "<table>", "no 'memories' table")])
+            raise ImportFileError(f"{path}: no `memories` table (expected a brain.db as in seed 000)")
         vectors: dict[str, tuple[str, Any]] = {}
         if "embeddings" in tables:
+            columns = {r[1].decode() for r in con.execute("PRAGMA table_info(embeddings)")}
+            if missing := sorted({"memory_id", "vector"} - columns):
+                raise ImportFileError(f"{path}: table `embeddings` has no {', '.join(missing)} column")
             for i, row in enumerate(con.execute("SELECT * FROM embeddings"), start=1):
                 mid = (
                     row["memory_id"].decode("utf-8", "replace")
@@ -194,17 +338,23 @@ def import_brain_db(store: MemoryStore, path: Path) -> ImportSummary:
                 errors.append(exc)
     finally:
         con.close()
-    return _finish(store, str(path), parsed, errors, models)
+    return parsed, errors, models
 
 
-def import_path(store: MemoryStore, path: Path) -> ImportSummary:
+def import_path(
+    store: MemoryStore, path: Path, *, skip_existing: bool = False, validate: Validator | None = None
+) -> ImportSummary:
+    """Dispatch on the extension. The store is not opened until the whole file has been read and checked."""
     suffix = path.suffix.lower()
     if not path.exists():
-        raise FileNotFoundError(f"{path}: no such file")
+        raise ImportFileMissing(f"{path}: no such file")
+    if path.is_dir():
+        raise ImportFileError(f"{path} is a directory; give one {FORMATS} file")
+    options: dict[str, Any] = {"skip_existing": skip_existing, "validate": validate}
     if suffix in (".jsonl", ".ndjson"):
-        return import_jsonl(store, path)
+        return import_jsonl(store, path, **options)
     if suffix == ".parquet":
-        return import_parquet(store, path)
+        return import_parquet(store, path, **options)
     if suffix in (".db", ".sqlite", ".sqlite3"):
-        return import_brain_db(store, path)
-    raise ValueError(f"{path}: unknown import format {suffix!r} (expected .jsonl, .parquet or a SQLite .db)")
+        return import_brain_db(store, path, **options)
+    raise ImportFileError(f"{path}: unknown import format {suffix!r} (expected {FORMATS})")

@@ -2,9 +2,30 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import duckdb
 
 DEDUPE_PREFIX = "dedupe:"
+
+
+def our_pending(alias: str = "") -> str:
+    """SQL condition: a pending summary a run of ours wrote. Phase 1 stamps `created_by_run` and lineage; an
+    import never sets `created_by_run` (and refuses `pending`), so reconciliation cannot touch imported rows."""
+    p = f"{alias}." if alias else ""
+    return f"{p}lifecycle = 'pending' AND {p}created_by_run IS NOT NULL AND {p}compressed_from IS NOT NULL"
+
+
+@dataclass(frozen=True)
+class Violation:
+    """Rows that break one blocking check: `field` is the record field to fix, `problem` says what is wrong for
+    each of `ids`, `details` adds what is specific to one id (e.g. which source is missing)."""
+
+    check: str
+    field: str
+    problem: str
+    ids: list[str]
+    details: dict[str, str] = field(default_factory=dict)
 
 _SOURCES = """
     SELECT s.id AS summary_id, unnest(json_extract_string(s.compressed_from, '$.source_ids[*]')) AS source_id
@@ -61,8 +82,19 @@ def summaries_with_unarchived_sources(con: duckdb.DuckDBPyConnection) -> list[st
     )
 
 
+def unarchived_sources(con: duckdb.DuckDBPyConnection) -> dict[str, list[str]]:
+    """Active summary → the sources its lineage lists that are missing or not archived."""
+    rows = con.execute(
+        f"""SELECT src.summary_id, list(src.source_id ORDER BY src.source_id) FROM ({_SOURCES}) src
+            LEFT JOIN memories m ON m.id = src.source_id
+            WHERE m.id IS NULL OR m.lifecycle <> 'archived' GROUP BY 1 ORDER BY 1"""
+    ).fetchall()
+    return {str(r[0]): [str(x) for x in r[1]] for r in rows}
+
+
 def pending_rows(con: duckdb.DuckDBPyConnection) -> list[str]:
-    return _ids(con, "SELECT id FROM memories WHERE lifecycle = 'pending'")
+    """Pending summaries a run wrote and did not finish (the only kind of pending row there is)."""
+    return _ids(con, f"SELECT id FROM memories WHERE {our_pending()} ORDER BY id")
 
 
 def row_count_high_water(con: duckdb.DuckDBPyConnection) -> tuple[int, int]:

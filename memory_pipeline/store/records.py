@@ -4,14 +4,21 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from memory_pipeline.errors import UserError
 from memory_pipeline.tokens import estimate_tokens
 
 LIFECYCLES = ("active", "pending", "archived", "rolled_back")
+# `pending` is a run's own uncommitted summary (phase 1 of the two-phase commit); the next run reconciles it.
+# An import never creates one: reconciliation would activate or remove a row it did not write.
+IMPORT_LIFECYCLES = ("active", "archived", "rolled_back")
+KIND_PATTERN = re.compile(r"^[a-z][a-z0-9_.:-]{0,39}$")  # observation, summary, decision, lesson, fact, …
 MAX_REPORTED_ERRORS = 20
+DETAIL_LINES = 5  # errors listed under the headline of a rejected import
 
 
 class RecordError(ValueError):
@@ -24,14 +31,20 @@ class RecordError(ValueError):
         self.problem = problem
 
 
-class ImportRejected(ValueError):
-    """The whole import was rejected; nothing was written."""
+class ImportRejected(UserError, ValueError):
+    """The whole import was rejected; nothing was written. The first line names the first error and the
+    count; a few more follow as detail, never thousands."""
 
-    def __init__(self, source: str, errors: list[RecordError]) -> None:
-        shown = "\n  ".join(str(e) for e in errors[:MAX_REPORTED_ERRORS])
-        more = len(errors) - MAX_REPORTED_ERRORS
-        tail = f"\n  … and {more} more" if more > 0 else ""
-        super().__init__(f"import of {source} rejected ({len(errors)} error(s)); nothing was written:\n  {shown}{tail}")
+    def __init__(self, source: str, errors: list[RecordError], headline: str | None = None) -> None:
+        first = headline or (str(errors[0]) if errors else "no records")
+        count = f" ({len(errors)} errors in all)" if len(errors) > 1 and headline is None else ""
+        lines = [f"import of {source} rejected, nothing was written: {first}{count}"]
+        rest = errors[1:] if headline is None else errors
+        lines += [f"  {e}" for e in rest[:DETAIL_LINES]]
+        if len(rest) > DETAIL_LINES:
+            lines.append(f"  … and {len(rest) - DETAIL_LINES} more")
+        super().__init__("\n".join(lines))
+        self.source = source
         self.errors = errors
 
 
@@ -145,15 +158,20 @@ def parse_record(obj: Any, where: str, embedding_dim: int | None = None) -> Memo
         raise RecordError(where, "content", "required non-empty string")
     if "\x00" in content:
         raise RecordError(where, "content", "contains a NUL character")
-    importance = _number(obj.get("importance", 1.0), where, "importance")
+    raw_importance = obj.get("importance")  # null (a Parquet or SQLite NULL) means absent, as a missing key does
+    importance = _number(1.0 if raw_importance is None else raw_importance, where, "importance")
     if importance < 0:
         raise RecordError(where, "importance", f"must be ≥ 0, got {importance}")
     if "created_at" not in obj:
         raise RecordError(where, "created_at", "required")
     created_at = parse_timestamp(obj["created_at"], where, "created_at")
     lifecycle = obj.get("lifecycle") or ("archived" if obj.get("archived_by") else "active")
-    if lifecycle not in LIFECYCLES:
-        raise RecordError(where, "lifecycle", f"must be one of {', '.join(LIFECYCLES)}, got {lifecycle!r}")
+    if lifecycle == "pending":
+        raise RecordError(
+            where, "lifecycle", "'pending' is reserved for a run's uncommitted summaries; import it as 'active'"
+        )
+    if lifecycle not in IMPORT_LIFECYCLES:
+        raise RecordError(where, "lifecycle", f"must be one of {', '.join(IMPORT_LIFECYCLES)}, got {lifecycle!r}")
     compressed_from = obj.get("compressed_from")
     if isinstance(compressed_from, str) and compressed_from.strip():
         try:
@@ -164,9 +182,19 @@ def parse_record(obj: Any, where: str, embedding_dim: int | None = None) -> Memo
         compressed_from = None
     elif not isinstance(compressed_from, dict) or not isinstance(compressed_from.get("source_ids"), list):
         raise RecordError(where, "compressed_from", "expected an object with a 'source_ids' list")
+    elif not compressed_from["source_ids"] or not all(
+        isinstance(s, str) and s.strip() for s in compressed_from["source_ids"]
+    ):
+        raise RecordError(where, "compressed_from", "'source_ids' must be a non-empty list of memory ids")
+    elif rid.strip() in compressed_from["source_ids"]:
+        raise RecordError(where, "compressed_from", "a summary cannot list itself as a source")
     kind = obj.get("kind") or ("summary" if compressed_from else "observation")
-    if not isinstance(kind, str):
-        raise RecordError(where, "kind", f"expected a string, got {kind!r}")
+    if isinstance(kind, str):
+        kind = kind.strip().lower()
+    if not isinstance(kind, str) or not KIND_PATTERN.match(kind):
+        raise RecordError(where, "kind", f"expected a lowercase word such as 'observation', got {kind!r}")
+    if kind == "summary" and not compressed_from and not obj.get("summary_of"):
+        raise RecordError(where, "kind", "a 'summary' needs its lineage: compressed_from with 'source_ids'")
     archived_at = obj.get("archived_at")
     prior = obj.get("prior_importance")
     embedding = obj.get("embedding")

@@ -16,6 +16,7 @@ import pandas as pd
 import pyarrow as pa
 
 from memory_pipeline.store.dedupe import TWIN_RANK
+from memory_pipeline.store.invariants import our_pending
 from memory_pipeline.store.records import MemoryRecord
 
 _MEMORY_SCHEMA = pa.schema(
@@ -392,22 +393,27 @@ def activate_summaries(con: duckdb.DuckDBPyConnection, summary_ids: Sequence[str
 
 
 def discard_pending(con: duckdb.DuckDBPyConnection, summary_id: str) -> None:
-    """Compensating action for a failed phase 2: the pending summary and its vector go."""
-    con.execute("DELETE FROM embeddings WHERE memory_id = ?", [summary_id])
-    con.execute("DELETE FROM memories WHERE id = ? AND lifecycle = 'pending'", [summary_id])
+    """Compensating action for a failed phase 2: the pending summary a run wrote, and its vector, go. A row
+    without `created_by_run` was not written by a run (an import never marks one) and is never deleted."""
+    deleted = con.execute(
+        f"DELETE FROM memories WHERE id = ? AND {our_pending()} RETURNING id", [summary_id]
+    ).fetchall()
+    if deleted:
+        con.execute("DELETE FROM embeddings WHERE memory_id = ?", [summary_id])
 
 
 def reconcile_pending(con: duckdb.DuckDBPyConnection) -> tuple[list[str], list[str]]:
     """Pending summaries left by an interrupted run: activate those whose sources were archived for their
-    cluster in a committed transaction, remove the rest (they were never active). Returns (activated, removed)."""
+    cluster in a committed transaction, remove the rest (they were never active). Returns (activated, removed).
+    Only rows a run of ours wrote as pending (`created_by_run` set, with lineage) are considered."""
     rows = con.execute(
-        """
+        f"""
         SELECT s.id, bool_and(coalesce(m.lifecycle = 'archived'
                               AND m.archived_by = json_extract_string(s.compressed_from, '$.cluster_id'), false))
         FROM memories s
         LEFT JOIN memories m ON list_contains(
             CAST(json_extract_string(s.compressed_from, '$.source_ids[*]') AS VARCHAR[]), m.id)
-        WHERE s.lifecycle = 'pending'
+        WHERE {our_pending("s")}
         GROUP BY s.id ORDER BY s.id
         """
     ).fetchall()

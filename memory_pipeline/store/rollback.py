@@ -210,7 +210,7 @@ def apply(con: duckdb.DuckDBPyConnection, p: RollbackPlan, now: datetime, rollba
             [uuid.uuid4().hex, fingerprint, cluster_id, f"rolled back by {rollback_id}", members, rollback_id, now],
         )
     if p.index_names and (p.reindexed or p.summaries):
-        from memory_pipeline.graph.outbox import enqueue_rollback
+        from memory_pipeline.store.outbox import enqueue_rollback
 
         src = pd.DataFrame({"id": p.reindexed})  # noqa: F841 - scanned by DuckDB
         restored = con.execute(
@@ -228,8 +228,8 @@ def apply(con: duckdb.DuckDBPyConnection, p: RollbackPlan, now: datetime, rollba
 
 def configured_indexes() -> list[str]:
     """MEMORY_PIPELINE_EXTERNAL_INDEXES, for callers without an EngineConfig (the CLI)."""
-    from memory_pipeline.graph.external_index import parse_index_names
     from memory_pipeline.settings import env_overrides
+    from memory_pipeline.store.external_index import parse_index_names
 
     return parse_index_names(str(env_overrides().get("external_indexes", "")))
 

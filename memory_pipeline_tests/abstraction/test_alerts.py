@@ -6,8 +6,9 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from memory_pipeline.abstraction import alerts, sensors
-from memory_pipeline.abstraction.sensors import consolidation_alerts
+from memory_pipeline.abstraction import alerts
+from memory_pipeline.defs.abstraction import sensors
+from memory_pipeline.defs.abstraction.sensors import consolidation_alerts
 from memory_pipeline.resources.notifier import NotifierResource
 from memory_pipeline.store import MemoryStore
 from memory_pipeline_tests.conftest import run_job

@@ -8,7 +8,7 @@ import dagster as dg
 import numpy as np
 import pytest
 
-from memory_pipeline.definitions import build_definitions
+from memory_pipeline.definitions import defs_with
 from memory_pipeline.resources import EmbedderResource, EngineConfig, LLMResource, MemoryStoreResource
 from memory_pipeline.resources.embedder import HASHING, hashing_embed
 from memory_pipeline.store import MemoryStore
@@ -64,7 +64,7 @@ def _run(home: Path, job: str) -> dg.ExecuteInProcessResult:
         "engine": EngineConfig(as_of=NOW.isoformat()),
     }
     result = (
-        build_definitions(resources)
+        defs_with(resources)
         .resolve_job_def(job)
         .execute_in_process(instance=dg.DagsterInstance.ephemeral(), raise_on_error=False)
     )

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from memory_pipeline.abstraction import clustering
+from memory_pipeline.similarity import clustering
 
 
 def brute_force_partition(vectors: np.ndarray, threshold: float, min_size: int) -> set[frozenset[int]]:

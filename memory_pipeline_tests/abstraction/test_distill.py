@@ -1,6 +1,6 @@
 import pytest
 
-from memory_pipeline.abstraction.distill import (
+from memory_pipeline.llm.distill import (
     SYSTEM_PROMPT,
     DistillationRejected,
     Member,

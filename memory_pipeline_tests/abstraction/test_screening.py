@@ -5,7 +5,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memory_pipeline.abstraction import clustering, screening
+from memory_pipeline.similarity import clustering, screening
 
 
 def edge_set(rows: np.ndarray, cols: np.ndarray) -> set[tuple[int, int]]:

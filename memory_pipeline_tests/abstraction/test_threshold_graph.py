@@ -8,8 +8,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memory_pipeline.abstraction import threshold_graph as tg
-from memory_pipeline.abstraction.clustering import components, threshold_edges
+from memory_pipeline.similarity import threshold_graph as tg
+from memory_pipeline.similarity.clustering import components, threshold_edges
 from memory_pipeline.store import MemoryStore, edges
 from memory_pipeline.store import repository as repo
 from memory_pipeline.store.records import MemoryRecord

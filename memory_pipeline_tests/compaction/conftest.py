@@ -10,7 +10,7 @@ import dagster as dg
 import pytest
 
 from memory_pipeline.compaction.tiers import META_FILE, TIERS
-from memory_pipeline.definitions import build_definitions
+from memory_pipeline.definitions import defs_with
 from memory_pipeline.journals.locomo import default_locomo_path
 from memory_pipeline.tokens import estimate_tokens
 from memory_pipeline_tests.conftest import resources_for
@@ -100,7 +100,7 @@ def run(
     tags: dict[str, str] | None = None,
     trigger: str = "manual",
 ) -> dg.ExecuteInProcessResult:
-    defs = build_definitions(resources_for(home))
+    defs = defs_with(resources_for(home))
     config = {"approved": approved, "dry_run": dry_run, "as_of": as_of.isoformat(), "trigger": trigger}
     return defs.resolve_job_def("tiered_compaction").execute_in_process(
         run_config={"ops": {"tier_volumes": {"config": config}}},

@@ -13,7 +13,7 @@ from memory_pipeline.compaction.llm_extract import (
     SUMMARY_SYSTEM_PROMPT,
     LLMExtractor,
 )
-from memory_pipeline.definitions import build_definitions
+from memory_pipeline.definitions import defs_with
 from memory_pipeline.llm.ledger import Ledger
 from memory_pipeline.resources import LLMResource
 from memory_pipeline_tests.compaction.conftest import (
@@ -225,7 +225,7 @@ def test_compaction_run_through_the_fake_api_reports_extractors_usage_and_fallba
     fake.reply_when(is_insight, "Sure! Here are some insights: none.")
     with fake.serve() as url:
         llm = LLMResource(api_key=TEST_KEY, mode="anthropic", base_url=url, max_retries=0, min_interval_s=0.0)
-        defs = build_definitions({**resources_for(home), "llm": llm})
+        defs = defs_with({**resources_for(home), "llm": llm})
         result = defs.resolve_job_def("tiered_compaction").execute_in_process(
             run_config={"ops": {"tier_volumes": {"config": {"as_of": NOW.isoformat()}}}},
             partition_key=PARTITION, instance=dg.DagsterInstance.ephemeral(), raise_on_error=False,

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import dagster as dg
 
-from memory_pipeline.compaction.sensors import episodic_volume_sensor, semantic_limit_sensor, working_volume_sensor
-from memory_pipeline.definitions import build_definitions
+from memory_pipeline.definitions import defs_with
+from memory_pipeline.defs.compaction.sensors import episodic_volume_sensor, semantic_limit_sensor, working_volume_sensor
 from memory_pipeline_tests.compaction.conftest import (
     PARTITION,
     WORKING_NOTE,
@@ -71,7 +71,7 @@ def test_sensor_requested_run_with_young_files_ends_cleanly_with_the_reason(home
     for i in range(11):
         note(home, "working", f"n{i}.md", WORKING_NOTE, age_days=2)
     request, _ = tick(working_volume_sensor, home, None, instance)
-    job = build_definitions(resources_for(home)).resolve_job_def("tiered_compaction")
+    job = defs_with(resources_for(home)).resolve_job_def("tiered_compaction")
     result = job.execute_in_process(run_config=request.run_config, partition_key=request.partition_key,
                                     tags=request.tags, instance=instance)
     r = report_of(home, result)
@@ -84,7 +84,7 @@ def test_sensor_requested_run_with_young_files_ends_cleanly_with_the_reason(home
 
 def test_weekly_schedule_is_sunday_0300_utc_and_evaluates_before_acting(home: Path) -> None:
     mark_not_first(home)
-    defs = build_definitions(resources_for(home))
+    defs = defs_with(resources_for(home))
     schedule = defs.resolve_schedule_def("weekly_compaction_schedule")
     assert (schedule.cron_schedule, schedule.execution_timezone) == ("0 3 * * 0", "UTC")
     sunday = datetime(2026, 11, 8, 3, 0, tzinfo=UTC)

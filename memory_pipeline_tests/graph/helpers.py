@@ -78,9 +78,9 @@ def resources(home: Path, **engine: object) -> dict[str, dg.ConfigurableResource
 
 
 def run_nightly(home: Path, run_config: dict | None = None, **engine: object) -> dg.ExecuteInProcessResult:
-    from memory_pipeline.definitions import build_definitions
+    from memory_pipeline.definitions import defs_with
 
-    defs = build_definitions(resources(home, **engine))
+    defs = defs_with(resources(home, **engine))
     return defs.resolve_job_def("nightly_consolidation").execute_in_process(
         instance=dg.DagsterInstance.ephemeral(), run_config=run_config or {}, raise_on_error=False
     )

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from memory_pipeline.abstraction.checks import keys_stay_reachable
+from memory_pipeline.defs.abstraction.checks import keys_stay_reachable
 from memory_pipeline.graph.queries import connectivity
 from memory_pipeline.resources import MemoryStoreResource
 from memory_pipeline_tests.graph.helpers import make_workspace, memory

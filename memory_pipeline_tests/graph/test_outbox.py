@@ -10,9 +10,8 @@ from pathlib import Path
 import pytest
 
 from memory_pipeline.faults import ENV as CRASH_ENV
-from memory_pipeline.graph import outbox
-from memory_pipeline.graph.external_index import DirectoryIndex, OutboxAction
-from memory_pipeline.store import MemoryStore
+from memory_pipeline.store import MemoryStore, outbox
+from memory_pipeline.store.external_index import DirectoryIndex, OutboxAction
 from memory_pipeline_tests.graph.helpers import make_workspace, memory
 
 NOW = datetime(2026, 11, 1, 3, 30)
@@ -114,8 +113,8 @@ def test_sigkill_mid_drain_then_drain_again(tmp_path: Path) -> None:
     store, index, ids = seeded(tmp_path)
     script = (
         "import sys; from datetime import datetime; from pathlib import Path\n"
-        "from memory_pipeline.graph import outbox\n"
-        "from memory_pipeline.graph.external_index import DirectoryIndex\n"
+        "from memory_pipeline.store import outbox\n"
+        "from memory_pipeline.store.external_index import DirectoryIndex\n"
         "from memory_pipeline.store import MemoryStore\n"
         "ws = Path(sys.argv[1])\n"
         "outbox.drain(MemoryStore(ws / 'memory.duckdb'), {'vectors': DirectoryIndex(ws / 'indexes' / 'vectors', "

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import dagster as dg
 
-from memory_pipeline.graph.assets import outbox_drain
-from memory_pipeline.graph.external_index import DirectoryIndex
+from memory_pipeline.defs.graph.assets import outbox_drain
 from memory_pipeline.graph.usage_store import record_inclusions
 from memory_pipeline.store import MemoryStore
+from memory_pipeline.store.external_index import DirectoryIndex
 from memory_pipeline_tests.graph.helpers import make_workspace, memory, resources, run_nightly, timeout_family
 
 KEYS = ["err:timeout", "path:/v1/charge", "tool:http"]

@@ -8,20 +8,20 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from memory_pipeline.abstraction.checks import (
+from memory_pipeline.definitions import defs_with
+from memory_pipeline.defs.abstraction.checks import (
     keys_stay_reachable,
     lineage_consistent,
     no_orphan_pending,
     no_summary_recompressed,
 )
-from memory_pipeline.definitions import build_definitions
-from memory_pipeline.graph import outbox, queries
-from memory_pipeline.graph.assets import outbox_drain
-from memory_pipeline.graph.external_index import DirectoryIndex, OutboxAction
+from memory_pipeline.defs.graph.assets import outbox_drain
+from memory_pipeline.graph import queries
 from memory_pipeline.resources import MemoryStoreResource
-from memory_pipeline.store import MemoryStore
+from memory_pipeline.store import MemoryStore, outbox
 from memory_pipeline.store import repository as repo
 from memory_pipeline.store import rollback as rb
+from memory_pipeline.store.external_index import DirectoryIndex, OutboxAction
 from memory_pipeline_tests.graph.helpers import NOW, make_workspace, memory, resources, run_nightly
 from memory_pipeline_tests.graph.test_pipeline import workspace
 from memory_pipeline_tests.graph.test_summary_rollup import summaries
@@ -47,7 +47,7 @@ def assert_invariants(home: Path) -> None:
 
 
 def rollback_job(home: Path, run_id: str, **engine: object) -> dg.ExecuteInProcessResult:
-    job = build_definitions(resources(home, **engine)).resolve_job_def("rollback_consolidation")
+    job = defs_with(resources(home, **engine)).resolve_job_def("rollback_consolidation")
     config = {"ops": {"rollback_runs": {"config": {"run_id": run_id, "dry_run": False}}}}
     return job.execute_in_process(run_config=config)
 
@@ -114,7 +114,7 @@ def test_rollback_undoes_an_explicit_summary_rollup_and_refuses_to_orphan_it(tmp
     seed_index(store, index)
     before = index_state(index)
     ids = [f"s-0{i}" for i in range(6)]
-    defs = build_definitions(resources(home, external_indexes="vectors"))
+    defs = defs_with(resources(home, external_indexes="vectors"))
     config = {"ops": {"roll_up_summaries": {"config": {"summary_ids": ids}}}}
     job = defs.resolve_job_def("summary_rollup_job")
     rolled = job.execute_in_process(run_config=config)

@@ -5,9 +5,9 @@ from pathlib import Path
 
 import dagster as dg
 
-from memory_pipeline.graph import outbox
-from memory_pipeline.graph.sensors import compaction_triggers, outbox_drain_sensor
+from memory_pipeline.defs.graph.sensors import compaction_triggers, outbox_drain_sensor
 from memory_pipeline.graph.triggers import INGEST_SPIKE, OUTBOX_CRITICAL, StoreCounts, TriggerParams, decide, quantise
+from memory_pipeline.store import outbox
 from memory_pipeline_tests.graph.helpers import NOW, make_workspace, memory, resources
 
 

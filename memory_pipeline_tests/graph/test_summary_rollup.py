@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from memory_pipeline.abstraction.checks import keys_stay_reachable, lineage_consistent, no_summary_recompressed
-from memory_pipeline.definitions import build_definitions
+from memory_pipeline.definitions import defs_with
+from memory_pipeline.defs.abstraction.checks import keys_stay_reachable, lineage_consistent, no_summary_recompressed
 from memory_pipeline.graph.summary_rollup import SummaryOfSummaryRefused, check_request
 from memory_pipeline.resources import MemoryStoreResource
 from memory_pipeline.store import MemoryStore
@@ -43,7 +43,7 @@ def test_summary_of_summary_is_refused_unless_explicit_and_above_the_threshold(t
 def test_an_explicit_rollup_keeps_provenance_and_the_invariants(tmp_path: Path) -> None:
     home = tmp_path / "ws"
     store = make_workspace(home, summaries(6))
-    defs = build_definitions(resources(home))
+    defs = defs_with(resources(home))
     job = defs.resolve_job_def("summary_rollup_job")
     refused = job.execute_in_process(
         run_config={"ops": {"roll_up_summaries": {"config": {"summary_ids": ["s-00", "s-01"]}}}}, raise_on_error=False

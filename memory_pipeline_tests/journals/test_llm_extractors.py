@@ -13,14 +13,14 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from memory_pipeline.definitions import REPO_ROOT
+from memory_pipeline.defs.journals.assets import DAILY_ASSETS, EXTRACTOR_KEYS, IO_MANAGER, session_memories, sessions
+from memory_pipeline.defs.journals.io import ParquetIOManager
 from memory_pipeline.journals import llm_extractors as lx
-from memory_pipeline.journals.assets import DAILY_ASSETS, EXTRACTOR_KEYS, IO_MANAGER, session_memories, sessions
 from memory_pipeline.journals.extractors import EXTRACTORS
-from memory_pipeline.journals.io import ParquetIOManager
 from memory_pipeline.journals.transcript import Transcript, Turn
 from memory_pipeline.llm.ledger import FileLedger
 from memory_pipeline.resources import EngineConfig, LLMResource, MemoryStoreResource
+from memory_pipeline.settings import REPO_ROOT
 from memory_pipeline.store import MemoryStore
 from memory_pipeline_tests.llm.fake_api import TEST_KEY, FakeAnthropicAPI, server_error
 

@@ -6,9 +6,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from memory_pipeline.definitions import REPO_ROOT
-from memory_pipeline.journals import extractors, knowledge
-from memory_pipeline.journals.assets import (
+from memory_pipeline.defs.journals.assets import (
     DAILY_ASSETS,
     EXTRACTOR_KEYS,
     IO_MANAGER,
@@ -19,10 +17,12 @@ from memory_pipeline.journals.assets import (
     session_memories,
     sessions,
 )
-from memory_pipeline.journals.io import ParquetIOManager
+from memory_pipeline.defs.journals.io import ParquetIOManager
+from memory_pipeline.journals import extractors, knowledge
 from memory_pipeline.journals.llm_extractors import llm_configured, version_for
 from memory_pipeline.journals.reconstruct import range_tags
 from memory_pipeline.resources import EngineConfig, LLMResource, MemoryStoreResource
+from memory_pipeline.settings import REPO_ROOT
 from memory_pipeline.store import MemoryStore
 
 DAY = "2026-09-15"
@@ -156,7 +156,7 @@ def test_an_extractor_version_bump_replaces_only_its_own_memories(home: Path, mo
 
 
 def journals_asset() -> dg.AssetsDefinition:
-    from memory_pipeline.journals.assets import journals
+    from memory_pipeline.defs.journals.assets import journals
 
     return journals
 

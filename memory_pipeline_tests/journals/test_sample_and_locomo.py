@@ -5,7 +5,6 @@ from pathlib import Path
 import pytest
 
 from memory_pipeline.cli import main
-from memory_pipeline.definitions import REPO_ROOT
 from memory_pipeline.journals.locomo import (
     LocomoError,
     default_locomo_path,
@@ -14,6 +13,7 @@ from memory_pipeline.journals.locomo import (
 )
 from memory_pipeline.journals.sample_transcripts import generate_sessions
 from memory_pipeline.journals.transcript import parse_transcript
+from memory_pipeline.settings import REPO_ROOT
 
 LOCOMO = default_locomo_path()
 needs_locomo = pytest.mark.skipif(not LOCOMO.exists(), reason="LoCoMo data not present")

@@ -24,7 +24,7 @@ from typing import Any
 
 import httpx2 as httpx
 
-from memory_pipeline.abstraction.distill import (
+from memory_pipeline.llm.distill import (
     SYSTEM_PROMPT,
     Member,
     OfflineDistiller,

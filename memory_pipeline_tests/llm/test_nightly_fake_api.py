@@ -14,7 +14,7 @@ import dagster as dg
 import pytest
 from dagster._serdes import serialize_value
 
-from memory_pipeline.definitions import build_definitions
+from memory_pipeline.definitions import defs_with
 from memory_pipeline.llm.ledger import FileLedger
 from memory_pipeline.llm.runs import DEFERRED_PREFIX
 from memory_pipeline.resources import LLMResource
@@ -44,7 +44,7 @@ def run_night(
 ):
     resources = resources_for(home, **{**FAST, **engine})
     resources["llm"] = LLMResource(
-        api_key=dg.EnvVar("ANTHROPIC_API_KEY"),  # as definitions.py wires it: the key never enters config
+        api_key=dg.EnvVar("ANTHROPIC_API_KEY"),  # as resources/defaults.py wires it: the key never enters config
         mode=mode,
         base_url=base_url,
         timeout_s=1.0,
@@ -52,7 +52,7 @@ def run_night(
         retry_base_delay_s=0.001,
         batch_poll_interval_s=0.01,
     )
-    job_def = build_definitions(resources).resolve_job_def(job)
+    job_def = defs_with(resources).resolve_job_def(job)
     return job_def.execute_in_process(instance=instance, raise_on_error=False)
 
 
@@ -192,7 +192,7 @@ def test_a_batch_night_killed_while_polling_is_resumed_and_paid_once(
         env = os.environ | {
             "MEMORY_PIPELINE_HOME": str(workspace),
             "DAGSTER_HOME": str(tmp_path / "dagster_home"),
-            "MEMORY_PIPELINE_LLM": "batch",  # the production wiring: definitions.default_resources
+            "MEMORY_PIPELINE_LLM": "batch",  # the production wiring: resources.defaults.default_resources
             "ANTHROPIC_BASE_URL": base_url,
         }
         child = subprocess.Popen(

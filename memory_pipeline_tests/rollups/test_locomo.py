@@ -8,10 +8,10 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from memory_pipeline.defs.rollups.sensors import rollups_sensor
 from memory_pipeline.rollups import build
 from memory_pipeline.rollups.backfill import backfill
 from memory_pipeline.rollups.schema import validate
-from memory_pipeline.rollups.sensors import rollups_sensor
 from memory_pipeline.store import MemoryStore
 from memory_pipeline.store.db import atomic, utcnow
 from memory_pipeline_tests.conftest import resources_for
@@ -35,8 +35,8 @@ def transcript_days(paths: list[Path]) -> list[date]:
 def import_conversation(home: Path, sample_id: str) -> tuple[MemoryStore, list[date]]:
     """LoCoMo → transcripts (journals' locomo_to_transcripts) → the store's `sessions` table, day by day, with the
     same parse-and-replace the journals `sessions` asset runs per daily partition (without a run per day)."""
+    from memory_pipeline.defs.journals.assets import raw_root
     from memory_pipeline.journals import tables
-    from memory_pipeline.journals.assets import raw_root
     from memory_pipeline.journals.locomo import locomo_to_transcripts
     from memory_pipeline.journals.transcript import read_day
 
@@ -85,14 +85,14 @@ def test_locomo_hierarchy_per_conversation(tmp_path: Path) -> None:
 def test_locomo_through_the_journals_sessions_asset_and_the_sensor(tmp_path: Path) -> None:
     """conv-26 end to end in Dagster: the journals `sessions` asset materialised for each of the conversation's
     days, then sensor ticks add and request exactly the Cores its 19 sessions close."""
-    from memory_pipeline.journals.assets import sessions
-    from memory_pipeline.journals.definitions import DOMAIN as JOURNALS
-    from memory_pipeline.rollups.assets import cores
+    from memory_pipeline.defs.journals.assets import IO_MANAGER, sessions
+    from memory_pipeline.defs.journals.resources import workspace_parquet_io_manager
+    from memory_pipeline.defs.rollups.assets import cores
 
     home = tmp_path / "conv-26"
     days = transcript_days(_transcripts(home, "conv-26"))
     shared = resources_for(home)
-    resources = {**JOURNALS.resources(shared), **shared}
+    resources = {IO_MANAGER: workspace_parquet_io_manager, **shared}
     instance = dg.DagsterInstance.ephemeral()
     cursor = None
     for day in days:
@@ -112,7 +112,7 @@ def test_locomo_through_the_journals_sessions_asset_and_the_sensor(tmp_path: Pat
 
 
 def _transcripts(home: Path, sample_id: str) -> list[Path]:
-    from memory_pipeline.journals.assets import raw_root
+    from memory_pipeline.defs.journals.assets import raw_root
     from memory_pipeline.journals.locomo import locomo_to_transcripts
 
     home.mkdir(parents=True)

@@ -122,7 +122,7 @@ def test_wrong_vector_dimension_is_rejected(tmp_path: Path) -> None:
 def test_ids_already_in_store_are_rejected(tmp_path: Path) -> None:
     store = MemoryStore(tmp_path / "m.duckdb")
     import_jsonl(store, write_jsonl(tmp_path / "a.jsonl", [GOOD]))
-    with pytest.raises(ImportRejected, match="already exists in the store"):
+    with pytest.raises(ImportRejected, match=r"1 id\(s\) already in the store \(m-1\)"):
         import_jsonl(store, write_jsonl(tmp_path / "b.jsonl", [GOOD | {"id": "m-9"}, GOOD]))
     assert count(store) == 1
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memory_pipeline.abstraction.clustering import cluster_id_for, fingerprint
+from memory_pipeline.similarity.clustering import cluster_id_for, fingerprint
 from memory_pipeline.store import MemoryStore, invariants
 from memory_pipeline.store import repository as repo
 from memory_pipeline.store import rollback as rb

@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 from dagster_graphql import DagsterGraphQLClient
 
-from memory_pipeline.abstraction.schedules import PIPELINE
-from memory_pipeline.definitions import REPO_ROOT
+from memory_pipeline.defs.abstraction.schedules import PIPELINE
 from memory_pipeline.sample_data import write_sample_jsonl
+from memory_pipeline.settings import REPO_ROOT
 from memory_pipeline.store import MemoryStore
 from memory_pipeline.store.importers import import_jsonl
 from memory_pipeline_tests.ui.server import LOCATION, REPO, DagsterDev, latest_materialization, wait_for_run
@@ -191,7 +191,7 @@ def test_a_violated_invariant_fails_its_blocking_check_visibly_over_graphql(nigh
 
 
 def _journal_daily_keys() -> list[list[str]]:
-    from memory_pipeline.journals.assets import DAILY_ASSETS
+    from memory_pipeline.defs.journals.assets import DAILY_ASSETS
 
     return [list(key.path) for a in DAILY_ASSETS for key in a.keys]
 

@@ -4,8 +4,8 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from memory_pipeline.abstraction.schedules import PIPELINE
-from memory_pipeline.definitions import build_definitions
+from memory_pipeline.definitions import defs_with
+from memory_pipeline.defs.abstraction.schedules import PIPELINE
 from memory_pipeline.resources import EmbedderResource
 from memory_pipeline.resources.embedder import HASHING
 from memory_pipeline.sample_data import write_sample_jsonl
@@ -23,7 +23,7 @@ def night(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dg.ExecuteInP
     write_sample_jsonl(home / "sample.jsonl", SAMPLE_NOW)
     import_jsonl(MemoryStore(home / "memory.duckdb"), home / "sample.jsonl")
     resources = resources_for(home) | {"embedder": EmbedderResource(model=HASHING)}
-    job = build_definitions(resources).resolve_job_def("nightly_consolidation")
+    job = defs_with(resources).resolve_job_def("nightly_consolidation")
     result = job.execute_in_process(instance=dg.DagsterInstance.ephemeral(), raise_on_error=False)
     assert result.success
     return home, result
@@ -35,7 +35,7 @@ def _metadata(result: dg.ExecuteInProcessResult, asset: str) -> dict:
 
 
 def test_every_abstraction_asset_has_a_description_kinds_owner_and_component_tag() -> None:
-    specs = {s.key.to_user_string(): s for s in build_definitions(resources_for(Path("."))).resolve_all_asset_specs()}
+    specs = {s.key.to_user_string(): s for s in defs_with(resources_for(Path("."))).resolve_all_asset_specs()}
     for name in ABSTRACTION:
         spec = specs[name]
         assert spec.description and len(spec.description) > 40, name

@@ -1,0 +1,226 @@
+"""ClusterFinder (seed 000): embed the memories, pick the eligible ones, cluster them."""
+
+import time
+from datetime import timedelta
+
+import dagster as dg
+import pandas as pd
+
+from memory_pipeline.defs.abstraction.common import EMBED_CHUNK, GROUP
+from memory_pipeline.defs.abstraction.cortex_dedupe import exact_duplicates
+from memory_pipeline.graph import plan as graph_plan
+from memory_pipeline.graph import queries as graph_queries
+from memory_pipeline.operator.metadata import OWNERS, cluster_size_metadata
+from memory_pipeline.operator.progress import ThrottledProgress, encode_in_steps
+from memory_pipeline.resources import EmbedderResource, EngineConfig, MemoryStoreResource
+from memory_pipeline.resources.store import POOL
+from memory_pipeline.similarity import clustering, threshold_graph
+from memory_pipeline.similarity.clustering import MemoryCluster
+from memory_pipeline.store import edges
+from memory_pipeline.store import outbox as graph_outbox
+from memory_pipeline.store import repository as repo
+from memory_pipeline.store.db import MemoryStore
+
+
+class ClusterSelection(dg.Config):
+    """Re-run one cluster by id (from a dry run's listing); it bypasses the fingerprint TTL."""
+
+    cluster_id: str = ""
+
+
+@dg.asset(
+    group_name=GROUP, pool=POOL, kinds={"duckdb", "numpy"}, owners=OWNERS, tags={"component": "ClusterFinder"},
+    deps=[exact_duplicates],
+)
+def memory_embeddings(
+    context: dg.AssetExecutionContext, store: MemoryStoreResource, embedder: EmbedderResource, engine: EngineConfig
+) -> dg.MaterializeResult:
+    """Vectors only for memories that lack one for the configured model: nights cost what is new."""
+    db = store.open()
+    with db.connect() as con:
+        todo = repo.memories_without_embedding(con, embedder.model)
+    started = time.perf_counter()
+    done = 0
+    context.log.info(f"embedding {len(todo)} memories with {embedder.model}")
+    progress = ThrottledProgress(context.log.info, "embedding memories", len(todo))
+    for lo in range(0, len(todo), EMBED_CHUNK):
+        chunk = todo.iloc[lo : lo + EMBED_CHUNK]
+        vectors = encode_in_steps(
+            embedder.encode,
+            chunk["content"].tolist(),
+            2 * embedder.batch_size,
+            lambda n, lo=lo: progress.update(lo + n),
+        )
+        with db.transaction() as con:
+            repo.upsert_embeddings(con, embedder.model, chunk["id"].tolist(), vectors, engine.now())
+        done += len(chunk)
+        context.log.info(f"embedded {done}/{len(todo)} memories with {embedder.model}")
+    seconds = time.perf_counter() - started
+    return dg.MaterializeResult(
+        metadata={
+            "embedded": done,
+            "model": embedder.model,
+            "seconds": round(seconds, 2),
+            "memories_per_second": round(done / seconds, 1) if done and seconds > 0 else 0.0,
+        }
+    )
+
+
+@dg.asset(
+    group_name=GROUP, kinds={"duckdb"}, owners=OWNERS, tags={"component": "ClusterFinder"}, deps=[memory_embeddings]
+)
+def eligible_memories(
+    context: dg.AssetExecutionContext, store: MemoryStoreResource, embedder: EmbedderResource, engine: EngineConfig
+) -> dg.Output[repo.EligibleSet]:
+    """Only what may be compressed: not critical, not fresh, not a summary, not archived, pinned or locked."""
+    fresh_before = engine.now() - timedelta(hours=engine.freshness_hours)
+    with store.open().connect() as con:
+        eligible = repo.load_eligible(con, embedder.model, engine.critical_floor, fresh_before)
+        reasons = repo.eligibility_counts(con, embedder.model, engine.critical_floor, fresh_before)
+    context.log.info(f"ClusterFinder: {len(eligible.frame)} eligible memories")
+    return dg.Output(eligible, metadata={"eligible": len(eligible.frame), **reasons})
+
+
+class ClusterBuild(dg.Config):
+    """`build`: incremental (default) reuses the stored threshold graph and computes only the edges of new or
+    changed memories; full recomputes every edge. Empty = env MEMORY_PIPELINE_CLUSTER_BUILD, else incremental."""
+
+    build: str = ""
+    # graph-preserving compaction (seed 004): override EngineConfig.cluster_source for this run
+    # (embedding | keys | both) and restrict key-centred clusters to keys with these prefixes (comma-separated,
+    # e.g. "spam:" for the spam-family compaction the trigger sensor requests)
+    source: str = ""
+    key_prefixes: str = ""
+
+
+@dg.asset(
+    group_name=GROUP, pool=POOL, kinds={"numpy", "scipy", "duckdb"}, owners=OWNERS, tags={"component": "ClusterFinder"}
+)
+def clusters(
+    context: dg.AssetExecutionContext,
+    config: ClusterBuild,
+    store: MemoryStoreResource,
+    embedder: EmbedderResource,
+    engine: EngineConfig,
+    eligible_memories: repo.EligibleSet,
+) -> dg.Output[list[MemoryCluster]]:
+    """Single linkage at the threshold = connected components of the threshold graph; largest first. The
+    graph is kept in the store between nights; only a run that also writes the store (archive_updates)
+    saves it back, so the dry run computes the same clusters and writes nothing.
+
+    Seed 004: key-centred clusters as a second source (`cluster_source`), hubs protected per `hub_policy`,
+    and no new compaction while the outbox of external-index actions is critical."""
+    started = time.perf_counter()
+    since = engine.now() - timedelta(days=engine.fingerprint_ttl_days)
+    settings = graph_plan.GraphSettings.from_engine(
+        engine, config.source, [p.strip() for p in config.key_prefixes.split(",") if p.strip()]
+    )
+    from memory_pipeline.llm.runs import NON_ATTEMPT_PREFIXES
+
+    db = store.open()
+    with db.connect() as con:
+        recent = repo.recent_fingerprints(con, since, NON_ATTEMPT_PREFIXES)
+        open_actions = graph_outbox.open_count(con)
+        holders = graph_queries.key_holders(con, engine.hub_top_keys, engine.now().date(), engine.usage_decay)
+    if open_actions >= engine.outbox_critical:
+        reason = (
+            f"compaction paused: ops/outbox-critical ({open_actions} open outbox actions ≥ {engine.outbox_critical})"
+        )
+        context.log.warning(f"ClusterFinder: {reason}")
+        return dg.Output([], metadata={"clusters_found": 0, "paused": reason, "outbox_open": open_actions})
+    run_assets = context.run.asset_selection or context.job_def.asset_layer.executable_asset_keys
+    persist = dg.AssetKey("archive_updates") in run_assets
+    ids = eligible_memories.frame["id"].to_numpy(dtype=object)
+    if settings.cluster_source == "keys":  # no embedding clusters tonight: the stored graph is left as it is
+        found = []
+        graph_meta: dict[str, object] = {"graph_build": "not used (cluster_source=keys)"}
+    else:
+        found, graph_meta = _embedding_clusters(
+            context, config, db, embedder, engine, eligible_memories, ids, recent, persist
+        )
+    planned = graph_plan.plan(
+        found, eligible_memories.frame, eligible_memories.vectors, holders, settings, engine.now().date(), recent
+    )
+    found = planned.clusters
+    if persist and planned.hubs:
+        with db.transaction() as con:
+            if settings.hubs.policy == "pin":
+                graph_queries.pin_hubs(con, [h.id for h in planned.hubs if planned.hub_actions[h.id] == "pinned"])
+            graph_queries.record_hubs(con, context.run.run_id, planned.hubs, planned.hub_actions, engine.now())
+    seconds = time.perf_counter() - started
+    skipped = sum(1 for c in found if c.skip_reason)
+    context.log.info(
+        f"ClusterFinder: found {len(found)} clusters {planned.by_source} ({skipped} recently processed), "
+        f"{len(planned.hubs)} hub(s), in {seconds:.2f}s"
+    )
+    table = pd.DataFrame(
+        [
+            {
+                "cluster_id": c.cluster_id,
+                "source": c.extra.get("source", "embedding"),
+                "key": c.extra.get("key", ""),
+                "members": c.member_count,
+                "avg_similarity": c.avg_similarity,
+                "category": c.dominant_category,
+                "tokens": c.total_tokens,
+                "skip": c.skip_reason or "",
+            }
+            for c in found
+        ]
+    )
+    return dg.Output(
+        found,
+        metadata={
+            "clusters_found": len(found),
+            "recently_processed": skipped,
+            "largest": max((c.member_count for c in found), default=0),
+            "seconds": round(seconds, 3),
+            **graph_meta,
+            "cluster_source": settings.cluster_source,
+            "key_clusters": planned.by_source.get("keys", 0),
+            "hubs": len(planned.hubs),
+            "clusters": dg.MetadataValue.md(table.head(50).to_markdown(index=False)) if len(table) else "none",
+            **cluster_size_metadata(found),
+        },
+    )
+
+
+def _embedding_clusters(
+    context: dg.AssetExecutionContext,
+    config: ClusterBuild,
+    db: MemoryStore,
+    embedder: EmbedderResource,
+    engine: EngineConfig,
+    eligible_memories: repo.EligibleSet,
+    ids: object,
+    recent: set[str],
+    persist: bool,
+) -> tuple[list[MemoryCluster], dict[str, object]]:
+    """The embedding source: connected components of the (stored, incremental) threshold graph."""
+    graph = edges.night_graph(
+        db,
+        ids,
+        eligible_memories.vectors,
+        model=embedder.model,
+        threshold=engine.similarity_threshold,
+        mode=threshold_graph.resolve_mode(config.build),
+        persist=persist,
+        now=engine.now(),
+        run_id=context.run.run_id,
+    )
+    context.log.info(f"ClusterFinder: {graph.mode} threshold graph ({graph.reason}): {graph.stats}")
+    found = clustering.build_clusters(
+        eligible_memories.frame,
+        eligible_memories.vectors,
+        engine.similarity_threshold,
+        engine.min_cluster_size,
+        recent,
+        engine.fingerprint_ttl_days,
+        groups=graph.components(engine.min_cluster_size),
+    )
+    return found, {
+        "graph_build": graph.mode,
+        "graph_engine": "int8 screen + float64 verdict" if threshold_graph.screen_available() else "float32 tiles",
+        "graph_rows_computed": int(graph.stats.get("computed_rows", 0)),
+        "graph_edges": int(graph.rows.size),
+    }

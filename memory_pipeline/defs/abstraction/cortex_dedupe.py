@@ -1,0 +1,76 @@
+"""Exact duplicates before anything is embedded (component `cortex_dedupe`)."""
+
+import time
+from collections.abc import Iterator
+from datetime import timedelta
+
+import dagster as dg
+
+from memory_pipeline.defs.abstraction.common import ARCHIVED_IMPORTANCE, GROUP, RunStart, _lease_alive
+from memory_pipeline.operator.metadata import OWNERS
+from memory_pipeline.resources import EngineConfig, MemoryStoreResource
+from memory_pipeline.resources.store import POOL
+from memory_pipeline.store import backup, lease
+from memory_pipeline.store import repository as repo
+from memory_pipeline.store.db import utcnow
+from memory_pipeline.store.dedupe import archive_exact_duplicates
+from memory_pipeline.store.external_index import parse_index_names
+
+
+@dg.asset(
+    group_name=GROUP, pool=POOL, kinds={"duckdb"}, owners=OWNERS, tags={"component": "cortex_dedupe"},
+    output_required=False,
+)
+def exact_duplicates(
+    context: dg.AssetExecutionContext, store: MemoryStoreResource, engine: EngineConfig
+) -> Iterator[dg.Output[RunStart]]:
+    """The run's first write. Takes the store's consolidation lease (a second run skips, as the seed's lock
+    does), snapshots the store, reconciles what an interrupted run left pending, takes the token baseline,
+    and then dedupes exact matches (the seed's cortex_dedupe) so no LLM call is spent on identical text."""
+    db = store.open()
+    now = engine.now()
+    run_id = context.run.run_id
+    try:
+        with db.transaction() as con:
+            lease.acquire(
+                con, run_id, utcnow(), timedelta(hours=engine.lease_ttl_hours),
+                lambda held: _lease_alive(context.instance, held),
+            )
+            # recorded now, so that a run that dies before its report can still be rolled back by time
+            con.execute("INSERT OR REPLACE INTO consolidation_runs VALUES (?, ?, NULL, NULL, NULL)", [run_id, utcnow()])
+    except lease.LeaseBusy as busy:
+        context.log.warning(str(busy))
+        return  # no output: every downstream step is skipped and the run ends cleanly
+    snapshot = backup.snapshot(db, store.home_path / "backups", run_id, engine.backups_keep)
+    with db.transaction() as con:
+        activated, removed = repo.reconcile_pending(con)
+        tokens_before = repo.active_tokens(con)
+        count_before = repo.memory_count(con)
+        archived = archive_exact_duplicates(
+            con,
+            critical_floor=engine.critical_floor,
+            archived_importance=ARCHIVED_IMPORTANCE,
+            fresh_before=now - timedelta(hours=engine.freshness_hours),
+            now=now,
+            run_id=run_id,
+            index_names=parse_index_names(engine.external_indexes),
+        )
+    if activated or removed:
+        context.log.warning(
+            f"reconciled an interrupted run: {len(activated)} pending summaries activated, {len(removed)} removed"
+        )
+    context.log.info(f"exact dedupe: archived {len(archived)} duplicate(s) of older memories")
+    start = RunStart(
+        utcnow().isoformat() + "Z", time.time(), tokens_before, count_before, len(archived), activated, removed
+    )
+    yield dg.Output(
+        start,
+        metadata={
+            "duplicates_archived": len(archived),
+            "tokens_before": tokens_before,
+            "memories": count_before,
+            "pending_activated": len(activated),
+            "pending_removed": len(removed),
+            "backup": dg.MetadataValue.path(str(snapshot)),
+        },
+    )

@@ -1,0 +1,184 @@
+"""Reporter (seed 000): the run report, its verdict and the numbers the UI plots."""
+
+import json
+import time
+from pathlib import Path
+
+import dagster as dg
+import duckdb
+import pandas as pd
+
+from memory_pipeline.abstraction.report import (
+    CompressionRunReport,
+    decide_verdict,
+    markdown_table,
+    reduction_pct,
+)
+from memory_pipeline.defs.abstraction.atom_enricher import AtomResults
+from memory_pipeline.defs.abstraction.common import GROUP, ClusterOutcome, RunStart
+from memory_pipeline.faults import crash_point
+from memory_pipeline.graph import queries as graph_queries
+from memory_pipeline.operator.metadata import OWNERS
+from memory_pipeline.resources import EngineConfig, LLMResource, MemoryStoreResource
+from memory_pipeline.resources.store import POOL
+from memory_pipeline.similarity.clustering import MemoryCluster
+from memory_pipeline.store import lease
+from memory_pipeline.store import outbox as graph_outbox
+from memory_pipeline.store import repository as repo
+from memory_pipeline.store.db import utcnow
+
+
+@dg.asset(group_name=GROUP, pool=POOL, kinds={"duckdb", "json"}, owners=OWNERS, tags={"component": "Reporter"})
+def report(
+    context: dg.AssetExecutionContext,
+    store: MemoryStoreResource,
+    engine: EngineConfig,
+    llm: LLMResource,
+    exact_duplicates: RunStart,
+    eligible_memories: repo.EligibleSet,
+    clusters: list[MemoryCluster],
+    atoms: AtomResults,
+    archive_updates: list[ClusterOutcome],
+) -> dg.MaterializeResult:
+    """The seed's CompressionRunReport: a JSON file per run, a row in the store, and numbers the UI plots.
+    LLM usage and cost come from the run's usage ledger (every call of every step) × the price table."""
+    from memory_pipeline.llm import runs as llm_runs
+
+    run_id = context.run.run_id
+    outcomes = archive_updates
+    compressed = [o for o in outcomes if o.status == "compressed" and o.distillation]
+    ratios = [o.distillation.compression_ratio for o in compressed if o.distillation]
+    errors = [e for o in outcomes for e in o.errors] + atoms.errors
+    usage = llm.usage_summary(store.reports_dir, run_id)
+    llm_calls, llm_in, llm_out = usage.calls, usage.total.total_input_tokens, usage.total.output_tokens
+    db = store.open()
+    with db.connect() as con:
+        tokens_after = repo.active_tokens(con)
+        memory_count = repo.memory_count(con)
+        archived_by_run = int(
+            con.execute(
+                "SELECT coalesce(sum(member_count), 0) FROM compression_log WHERE run_id = ? AND status = 'compressed'",
+                [run_id],
+            ).fetchall()[0][0]
+        )
+    skip_reasons: dict[str, int] = {}
+    for o in outcomes:
+        if o.status == "skipped" and o.skip_reason:
+            key = o.skip_reason.split(":")[0] if o.skip_reason.startswith("LLM error") else o.skip_reason
+            key = "compression_ratio below floor" if "below floor" in key else key
+            skip_reasons[key] = skip_reasons.get(key, 0) + 1
+    finished = utcnow()
+    verdict, reason = decide_verdict(len(compressed), len(errors))
+    deferred = sum(1 for o in outcomes if o.status == "skipped" and llm_runs.is_deferred(o.skip_reason))
+    verdict, reason = llm_runs.verdict_with_deferrals(verdict, reason, deferred, engine.max_cost_usd)
+    started = exact_duplicates.started_at
+    r = CompressionRunReport(
+        run_id=run_id,
+        started_at=started,
+        finished_at=finished.isoformat() + "Z",
+        duration_ms=int((time.time() - exact_duplicates.wall_started) * 1000),
+        memories_scanned=len(eligible_memories.frame),
+        clusters_found=len(clusters),
+        clusters_skipped=sum(1 for o in outcomes if o.status == "skipped"),
+        clusters_compressed=len(compressed),
+        memories_archived=archived_by_run,
+        abstractions_created=len(compressed),
+        atoms_created=atoms.created,
+        atoms_enriched=atoms.strengthened,
+        tokens_before=exact_duplicates.tokens_before,
+        tokens_after=tokens_after,
+        token_reduction_pct=reduction_pct(exact_duplicates.tokens_before, tokens_after),
+        avg_compression_ratio=round(sum(ratios) / len(ratios), 3) if ratios else 0.0,
+        max_compression_ratio=round(max(ratios), 3) if ratios else 0.0,
+        min_compression_ratio=round(min(ratios), 3) if ratios else 0.0,
+        total_llm_calls=llm_calls,
+        total_llm_input_tokens=llm_in,
+        total_llm_output_tokens=llm_out,
+        estimated_cost_usd=round(usage.cost(llm.prices()), 6),
+        errors=errors,
+        verdict=verdict,
+        verdict_reason=reason,
+        distiller=llm.distiller_name(),
+        clusters_failed=sum(1 for o in outcomes if o.status == "failed"),
+        exact_duplicates_archived=exact_duplicates.duplicates_archived,
+        pending_activated=len(exact_duplicates.pending_activated),
+        pending_removed=len(exact_duplicates.pending_removed),
+        skip_reasons=skip_reasons,
+    )
+    with db.connect() as con:
+        graph_section = _graph_report(con, run_id, clusters, outcomes)
+    payload = r.to_dict() | {
+        "memory_count": memory_count,
+        "llm": llm.report_fields(usage, clusters_deferred=deferred, max_cost_usd=engine.max_cost_usd),
+        "graph": graph_section,
+    }
+    path = write_report(store.reports_dir, payload)
+    with db.transaction() as con:
+        con.execute(
+            "INSERT OR REPLACE INTO consolidation_runs VALUES (?, ?, ?, ?, ?)",
+            [run_id, pd.Timestamp(started.rstrip("Z")).to_pydatetime(), finished, verdict, json.dumps(payload)],
+        )
+        lease.release(con, run_id)
+    context.log.info(
+        f"Reporter: {verdict} — {r.abstractions_created} abstractions, {r.atoms_created} atoms created, "
+        f"{r.token_reduction_pct}% token reduction"
+    )
+    return dg.MaterializeResult(
+        metadata={
+            "verdict": verdict,
+            "report": dg.MetadataValue.md(markdown_table(r)),
+            "report_path": dg.MetadataValue.path(str(path)),
+            "tokens_before": r.tokens_before,
+            "tokens_after": r.tokens_after,
+            "token_reduction_pct": r.token_reduction_pct,
+            "clusters_found": r.clusters_found,
+            "clusters_compressed": r.clusters_compressed,
+            "memories_archived": r.memories_archived,
+            "avg_compression_ratio": r.avg_compression_ratio,
+            "estimated_cost_usd": r.estimated_cost_usd,
+            "llm_calls": r.total_llm_calls,
+            "distiller": r.distiller,
+            "errors": len(r.errors),
+            "duration_ms": r.duration_ms,
+            "abstractions_created": r.abstractions_created,
+        }
+    )
+
+
+def _graph_report(
+    con: duckdb.DuckDBPyConnection, run_id: str, clusters: list[MemoryCluster], outcomes: list[ClusterOutcome]
+) -> dict[str, object]:
+    """Seed 004 in the run report: clusters per source, hubs, tombstones, outbox, keys dropped by the caps."""
+    by_source: dict[str, dict[str, int]] = {}
+    for o in outcomes:
+        entry = by_source.setdefault(str(o.cluster.extra.get("source", "embedding")), {"found": 0, "compressed": 0})
+        entry["compressed"] += o.status == "compressed"
+    for c in clusters:
+        by_source.setdefault(str(c.extra.get("source", "embedding")), {"found": 0, "compressed": 0})["found"] += 1
+    dropped = con.execute(
+        """SELECT coalesce(sum(json_array_length(json_extract(compressed_from, '$.dropped_nexus_keys'))), 0),
+                  coalesce(sum(json_array_length(json_extract(compressed_from, '$.dropped_tags'))), 0)
+           FROM memories WHERE created_by_run = ? AND kind = 'summary' AND lifecycle = 'active'""",
+        [run_id],
+    ).fetchall()[0]
+    count = lambda sql: int(con.execute(sql, [run_id]).fetchall()[0][0])  # noqa: E731
+    return {
+        "clusters_by_source": by_source,
+        "hubs": graph_queries.hubs_of_run(con, run_id),
+        "tombstones": count("SELECT count(*) FROM tombstones WHERE run_id = ?"),
+        "outbox_enqueued": count("SELECT count(*) FROM outbox WHERE run_id = ?"),
+        "outbox_open": graph_outbox.open_count(con),
+        "nexus_keys_dropped_by_cap": int(dropped[0]),
+        "tags_dropped_by_cap": int(dropped[1]),
+    }
+
+
+def write_report(reports_dir: Path, payload: dict[str, object]) -> Path:
+    """Write-then-rename, so a crash never leaves half a report."""
+    reports_dir.mkdir(parents=True, exist_ok=True)
+    path = reports_dir / f"compression-{payload['run_id']}.json"
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(payload, indent=2, default=str), encoding="utf-8")
+    crash_point("writing_report")
+    tmp.replace(path)
+    return path

@@ -1,0 +1,58 @@
+"""The nightly consolidation job, its dry run, and its schedule (seed 000 §7.2: 03:30 America/New_York)."""
+
+import os
+
+import dagster as dg
+
+from memory_pipeline.defs.abstraction.archiver import archive_updates
+from memory_pipeline.defs.abstraction.atom_enricher import atoms
+from memory_pipeline.defs.abstraction.cluster_finder import clusters, eligible_memories, memory_embeddings
+from memory_pipeline.defs.abstraction.common import GROUP
+from memory_pipeline.defs.abstraction.cortex_dedupe import exact_duplicates
+from memory_pipeline.defs.abstraction.distiller import distillations
+from memory_pipeline.defs.abstraction.memory_writer import compressed_memories
+from memory_pipeline.defs.abstraction.reporter import report
+
+NIGHTLY_CRON = os.environ.get("NIGHTLY_CONSOLIDATION_CRON", "30 3 * * *")
+NIGHTLY_TZ = os.environ.get("NIGHTLY_CONSOLIDATION_TZ", "America/New_York")
+# Steps run one after another and every store writer waits for the single-writer pool anyway, so a process per
+# step only adds interpreter start-up (about 6× the run time on 2 cores); the launchpad can still choose
+# `multiprocess`.
+IN_PROCESS = {"execution": {"config": {"in_process": {}}}}
+
+nightly_consolidation = dg.define_asset_job(
+    "nightly_consolidation",
+    selection=dg.AssetSelection.groups(GROUP),
+    description="Dedupe, embed, cluster, distil, write (phase 1), archive (phase 2), atoms, report.",
+    # One consolidation at a time: the run-level tag limit lives in dagster.yaml's run queue.
+    tags={"memory_pipeline/consolidation": "nightly"},
+    config=IN_PROCESS,
+)
+
+consolidation_dry_run = dg.define_asset_job(
+    "consolidation_dry_run",
+    selection=dg.AssetSelection.assets(eligible_memories, clusters),
+    description="Scan and cluster only; writes nothing to the store.",
+    config=IN_PROCESS,
+)
+
+# Listed so a reader sees the pipeline order in one place.
+PIPELINE = [
+    exact_duplicates,
+    memory_embeddings,
+    eligible_memories,
+    clusters,
+    distillations,
+    compressed_memories,
+    archive_updates,
+    atoms,
+    report,
+]
+
+nightly_schedule = dg.ScheduleDefinition(
+    name="nightly_consolidation_schedule",
+    job=nightly_consolidation,
+    cron_schedule=NIGHTLY_CRON,
+    execution_timezone=NIGHTLY_TZ,
+    default_status=dg.DefaultScheduleStatus.STOPPED,
+)

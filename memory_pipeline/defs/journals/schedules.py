@@ -1,0 +1,43 @@
+"""Jobs and schedules: the day's pipeline just after the day closes, the weekly rollup on Sunday."""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from memory_pipeline.defs.journals.assets import DAILY_ASSETS, journal_archive, memory_md
+from memory_pipeline.defs.journals.partitions import daily_partitions, journal_timezone, weekly_partitions
+
+journal_daily = dg.define_asset_job(
+    "journal_daily",
+    selection=dg.AssetSelection.assets(*DAILY_ASSETS),
+    partitions_def=daily_partitions,
+    description="Transcripts → sessions → session memories → journal, for one day; a backfill of a range of days "
+    "(the reconstruction) is one run over the range.",
+)
+journal_weekly = dg.define_asset_job(
+    "journal_weekly",
+    selection=dg.AssetSelection.assets(memory_md),
+    partitions_def=weekly_partitions,
+    description="MEMORY.md from the week's journals (a range of weeks: one run, the weeks in order).",
+)
+journal_archive_job = dg.define_asset_job(
+    "journal_archive_job", selection=dg.AssetSelection.assets(journal_archive), description="Archive old journals."
+)
+
+# 00:15 processes the day that just closed (the schedule targets the last complete partition).
+journal_daily_schedule = dg.build_schedule_from_partitioned_job(
+    journal_daily, hour_of_day=0, minute_of_hour=15, name="journal_daily_schedule"
+)
+# Sunday 01:00: the week Sunday–Saturday that just closed, after Saturday's journal (00:15).
+journal_weekly_schedule = dg.build_schedule_from_partitioned_job(
+    journal_weekly, hour_of_day=1, minute_of_hour=0, day_of_week=0, name="journal_weekly_schedule"
+)
+journal_archive_schedule = dg.ScheduleDefinition(
+    name="journal_archive_schedule",
+    job=journal_archive_job,
+    cron_schedule="0 2 * * 0",
+    execution_timezone=journal_timezone(),
+)
+
+JOBS = [journal_daily, journal_weekly, journal_archive_job]
+SCHEDULES = [journal_daily_schedule, journal_weekly_schedule, journal_archive_schedule]

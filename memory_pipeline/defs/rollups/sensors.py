@@ -1,0 +1,95 @@
+"""`rollups_sensor`: adds the next Core partition and requests its run in the same tick once 8 sessions past
+the last Core exist; a Sphere once its 8 Cores are built; and an assignment run when new sessions arrive, so
+every session gets its `compression_meta` and the counters file follows. Reads the store only."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import dagster as dg
+import duckdb
+
+from memory_pipeline.defs.rollups.assets import rollup_assign, rollup_cores, rollup_spheres
+from memory_pipeline.defs.rollups.partitions import cores_partitions, spheres_partitions
+from memory_pipeline.resources import MemoryStoreResource
+from memory_pipeline.rollups.counters import CORES_PER_SPHERE, SESSIONS_PER_CORE, core_key_at, sphere_key
+from memory_pipeline.store import MemoryStore
+from memory_pipeline.store.db import StoreError
+
+
+@dataclass(frozen=True)
+class StoreState:
+    sessions: int
+    assigned: int
+    built_cores: frozenset[str]
+
+
+def read_state(path: Path) -> StoreState | None:
+    """What the store holds, read without writing (no migration): None if there is no store yet."""
+    if not path.exists():
+        return None
+    with MemoryStore(path, lock_timeout_s=20).connect() as con:
+        tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+        if "sessions" not in tables:
+            return StoreState(0, 0, frozenset())
+        sessions = con.execute("SELECT count(*) FROM sessions").fetchall()[0][0]
+        assigned, built = 0, frozenset()
+        if "compression_meta" in tables:
+            assigned = con.execute("SELECT count(*) FROM compression_meta").fetchall()[0][0]
+            built = frozenset(r[0] for r in con.execute("SELECT core_id FROM rollup_cores").fetchall())
+    return StoreState(int(sessions), int(assigned), built)
+
+
+def plan(
+    state: StoreState, core_keys: list[str], sphere_keys: list[str], cursor: dict[str, int]
+) -> tuple[list[str], list[str], bool]:
+    """(Core keys to add, Sphere keys to add, whether to request an assignment run)."""
+    closable = state.sessions // SESSIONS_PER_CORE
+    known = set(core_keys)
+    new_cores = [k for k in (core_key_at(i) for i in range(closable)) if k not in known]
+    complete_spheres = []
+    s = 0
+    while all(core_key_at(s * CORES_PER_SPHERE + c) in state.built_cores for c in range(CORES_PER_SPHERE)):
+        complete_spheres.append(sphere_key(s))
+        s += 1
+    new_spheres = [k for k in complete_spheres if k not in set(sphere_keys)]
+    assign = state.sessions > state.assigned and state.sessions != cursor.get("sessions") and not new_cores
+    return new_cores, new_spheres, assign
+
+
+@dg.sensor(
+    jobs=[rollup_assign, rollup_cores, rollup_spheres],
+    minimum_interval_seconds=60,
+    default_status=dg.DefaultSensorStatus.RUNNING,
+)
+def rollups_sensor(context: dg.SensorEvaluationContext, store: MemoryStoreResource) -> dg.SensorResult | dg.SkipReason:
+    """Every 8 sessions a Core, every 8 Cores a Sphere (seed 002), on dynamic partitions."""
+    cursor = json.loads(context.cursor) if context.cursor else {}
+    try:
+        state = read_state(store.home_path / "memory.duckdb")
+    except (StoreError, duckdb.Error) as exc:
+        return dg.SkipReason(f"memory store unreadable now: {exc}")
+    if state is None:
+        return dg.SkipReason(f"no memory store in {store.home_path}")
+    core_keys = context.instance.get_dynamic_partitions(cores_partitions.name)
+    sphere_keys = context.instance.get_dynamic_partitions(spheres_partitions.name)
+    new_cores, new_spheres, assign = plan(state, core_keys, sphere_keys, cursor)
+    new_cursor = json.dumps({"sessions": state.sessions, "cores": len(core_keys) + len(new_cores)}, sort_keys=True)
+    if not (new_cores or new_spheres or assign):
+        context.update_cursor(new_cursor)
+        return dg.SkipReason(
+            f"{state.sessions} sessions, {len(core_keys)} Cores, {len(sphere_keys)} Spheres: nothing to add "
+            f"({SESSIONS_PER_CORE - state.sessions % SESSIONS_PER_CORE} sessions to the next Core)"
+        )
+    runs = [dg.RunRequest(run_key=k, job_name=rollup_cores.name, partition_key=k) for k in new_cores]
+    runs += [dg.RunRequest(run_key=k, job_name=rollup_spheres.name, partition_key=k) for k in new_spheres]
+    if assign:
+        runs.append(dg.RunRequest(run_key=f"assign-{state.sessions}", job_name=rollup_assign.name))
+    requests = []
+    if new_cores:
+        requests.append(cores_partitions.build_add_request(new_cores))
+    if new_spheres:
+        requests.append(spheres_partitions.build_add_request(new_spheres))
+    return dg.SensorResult(run_requests=runs, dynamic_partitions_requests=requests, cursor=new_cursor)
