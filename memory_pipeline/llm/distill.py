@@ -309,7 +309,7 @@ class OfflineDistiller:
             )  # fmt: skip
             if estimate_tokens(fallback.text) + 1 <= max(hard, 1):
                 body = self._render([((fallback.member, 0), labels[fallback.member], _as_statement(fallback.text))])
-        body = self._also(body, [p.text for p in pieces if p.words], hard)
+        body = self._also(body, [m.content for m in members], hard)
         abstraction = f"{body} {tail}" if body else tail
         out_tokens = estimate_tokens(abstraction)
         return Distillation(
