@@ -199,6 +199,8 @@ class OfflineDistiller:
             label, body = fx.speaker_and_body(m.content)
             labels.append(label)
             bodies.append(body)
+        if not all(labels):  # "On-chain: …" in one memory is a heading; transcripts label every turn
+            labels, bodies = [""] * len(members), [m.content.strip() for m in members]
         names = {w for label in labels for w in content_words(label)}
 
         def name_like(word: str) -> bool:  # "Mel" for a member labelled "Melanie" is an address, not a fact
