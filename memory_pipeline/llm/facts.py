@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 # One token: words, numbers with their suffixes (6.1%, 2k, 1k+, $40), identifiers (web-04, JTO/USDT, #667).
-TOKEN = re.compile(r"[$#@]?[\w][\w/.+'’%-]*[\w%+]|[$#@]?\w")
+TOKEN = re.compile(r"[$#@]?\w(?:[\w/.+'’%-]|,(?=\d{3}\b))*[\w%+]|[$#@]?\w")
 _NUMBER = re.compile(r"^\$?(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?([km%x]|bn)?\+?$", re.IGNORECASE)
 _RANGE_TOKEN = re.compile(r"^\$?(\d+(?:\.\d+)?)([km%x])?[-–](\d+(?:\.\d+)?)([km%x])?$", re.IGNORECASE)
 # A stated range in an abstraction: "2.3–8.0%", "2k-9k", "55 to 88".
@@ -72,7 +72,7 @@ def numbers(text: str) -> list[Number]:
     toks = tokens_with_spans(text)
     for i, (tok, _, _) in enumerate(toks):
         after = toks[i + 1][0] if i + 1 < len(toks) else ""
-        unit_word = after.lower() if after and after[0].isalpha() and not _NUMBER.match(after) else ""
+        unit_word = after.lower() if after[:1].isalpha() and after.lower() not in _NOT_NAMES else ""
         if (r := _RANGE_TOKEN.match(tok)) is not None:
             for value, suffix in ((r.group(1), r.group(2) or r.group(4)), (r.group(3), r.group(4))):
                 v = parse_number(value + (suffix or ""))
