@@ -271,7 +271,14 @@ class OfflineDistiller:
         def open_(i: int, limit: int) -> bool:
             return i not in chosen and used + costs[i] <= limit
 
-        while True:  # 1. facts not yet stated, most new facts first
+        by_score = sorted(range(len(families)), key=lambda i: (-max(p.score for p in families[i].pieces), i))
+        represented: set[int] = set()
+        for i in by_score:  # 1. every member's most informative sentence, unless its words are already there
+            fresh = families[i].members - represented
+            represented |= families[i].members
+            if fresh and open_(i, hard) and not shown_words[i] <= covered:
+                take(i)
+        while True:  # 2. facts not yet stated, most new facts first
             best = max(
                 (i for i in range(len(families)) if open_(i, hard) and fam_facts[i] - covered_facts),
                 key=lambda i: (len(fam_facts[i] - covered_facts), len(families[i].members), -i),
@@ -280,19 +287,12 @@ class OfflineDistiller:
             if best is None:
                 break
             take(best)
-        by_score = sorted(range(len(families)), key=lambda i: (-max(p.score for p in families[i].pieces), i))
-        represented: set[int] = set()
-        for i in by_score:  # 2. every member's most informative sentence, unless its words are already there
-            fresh = families[i].members - represented
-            represented |= families[i].members
-            if fresh and open_(i, hard) and not shown_words[i] <= covered:
-                take(i)
         rest = [i for i in range(len(families)) if i not in chosen]
         while rest:  # 3. families that add words, within the soft budget
             i = max(rest, key=lambda i: (len(shown_words[i] - covered), -i))
             rest.remove(i)
             new_words = shown_words[i] - covered
-            if len(new_words) < 2 or 2 * len(new_words) < len(shown_words[i]):
+            if len(new_words) < 2 or (not labels[0] and 2 * len(new_words) < len(shown_words[i])):
                 continue
             if open_(i, min(hard, max(soft, used))):
                 take(i)
