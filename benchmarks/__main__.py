@@ -1,11 +1,12 @@
-"""`python -m benchmarks [clustering|incremental|nightly|embeddings|locomo-retention|screening|all] [options]` — results
-are appended to benchmarks/RESULTS.md with the date, the machine, the BLAS kernel and the OPENBLAS_* variables."""
+"""`python -m benchmarks [clustering|incremental|nightly|embeddings|locomo-retention|screening|distill|all]
+[options]` — results are appended to benchmarks/RESULTS.md with the date, the machine, the BLAS kernel and
+the OPENBLAS_* variables."""
 
 from __future__ import annotations
 
 import sys
 
-NAMES = ("clustering", "incremental", "nightly", "embeddings", "locomo-retention", "screening")
+NAMES = ("clustering", "incremental", "nightly", "embeddings", "locomo-retention", "screening", "distill")
 
 
 def main(argv: list[str]) -> int:

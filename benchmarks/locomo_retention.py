@@ -159,6 +159,7 @@ def consolidate(prep: Prepared, threshold: float, embedder: str, llm: str, keep:
     report = json.loads((home / "reports" / f"compression-{result.run_id}.json").read_text())
     after = score_questions(prep.conv.questions, prep.queries, active_memories(home, embedder), KS)
     tokens_after = active_tokens(home)
+    facts_total, facts_kept = summary_facts(home)
     if not keep:
         shutil.rmtree(home, ignore_errors=True)
     return {
@@ -173,9 +174,32 @@ def consolidate(prep: Prepared, threshold: float, embedder: str, llm: str, keep:
         "distiller": report["distiller"],
         "verdict": report["verdict"],
         "job_seconds": seconds,
+        "facts_total": facts_total,
+        "facts_kept": facts_kept,
         "before": prep.before,
         "after": after,
     }
+
+
+def summary_facts(home: Path) -> tuple[int, int]:
+    """(distinct numbers + named entities of the summaries' members, how many the summaries keep) — issue 19."""
+    from benchmarks.distill import clusters
+    from memory_pipeline.llm.facts import check_facts
+
+    total = kept = 0
+    with_content = _summary_texts(home)
+    for c in clusters(home):
+        check = check_facts([m[1] for m in c["members"]], with_content.get(c["id"], ""))
+        total, kept = total + check.total, kept + check.kept
+    return total, kept
+
+
+def _summary_texts(home: Path) -> dict[str, str]:
+    from memory_pipeline.store import MemoryStore
+
+    with MemoryStore(home / "memory.duckdb").connect() as con:
+        rows = con.execute("SELECT id, content FROM memories WHERE source LIKE 'abstraction:%'").fetchall()
+    return {r[0]: r[1] for r in rows}
 
 
 def reduction_pct(before: int, after: int) -> float:
@@ -212,6 +236,10 @@ def aggregate(runs: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[di
             "clusters_compressed": sum(r["clusters_compressed"] for r in group),
             "memories_archived": sum(r["memories_archived"] for r in group),
             "distiller": ",".join(sorted({r["distiller"] for r in group})),
+            "facts_total": sum(r.get("facts_total", 0) for r in group),
+            "fact_preservation": (
+                sum(r.get("facts_kept", 0) for r in group) / max(1, sum(r.get("facts_total", 0) for r in group))
+            ),
         }
         for scope in ("1-4", "5"):
             for key, value in _scores(pooled_before, pooled_after, SCOPES[scope]).items():
@@ -342,18 +370,21 @@ def summary_markdown(curve: list[dict[str, Any]], detail: list[dict[str, Any]], 
         "",
         "Recall = evidence recall@k (an evidence turn, or an active summary whose lineage holds one, among the "
         "top k); support = answer support@k (≥ ⌈2/3·n⌉ of the gold answer's n normalised content words in the "
-        "retrieved text; lineage never counts). Percentages; ratio = after ÷ before.",
+        "retrieved text; lineage never counts). Percentages; ratio = after ÷ before. Facts kept = share of the "
+        "summaries' members' distinct numbers and named entities present in the summary, verbatim or inside a "
+        "stated range (`memory_pipeline.llm.facts`).",
         "",
     ]
     header = ["threshold", "reduction %", "clusters", "archived"]
     header += [f"{m} {w}" for m in ("support@10", "recall@10", "support@5") for w in ("before", "after", "ratio")]
-    header += ["cat 5 support@10 ratio"]
+    header += ["cat 5 support@10 ratio", "facts kept (of)"]
     body = []
     for r in curve:
         cells = [f"{r['threshold']:.2f}", f"{r['reduction_pct']:.1f}", r["clusters_compressed"], r["memories_archived"]]
         for m in ("support@10", "recall@10", "support@5"):
             cells += [_pct(r[f"c1-4_{m}_before"]), _pct(r[f"c1-4_{m}_after"]), _ratio(r[f"c1-4_{m}_ratio"])]
         cells.append(_ratio(r["c5_support@10_ratio"]))
+        cells.append(f"{r.get('fact_preservation', 0.0):.3f} ({r.get('facts_total', 0)})")
         body.append(cells)
     lines += ["Categories 1–4, all conversations pooled:", "", common.table(header, body), ""]
     default = [d for d in detail if d["threshold"] == DEFAULT_THRESHOLD and d["conversation"] == "all"]

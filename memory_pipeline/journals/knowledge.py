@@ -16,6 +16,7 @@ from pathlib import Path
 
 import yaml
 
+from memory_pipeline.journals import repeats
 from memory_pipeline.journals.transcript import dump_frontmatter
 
 MEMORY_LINE_CAP = 200
@@ -74,12 +75,12 @@ def journal_text(day: date, session_ids: Sequence[str], items: Iterable[JournalI
     lines = ["---", meta.rstrip("\n"), "---", "", f"## {day.isoformat()}"]
     for topic in sorted(groups, key=lambda t: (t == "people", t)):
         lines += ["", f"### {topic}"]
-        seen: set[str] = set()
+        bullets: list[str] = []
         for item in groups[topic]:
             bullet = _clip(_BULLET_PREFIX.get(item.kind, "") + item.content)
-            if bullet not in seen:
-                seen.add(bullet)
-                lines.append(f"- {bullet}")
+            if bullet not in bullets:
+                bullets.append(bullet)
+        lines += [f"- {_clip(b)}" for b in repeats.collapse_bullets(bullets)]  # a reworded repeat said once
     if not groups:
         lines += ["", "- Sessions held; nothing met the extractors' bar."]
     return "\n".join(lines) + "\n"
@@ -114,6 +115,14 @@ class Entry:
     day: date
     text: str
     key: str  # dedupe key: the text for decisions/lessons, the topic for active context
+    earlier: tuple[date, ...] = ()  # the days the same decision was taken before (issue 19)
+    supersedes: str = ""  # "YYYY-MM-DD: wording" of the decision this one changed
+
+    def line(self) -> str:
+        return (
+            f"- {self.day.isoformat()}: {self.text}"
+            + repeats.Dated(self.day, self.text, self.earlier, self.supersedes).suffix()
+        )
 
 
 def parse_memory_md(text: str) -> list[Entry]:
@@ -123,9 +132,12 @@ def parse_memory_md(text: str) -> list[Entry]:
         if line.startswith("## "):
             section = line[3:].strip()
         elif section in SECTIONS and (m := _ENTRY.match(line)):
-            body = m.group(2)
-            key = body.split(":", 1)[0] if section == "Active Context" else body.lower()
-            entries.append(Entry(section, date.fromisoformat(m.group(1)), body, key))
+            day = date.fromisoformat(m.group(1))
+            if section == "Active Context":
+                entries.append(Entry(section, day, m.group(2), m.group(2).split(":", 1)[0]))
+                continue
+            d = repeats.parse_line(day, m.group(2))
+            entries.append(Entry(section, day, d.text, d.text.lower(), d.earlier, d.supersedes))
     return entries
 
 
@@ -153,9 +165,19 @@ def week_entries(journals: Sequence[tuple[date, dict[str, list[str]]]]) -> list[
 
 
 def merge_memory(existing: Sequence[Entry], new: Sequence[Entry], week_end: date) -> dict[str, list[Entry]]:
-    """Union (the newest entry wins per key), drop stale entries, newest first, each section capped."""
+    """Union (the newest entry wins per key; a decision repeated in other words is one entry with all its
+    dates, a changed one replaces the old and names it — `repeats`), drop stale entries, newest first, each
+    section capped."""
+    pool = [e for e in [*existing, *new] if e.section == "Active Context"]
+    for section in ("Key Decisions", "Lessons Learned"):
+        dated = [
+            repeats.Dated(e.day, e.text, e.earlier, e.supersedes) for e in [*existing, *new] if e.section == section
+        ]
+        pool += [
+            Entry(section, d.day, d.text, d.text.lower(), d.earlier, d.supersedes) for d in repeats.collapse(dated)
+        ]
     best: dict[tuple[str, str], Entry] = {}
-    for e in [*existing, *new]:
+    for e in pool:
         key = (e.section, e.key)
         if key not in best or (e.day, e.text) > (best[key].day, best[key].text):
             best[key] = e
@@ -173,7 +195,7 @@ def memory_md_text(sections: dict[str, list[Entry]], updated: date) -> str:
     body = ["# Core Memory"]
     for section in SECTIONS:
         body += ["", f"## {section}"]
-        body += [f"- {e.day.isoformat()}: {e.text}" for e in sections.get(section, [])]
+        body += [e.line() for e in sections.get(section, [])]
     line_count = len(body) + 6  # + frontmatter (---, type, updated, line_count, ---) and a blank line
     head = ["---", "type: memory", f"updated: {updated.isoformat()}", f"line_count: {line_count}", "---", ""]
     return "\n".join(head + body) + "\n"

@@ -25,6 +25,7 @@ from memory_pipeline.llm.distill import (
     build_user_message,
     parse_json_object,
 )
+from memory_pipeline.llm.facts import fact_rejection
 from memory_pipeline.llm.ledger import CallRecord, Ledger
 from memory_pipeline.llm.pricing import PriceTable, Usage, prompt_tokens_bound
 from memory_pipeline.llm.ratelimit import TokenBucket
@@ -256,6 +257,9 @@ class AnthropicDistiller:
         abstraction = obj.get("abstraction")
         if not isinstance(abstraction, str):
             raise DistillationRejected("invalid JSON: 'abstraction' missing or not a string")
+        reason = fact_rejection([m.content for m in members], abstraction)
+        if reason:  # the same check the offline distiller meets: a number, name or negation dropped
+            raise DistillationRejected(reason)
         source_tokens = sum(estimate_tokens(m.content) for m in members)
         return Distillation(
             abstraction=abstraction.strip(),

@@ -12,6 +12,8 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from memory_pipeline.llm import abstractive as ab
+from memory_pipeline.llm import facts as fx
 from memory_pipeline.tokens import estimate_tokens
 
 SYSTEM_PROMPT = """You are a knowledge distillation engine for an AI agent's memory system.
@@ -158,8 +160,6 @@ _VOCATIVE = re.compile(  # "Hey Mel!", "Thanks, Tomas!", "Kofi, I moved…": add
     )
     + r")[A-Z][a-z]+(?=\s*[!,.?;])"
 )
-_LABEL = re.compile(r"^([A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}):\s+(?=\S)")
-_ENTITY = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z]+(?:[A-Z][a-z]+)*\b")
 _NUMERIC = re.compile(r"\d")
 _DATE_WORD = re.compile(
     r"\b(?:jan(?:uary)?|feb(?:ruary)?|march|april|june|july|aug(?:ust)?|sept?(?:ember)?|oct(?:ober)?|"
@@ -170,27 +170,19 @@ _DATE_WORD = re.compile(
 RATIO_MARGIN = 1.08  # aim this far above the validation floor: token estimates of parts and whole differ
 
 
-@dataclass(frozen=True)
-class _Sentence:
-    member: int
-    position: int
-    text: str
-    words: frozenset[str]  # informative words (no stop words, no filler, no speaker names)
-    score: float
-    tokens: int
-
-
 class OfflineDistiller:
-    """Deterministic and extractive: it paraphrases nothing, so it cannot invent a fact.
+    """Deterministic, and it invents nothing: every word it writes comes from a member, and every member's
+    number, named entity and negation survives — verbatim, inside a stated range, or in a list (issue 19).
 
-    Which sentences survive (issue 10, measured on LoCoMo): first every member's most informative sentence
-    — the one with the most words that are neither stop words nor conversational filler, counting names,
-    numbers and dates double — so no member's fact is dropped for sharing fewer words with the others;
-    then further sentences that add words not yet covered, up to `budget_fraction` of the sources. A member
-    made only of filler ("Thanks, Mel! Talk soon!") contributes nothing; a cluster of nothing but filler keeps
-    the one sentence that shares the most words. The whole stays within the validation rules: at most
-    `max_tokens`, and a compression ratio at least `min_ratio` (with a margin). A member written as
-    "Name: text" keeps its label in front of its sentences, so who said what survives."""
+    Sentences that say the same thing are one family (`abstractive.group`) written once: the skeleton with
+    its numbers folded into ranges ("slipped 2.3–8.0% against the quote") and its differing names into lists;
+    states that disagree and reversals are written as "Members disagree: …". Which families are written
+    (issue 10, measured on LoCoMo, then issue 19): first those carrying facts not yet stated, most facts
+    first; then each member's most informative sentence — most words that are neither stop words nor
+    conversational filler, names, numbers and dates counting double — unless its words are already there;
+    then families that add words, up to `budget_fraction` of the sources. Small talk ("Thanks, Mel!") is
+    never written for what it says. The whole stays within the validation rules: at most `max_tokens`, and a
+    compression ratio at least `min_ratio` (with a margin); a member written "Name: text" keeps its label."""
 
     name = "offline-extractive"
 
@@ -204,9 +196,11 @@ class OfflineDistiller:
         labels: list[str] = []
         bodies: list[str] = []
         for m in members:
-            match = _LABEL.match(m.content.strip())
-            labels.append(match.group(1) if match else "")
-            bodies.append(m.content.strip()[match.end() :] if match else m.content.strip())
+            label, body = fx.speaker_and_body(m.content)
+            labels.append(label)
+            bodies.append(body)
+        if not all(labels):  # "On-chain: …" in one memory is a heading; transcripts label every turn
+            labels, bodies = [""] * len(members), [m.content.strip() for m in members]
         names = {w for label in labels for w in content_words(label)}
 
         def name_like(word: str) -> bool:  # "Mel" for a member labelled "Melanie" is an address, not a fact
@@ -219,20 +213,35 @@ class OfflineDistiller:
         # The pattern is causal when at least half the members state a cause; then the causal sentences
         # are preferred so the abstraction (and the atom drawn from it) keeps the cause.
         causal = 2 * sum(1 for m in members if is_causal_text(m.content)) >= len(members)
+        known = fx.known_names(m.content for m in members)
 
-        sentences: list[_Sentence] = []
+        pieces: list[ab.Piece] = []
         for order, (m, body) in enumerate(zip(members, bodies, strict=True)):
             for position, sentence in enumerate(split_sentences(body)):
                 plain = _VOCATIVE.sub(lambda v: v.group(0) if _DATE_WORD.fullmatch(v.group(0)) else "", sentence)
                 words = frozenset(w for w in content_words(plain) if w not in _FILLER and not name_like(w))
-                entities = [e for e in _ENTITY.findall(plain) if not name_like(e.lower())]
-                marks = len(entities) + len(_DATE_WORD.findall(sentence)) + (1 if _NUMERIC.search(sentence) else 0)
+                ents = [e for e in fx.entities(sentence, known) if not name_like(e.lower())]
+                marks = len(ents) + len(_DATE_WORD.findall(sentence)) + (1 if _NUMERIC.search(sentence) else 0)
                 if not (len(words) >= 3 or (marks and words)):
                     words = frozenset()  # small talk: never picked for what it says
                 score = len(words) + marks + 0.01 * m.importance
-                if causal and is_causal_text(sentence):
+                sentence_causal = is_causal_text(sentence)
+                if causal and sentence_causal:
                     score *= 1.5
-                sentences.append(_Sentence(order, position, sentence, words, score, estimate_tokens(sentence)))
+                nums = fx.numbers(sentence) if words else []
+                pieces.append(
+                    ab.Piece(
+                        order,
+                        position,
+                        sentence,
+                        labels[order],
+                        score,
+                        words,
+                        sentence_causal,
+                        nums,
+                        ents if words else [],
+                    )  # fmt: skip
+                )
 
         start, end = date_range[0][:10], date_range[1][:10]
         span = start if start == end else f"{start} to {end}"
@@ -240,45 +249,69 @@ class OfflineDistiller:
         hard = min(self.max_tokens, int(source_tokens / (self.min_ratio * RATIO_MARGIN))) - estimate_tokens(tail) - 1
         soft = max(1, int(self.budget_fraction * source_tokens))
 
-        def cost(s: _Sentence, chosen: list[_Sentence]) -> int:
-            labelled = labels[s.member] and all(c.member != s.member for c in chosen)
-            return s.tokens + (estimate_tokens(labels[s.member] + ":") if labelled else 0) + 1
-
-        chosen: list[_Sentence] = []
-        used = 0
-        best_of_member: dict[int, _Sentence] = {}
-        for s in sentences:
-            if s.words and (s.member not in best_of_member or s.score > best_of_member[s.member].score):
-                best_of_member[s.member] = s
+        families = [f for f in ab.group(pieces) if f.words]
+        rendered = [ab.render(f) for f in families]
+        texts = [r[0] for r in rendered]
+        costs = [estimate_tokens(t) + (estimate_tokens(f.pieces[0].label + ":") if f.pieces[0].label else 0) + 1
+                 for t, f in zip(texts, families, strict=True)]  # fmt: skip
+        fam_facts = [f.facts() for f in families]
+        shown_words = [ab.skeleton(f).words for f in families]
+        chosen: list[int] = []
+        covered_facts: set[str] = set()
         covered: set[str] = set()
-        for s in sorted(best_of_member.values(), key=lambda s: (-s.score, s.member)):
-            if not s.words <= covered and used + cost(s, chosen) <= hard:  # a repeated fact is kept once
-                used += cost(s, chosen)
-                chosen.append(s)
-                covered |= s.words
-        rest = [s for s in sentences if s not in chosen and s.words]
+        used = 0
 
-        def gain(s: _Sentence) -> tuple[float, int, int]:
-            return len(s.words - covered) + 0.5 * (s.score - len(s.words)), -s.member, -s.position
+        def take(i: int) -> None:
+            nonlocal used
+            chosen.append(i)
+            used += costs[i]
+            covered_facts.update(fam_facts[i])
+            covered.update(shown_words[i])
 
-        while rest:
-            s = max(rest, key=gain)
-            rest.remove(s)
-            new_words = s.words - covered
-            if len(new_words) < 2 or used + cost(s, chosen) > min(hard, max(soft, used)):
-                continue
-            used += cost(s, chosen)
-            chosen.append(s)
-            covered |= s.words
-        if not chosen and sentences:  # nothing but filler: keep the sentence that shares the most words
-            fallback = max(
-                sentences,
-                key=lambda s: (sum(shared.get(w, 0) for w in content_words(s.text)) / s.tokens**0.5, -s.member),
+        def open_(i: int, limit: int) -> bool:
+            return i not in chosen and used + costs[i] <= limit
+
+        by_score = sorted(range(len(families)), key=lambda i: (-max(p.score for p in families[i].pieces), i))
+        represented: set[int] = set()
+        for i in by_score:  # 1. every member's most informative sentence, unless its words are already there
+            fresh = families[i].members - represented
+            represented |= families[i].members
+            if fresh and open_(i, hard) and not shown_words[i] <= covered:
+                take(i)
+        while True:  # 2. facts not yet stated, most new facts first
+            best = max(
+                (i for i in range(len(families)) if open_(i, hard) and fam_facts[i] - covered_facts),
+                key=lambda i: (len(fam_facts[i] - covered_facts), len(families[i].members), -i),
+                default=None,
             )
-            if cost(fallback, chosen) <= max(hard, 1):
-                chosen.append(fallback)
+            if best is None:
+                break
+            take(best)
+        rest = [i for i in range(len(families)) if i not in chosen]
+        while rest:  # 3. families that add words, within the soft budget
+            i = max(rest, key=lambda i: (len(shown_words[i] - covered), -i))
+            rest.remove(i)
+            new_words = shown_words[i] - covered
+            if len(new_words) < 2 or (not labels[0] and 2 * len(new_words) < len(shown_words[i])):
+                continue
+            if open_(i, min(hard, max(soft, used))):
+                take(i)
+        if causal and not any(families[i].causal for i in chosen):
+            for i in by_score:
+                if families[i].causal and open_(i, hard):
+                    take(i)
+                    break
 
-        body = self._render(chosen, labels)
+        body = self._render([(families[i].first, labels[families[i].first[0]], texts[i]) for i in chosen])
+        if not chosen and pieces:  # nothing but filler: keep the sentence that shares the most words
+            fallback = max(
+                pieces,
+                key=lambda p: (sum(shared.get(w, 0) for w in content_words(p.text)) / estimate_tokens(p.text) ** 0.5,
+                               -p.member),
+            )  # fmt: skip
+            if estimate_tokens(fallback.text) + 1 <= max(hard, 1):
+                body = self._render([((fallback.member, 0), labels[fallback.member], _as_statement(fallback.text))])
+        body = self._also(body, [m.content for m in members], hard)
         abstraction = f"{body} {tail}" if body else tail
         out_tokens = estimate_tokens(abstraction)
         return Distillation(
@@ -292,16 +325,30 @@ class OfflineDistiller:
         )
 
     @staticmethod
-    def _render(chosen: list[_Sentence], labels: list[str]) -> str:
-        """Members in their order, each member's sentences in theirs, behind the member's label if it had one."""
-        parts: list[str] = []
+    def _also(body: str, texts: list[str], hard: int) -> str:
+        """Facts no written family states (a name or number only in a sentence left out) are listed at the
+        end, as many as the budget allows."""
+        missing = fx.check_facts(texts, body).missing
+        if not missing:
+            return body
+        units = {n.text: n.unit for t in texts for n in fx.numbers(t) if n.unit and n.unit[0].isalpha()}
+        kept: list[str] = []
+        for fact in (f"{m} {units[m]}" if m in units else m for m in missing):
+            candidate = f"{body} Also: {', '.join([*kept, fact])}."
+            if estimate_tokens(candidate) > hard:
+                break
+            kept.append(fact)
+        return f"{body} Also: {', '.join(kept)}." if kept else body
+
+    @staticmethod
+    def _render(parts: list[tuple[tuple[int, int], str, str]]) -> str:
+        """Families in the order their first sentence appears, behind the member's label if it had one."""
+        out: list[str] = []
         previous = ""
-        for member in sorted({s.member for s in chosen}):
-            texts = [_as_statement(s.text) for s in sorted(chosen, key=lambda s: s.position) if s.member == member]
-            label = labels[member]
-            parts.append(f"{label}: {' '.join(texts)}" if label and label != previous else " ".join(texts))
+        for _, label, text in sorted(parts, key=lambda p: p[0]):
+            out.append(f"{label}: {text}" if label and label != previous else text)
             previous = label
-        return " ".join(parts)
+        return " ".join(out)
 
     def extract_atom(self, text: str) -> dict[str, str] | None:
         return extract_atom_rule_based(text)

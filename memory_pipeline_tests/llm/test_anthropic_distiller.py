@@ -62,7 +62,8 @@ MEMBERS = [
 ]
 SPAN = ("2026-10-01T00:00:00Z", "2026-10-02T00:00:00Z")
 GOOD = (
-    '{"abstraction": "Whale accumulation of BTC precedes price rallies.", "compression_ratio": 9.9, "is_causal": true}'
+    '{"abstraction": "Whale accumulation of BTC precedes rallies (6%, Friday).", "compression_ratio": 9.9, '
+    '"is_causal": true}'
 )
 
 
@@ -137,7 +138,7 @@ def test_good_distillation_sends_the_seed_prompt_cached_at_temperature_0_and_rec
         "MEMORIES TO COMPRESS (cluster of 3 related entries, category: trading):\n\n[1] importance=1.2 | Whale"
     )
     assert body["messages"][0]["content"].endswith("\n\nProduce a single compressed abstraction.")
-    assert d.abstraction == "Whale accumulation of BTC precedes price rallies."
+    assert d.abstraction == "Whale accumulation of BTC precedes rallies (6%, Friday)."
     assert d.is_causal and d.distiller == "anthropic:claude-haiku-4-5"
     assert d.compression_ratio == round(source / estimate_tokens(d.abstraction), 3) != 9.9  # ours, not the model's
     (call,) = distiller.ledger.calls()
@@ -179,11 +180,11 @@ def test_invalid_json_is_rejected_with_the_precise_reason(fake, clock, reply: st
 
 def test_ratio_below_floor_and_leaked_id_are_rejected_by_the_engine_validation(fake, clock) -> None:
     source = sum(estimate_tokens(m.content) for m in MEMBERS)
-    wordy = ("Whales accumulate bitcoin before rallies " * 40)[: int(source / 1.2 * 3.5)].strip()
+    wordy = ("Case 0: whales accumulate BTC before 6% rallies like Friday's " * 40)[: int(source / 1.2 * 3.5)].strip()
     fake.replies.extend(
         [
             json.dumps({"abstraction": wordy, "compression_ratio": 5.0, "is_causal": True}),
-            json.dumps({"abstraction": "As m-2 shows, whales buy before rallies.", "is_causal": True}),
+            json.dumps({"abstraction": "As m-2 shows, whales buy BTC before 6% rallies (Friday).", "is_causal": True}),
         ]
     )
     distiller = make(fake, clock)
@@ -362,7 +363,7 @@ def test_the_cost_cap_stops_distilling_mid_run_and_leaves_room_for_the_atoms(fak
         lambda system, user: system == SYSTEM_PROMPT,
         lambda system, user: json.dumps(
             {
-                "abstraction": "Whale buying led to a BTC rally " + re.findall(r"\(case \d+\)", user)[0],
+                "abstraction": "Whale buying led to a 6% BTC rally (Friday) " + re.findall(r"\(case \d+\)", user)[0],
                 "is_causal": True,
             }
         ),
@@ -520,3 +521,17 @@ def test_modes_names_and_tags() -> None:
         LLMResource(mode="cloud").uses_anthropic()
     client = LLMResource(api_key="k", base_url="http://127.0.0.1:9", timeout_s=12).make_client()
     assert client.max_retries == 0 and str(client.base_url).startswith("http://127.0.0.1:9")
+
+
+def test_a_reply_that_drops_a_members_fact_is_rejected_with_the_facts_named(fake, clock) -> None:
+    """Issue 19: the Claude path meets the offline distiller's fact check (numbers, names, negations)."""
+    fake.replies.extend(
+        [
+            json.dumps({"abstraction": "Whale accumulation of BTC precedes price rallies.", "is_causal": True}),
+            json.dumps({"abstraction": "Whales buy BTC before 6% rallies such as Friday's.", "is_causal": True}),
+        ]
+    )
+    distiller = make(fake, clock)
+    with pytest.raises(DistillationRejected, match=r"^facts not preserved: 2 of 3 facts missing \('6%', 'Friday'\)$"):
+        distiller.distill(MEMBERS, "trading", SPAN)
+    assert distiller.distill(MEMBERS, "trading", SPAN).abstraction.startswith("Whales buy BTC before 6%")

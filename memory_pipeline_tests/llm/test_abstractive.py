@@ -1,0 +1,86 @@
+"""Issue 19: the offline distiller abstracts — ranges, lists, stated disagreements — and keeps every fact."""
+
+from memory_pipeline.llm.distill import Member, OfflineDistiller, split_sentences, validate_abstraction
+from memory_pipeline.llm.facts import check_facts, fact_rejection
+from memory_pipeline.tokens import estimate_tokens
+
+SPAN = ("2026-10-16T08:00:00Z", "2026-11-21T09:00:00Z")
+SLIPS = ("6.1", "5.8", "4.7", "6.8", "2.3", "8.0", "3.8", "5.5")
+WORDINGS = (
+    "Market order on the thin JTO/USDT book slipped {}% against the quote.",
+    "Lost {}% to slippage with a market order on the illiquid JTO/USDT pair.",
+)
+
+
+def members(texts: list[str]) -> list[Member]:
+    return [Member(f"m-{i}", t, 1.0) for i, t in enumerate(texts)]
+
+
+def distill(texts: list[str]) -> str:
+    ms = members(texts)
+    d = OfflineDistiller().distill(ms, "trading", SPAN)
+    source = sum(estimate_tokens(m.content) for m in ms)
+    validate_abstraction(d.abstraction, source, [m.id for m in ms], 1.5, 2000)  # the run's limits still hold
+    return d.abstraction
+
+
+def test_numeric_variants_become_one_sentence_with_the_range() -> None:
+    texts = [WORDINGS[i % 2].format(v) for i, v in enumerate(SLIPS)]
+    text = distill(texts)
+    body, tail = text.split(" [Pattern seen ")
+    assert len(split_sentences(body)) == 1, body
+    assert "2.3\u20138.0%" in body and "JTO/USDT" in body
+    assert tail == "8 times, 2026-10-16 to 2026-11-21.]"
+    assert check_facts(texts, text).share == 1.0  # every slip is inside the stated range
+
+
+def test_a_contradicting_value_is_named_not_blended() -> None:
+    texts = ["Staging runs Postgres 16 with 64 GB of shared buffers."] * 4 + [
+        "Staging runs Postgres 16 with 32 GB of shared buffers."
+    ]
+    body = distill(texts).split(" [Pattern seen ")[0]
+    assert body.startswith("Members disagree:") and "32 or 64 GB" in body, body
+    assert "32\u201364" not in body  # a state is not an observed range
+
+
+def test_a_reversal_is_stated() -> None:
+    texts = ["Deploy the billing service on Fridays after the canary passes."] * 4 + [
+        "Never deploy the billing service on Fridays, even after the canary passes."
+    ]
+    body = distill(texts).split(" [Pattern seen ")[0]
+    assert body == (
+        "Members disagree: 4 say \u201cDeploy the billing service on Fridays after the canary passes\u201d, "
+        "1 says never."
+    )
+
+
+def test_an_entity_only_one_member_mentions_survives() -> None:
+    texts = [WORDINGS[0].format(v) for v in SLIPS[:5]] + [
+        "Market order on the thin JTO/USDT book slipped 4.4% against the quote while Kraken was down."
+    ]
+    text = distill(texts)
+    assert "Kraken" in text
+    assert fact_rejection(texts, text) is None
+
+
+def test_names_that_differ_in_one_place_become_a_list() -> None:
+    texts = [f"Whale wallets have added BTC every day since {d}." for d in ("Sunday", "Saturday", "Sunday")]
+    body = distill(texts * 2).split(" [Pattern seen ")[0]
+    assert body == "Whale wallets have added BTC every day since Saturday or Sunday."
+
+
+def test_the_distiller_is_deterministic() -> None:
+    texts = [WORDINGS[i % 2].format(v) for i, v in enumerate(SLIPS)] + ["Use limit orders on JTO, never market."]
+    assert distill(texts) == distill(list(texts))
+    one, two = (OfflineDistiller().distill(members(texts), "t", SPAN) for _ in range(2))
+    assert one == two
+
+
+def test_the_fact_check_accepts_ranges_and_rejects_dropped_facts() -> None:
+    texts = ["Slipped 6.1% on JTO/USDT.", "Slipped 2.3% on JTO/USDT.", "Never use market orders on Kraken."]
+    assert check_facts(texts, "Slipped 2.3\u20138.0% on JTO/USDT; never market orders on Kraken.").share == 1.0
+    check = check_facts(texts, "Slipped 6.1% on JTO/USDT; use limit orders.")
+    assert check.missing == ("2.3%", "Kraken") and check.negation_lost
+    assert fact_rejection(texts, "Slipped 6.1% on JTO/USDT; use limit orders.") == (
+        "facts not preserved: 2 of 4 facts missing ('2.3%', 'Kraken'); a negation of the members is lost"
+    )
