@@ -1,0 +1,305 @@
+"""The search index: derived, deletable data under `<workspace>/index/`. BM25 (bm25s) + exact vectors (numpy).
+
+Written two-phase: a complete new version folder, then `index/CURRENT` replaced atomically (os.replace) to
+name it; readers follow CURRENT, so a reader never sees a half-written index. No Dagster here."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import bm25s
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from memory_pipeline.search.documents import Doc, all_file_docs, file_signature, store_docs, store_state
+
+Encode = Callable[[Sequence[str]], np.ndarray]
+FORMAT = 1
+K1, B = 1.5, 0.75
+
+
+class IndexMissing(RuntimeError):
+    """No usable index (deleted, never built, or built for another embedding model)."""
+
+
+@dataclass(frozen=True)
+class BuildStats:
+    docs: int
+    added: int
+    updated: int
+    removed: int
+    embedded: int
+    seconds: float
+    bytes: int
+    version: str
+
+
+def index_root(home: Path) -> Path:
+    return Path(home) / "index"
+
+
+def _stemmer() -> Any:
+    try:
+        import Stemmer  # PyStemmer: the snowball stemmer bm25s recommends
+
+        return Stemmer.Stemmer("english")
+    except ImportError:  # pragma: no cover - PyStemmer is a dependency
+        return None
+
+
+STEMMER = _stemmer()
+
+
+def tokenize(texts: Sequence[str]) -> list[list[str]]:
+    return bm25s.tokenize(list(texts), stopwords="en", stemmer=STEMMER, return_ids=False, show_progress=False)
+
+
+def _normalise(vectors: np.ndarray) -> np.ndarray:
+    vectors = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return vectors / norms
+
+
+def embed_docs(docs: Sequence[Doc], encode: Encode, dim: int | None = None) -> np.ndarray:
+    if not docs:
+        return np.zeros((0, dim or 0), dtype=np.float32)
+    return _normalise(encode([d.text for d in docs]))
+
+
+def _store_vectors(con: duckdb.DuckDBPyConnection, model: str, ids: list[str]) -> dict[str, np.ndarray]:
+    """Vectors the abstraction engine already computed for these memories with the same model."""
+    if not ids:
+        return {}
+    try:
+        rows = con.execute(
+            "SELECT memory_id, vector FROM embeddings WHERE model = ? AND memory_id IN (SELECT unnest(?::VARCHAR[]))",
+            [model, ids],
+        ).fetchall()
+    except duckdb.Error:
+        return {}
+    return {str(r[0]): np.asarray(r[1], dtype=np.float32) for r in rows}
+
+
+# ------------------------------------------------------------------ loaded index
+
+
+@dataclass
+class LoadedIndex:
+    folder: Path
+    manifest: dict[str, Any]
+    docs: list[Doc]
+    vectors: np.ndarray  # (n, d) float32, unit rows
+    bm25: bm25s.BM25
+    idf: np.ndarray  # per vocabulary id
+    vocab: dict[str, int]
+    pos: dict[str, int]  # key → row
+    dates: np.ndarray
+    importance: np.ndarray
+
+    @property
+    def model(self) -> str:
+        return str(self.manifest["model"])
+
+
+def _write_docs(path: Path, docs: Sequence[Doc]) -> None:
+    rows = [asdict(d) for d in docs]
+    if not rows:
+        rows = []
+    table = pa.Table.from_pylist(rows) if rows else pa.table({"key": pa.array([], pa.string())})
+    pq.write_table(table, path)
+
+
+def _read_docs(path: Path) -> list[Doc]:
+    table = pq.read_table(path)
+    if table.num_rows == 0:
+        return []
+    return [Doc(**row) for row in table.to_pylist()]
+
+
+def _idf(retriever: bm25s.BM25, n_docs: int) -> np.ndarray:
+    """Lucene idf per vocabulary id, from the CSC matrix's document frequencies."""
+    indptr = np.asarray(retriever.scores["indptr"])
+    df = np.diff(indptr).astype(np.float64)
+    return np.log(1.0 + (n_docs - df + 0.5) / (df + 0.5)).astype(np.float32)
+
+
+def current_folder(home: Path) -> Path | None:
+    root = index_root(home)
+    try:
+        name = (root / "CURRENT").read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+    folder = root / name
+    return folder if name and (folder / "manifest.json").is_file() else None
+
+
+def load_index(home: Path) -> LoadedIndex:
+    folder = current_folder(home)
+    if folder is None:
+        raise IndexMissing(f"no search index under {index_root(home)}")
+    try:
+        manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+        docs = _read_docs(folder / "docs.parquet")
+        vectors = np.load(folder / "vectors.npy", mmap_mode="r")
+        retriever = bm25s.BM25.load(str(folder / "bm25"), show_progress=False, verbosity=0)
+    except (OSError, ValueError, KeyError) as exc:
+        raise IndexMissing(f"search index {folder} is unreadable ({exc})") from exc
+    return LoadedIndex(
+        folder=folder,
+        manifest=manifest,
+        docs=docs,
+        vectors=np.asarray(vectors),
+        bm25=retriever,
+        idf=_idf(retriever, max(1, len(docs))),
+        vocab=dict(retriever.vocab_dict),
+        pos={d.key: i for i, d in enumerate(docs)},
+        dates=np.array([d.date for d in docs], dtype=np.float64),
+        importance=np.array([d.importance for d in docs], dtype=np.float32),
+    )
+
+
+# ------------------------------------------------------------------ build
+
+
+def collect_docs(home: Path) -> tuple[list[Doc], tuple[int, int], duckdb.DuckDBPyConnection | None]:
+    """Every readable document, and the store's (max rowid, count) watermark; the connection stays open for
+    the vector look-up and is closed by the caller."""
+    docs: list[Doc] = []
+    state = (-1, 0)
+    con = None
+    store = Path(home) / "memory.duckdb"
+    if store.exists():
+        con = duckdb.connect(str(store), read_only=True)
+        try:
+            docs = store_docs(con)
+            state = store_state(con)
+        except duckdb.CatalogException:  # an empty store without the memories table yet
+            docs = []
+    return docs + all_file_docs(Path(home)), state, con
+
+
+def build_index(home: Path, encode: Encode, model: str, *, full: bool = False) -> BuildStats:
+    """Build a new index version; with `full=False` unchanged documents keep their vectors (the incremental
+    update: only new or changed text is embedded, BM25 is rebuilt, which is cheap)."""
+    t0 = time.perf_counter()
+    home = Path(home)
+    previous: LoadedIndex | None = None
+    if not full:
+        try:
+            previous = load_index(home)
+            if previous.model != model:
+                previous = None
+        except IndexMissing:
+            previous = None
+    signature = file_signature(home)
+    docs, state, con = collect_docs(home)
+    try:
+        old: dict[str, tuple[str, int]] = {}
+        if previous is not None:
+            old = {d.key: (d.fingerprint, i) for i, d in enumerate(previous.docs)}
+        vectors: list[np.ndarray | None] = [None] * len(docs)
+        need: list[int] = []
+        added = updated = 0
+        for i, d in enumerate(docs):
+            prior = old.get(d.key)
+            if prior is None:
+                added += 1
+            elif prior[0] != d.fingerprint:
+                updated += 1
+            if prior is not None and prior[0] == d.fingerprint and previous is not None:
+                vectors[i] = previous.vectors[prior[1]]
+            else:
+                need.append(i)
+        if con is not None:
+            stored = _store_vectors(con, model, [docs[i].key for i in need if docs[i].source == "store"])
+            for i in list(need):
+                v = stored.get(docs[i].key) if docs[i].source == "store" else None
+                if v is not None:
+                    vectors[i] = v / (np.linalg.norm(v) or 1.0)
+            need = [i for i in need if vectors[i] is None]
+    finally:
+        if con is not None:
+            con.close()
+    fresh = embed_docs([docs[i] for i in need], encode)
+    for j, i in enumerate(need):
+        vectors[i] = fresh[j]
+    dim = int(fresh.shape[1]) if len(need) else (len(vectors[0]) if docs else 0)  # type: ignore[arg-type]
+    matrix = np.vstack(vectors).astype(np.float32) if docs else np.zeros((0, dim), dtype=np.float32)
+    removed = len(set(old) - {d.key for d in docs})
+    version = _write_version(home, docs, matrix, model, state, signature)
+    folder = index_root(home) / version
+    size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+    return BuildStats(
+        docs=len(docs),
+        added=added,
+        updated=updated,
+        removed=removed,
+        embedded=len(need),
+        seconds=round(time.perf_counter() - t0, 3),
+        bytes=size,
+        version=version,
+    )
+
+
+def _write_version(
+    home: Path,
+    docs: list[Doc],
+    matrix: np.ndarray,
+    model: str,
+    state: tuple[int, int],
+    signature: dict[str, tuple[float, int]],
+) -> str:
+    root = index_root(home)
+    root.mkdir(parents=True, exist_ok=True)
+    version = f"v{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}-{time.perf_counter_ns() % 10**6:06d}"
+    tmp = root / f".tmp-{version}"
+    tmp.mkdir()
+    try:
+        _write_docs(tmp / "docs.parquet", docs)
+        np.save(tmp / "vectors.npy", matrix)
+        retriever = bm25s.BM25(k1=K1, b=B, method="lucene")
+        tokens = tokenize([d.text for d in docs]) if docs else [[""]]
+        retriever.index(tokens, show_progress=False)
+        retriever.save(str(tmp / "bm25"), show_progress=False)
+        manifest = {
+            "format": FORMAT,
+            "model": model,
+            "dim": int(matrix.shape[1]) if matrix.ndim == 2 else 0,
+            "docs": len(docs),
+            "built_at": time.time(),
+            "store_max_rowid": state[0],
+            "store_rows": state[1],
+            "files": signature,
+        }
+        (tmp / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+        os.replace(tmp, root / version)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    pointer = root / f".CURRENT-{version}"
+    pointer.write_text(version, encoding="utf-8")
+    os.replace(pointer, root / "CURRENT")  # the commit point
+    _prune(root, keep={version})
+    return version
+
+
+def _prune(root: Path, keep: set[str]) -> None:
+    """Drop old versions, keeping the newest previous one a reader may still be loading."""
+    versions = sorted(p.name for p in root.iterdir() if p.is_dir() and p.name.startswith("v"))
+    for name in versions[:-2]:
+        if name not in keep:
+            shutil.rmtree(root / name, ignore_errors=True)
+
+
+def delete_index(home: Path) -> None:
+    shutil.rmtree(index_root(home), ignore_errors=True)
