@@ -22,6 +22,7 @@ DOMAIN_CLIS: tuple[str, ...] = (
     "memory_pipeline.operator.cli",
     "memory_pipeline.journals.cli",
     "memory_pipeline.compaction.cli",
+    "memory_pipeline.search.cli",
 )
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
