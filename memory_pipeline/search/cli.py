@@ -44,7 +44,10 @@ def cmd_search(args: argparse.Namespace) -> int:
 
             encode, model = default_embedder()
             stats = build_index(home, encode, model, full=True)
-            print(f"index rebuilt: {stats.docs} docs ({stats.embedded} embedded) in {stats.seconds:.1f} s", file=sys.stderr)
+            print(
+                f"index rebuilt: {stats.docs} docs ({stats.embedded} embedded) in {stats.seconds:.1f} s",
+                file=sys.stderr,
+            )
         hits = search(
             args.query,
             args.k,
@@ -64,8 +67,13 @@ def cmd_search(args: argparse.Namespace) -> int:
 
         append_now(home, [h.id for h in hits if h.source == "store"])
     if args.json:
-        print(json.dumps({"query": args.query, "mode": hits.mode, "notice": hits.notice,
-                          "hits": [h.to_dict() for h in hits]}, indent=2, ensure_ascii=False))
+        print(
+            json.dumps(
+                {"query": args.query, "mode": hits.mode, "notice": hits.notice, "hits": [h.to_dict() for h in hits]},
+                indent=2,
+                ensure_ascii=False,
+            )
+        )
     else:
         _print_hits(hits, args.query)
     return 0
@@ -94,7 +102,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--category", default=None, help="only documents with this category")
     p.add_argument("--kind", default=None, help="memory, summary, journal, memory_md, core, sphere, note, transcript…")
-    p.add_argument("--tier", default=None, help="active, archived, knowledge, working, episodic, semantic, archive, raw")
+    p.add_argument(
+        "--tier", default=None, help="active, archived, knowledge, working, episodic, semantic, archive, raw"
+    )
     p.add_argument("--since", default=None, help="ISO date: documents dated on or after")
     p.add_argument("--until", default=None, help="ISO date: documents dated on or before")
     p.add_argument("--with-sources", action="store_true", help="expand each abstraction to its sources (lineage)")

@@ -312,6 +312,12 @@ def _search_index(
     q_tokens = [t for t in dict.fromkeys(tokenize([query])[0]) if t]
     in_vocab = [t for t in q_tokens if t in idx.vocab]
     idf = {t: float(idx.idf[idx.vocab[t]]) for t in in_vocab}
+    delta_tokens = tokenize([d.text for d in delta]) if delta else []
+    n_all = len(idx.docs) + len(delta)
+    for t in q_tokens:  # a word first written since the build: its idf from the delta alone
+        df = sum(1 for tok in delta_tokens if t in tok) if t not in idf else 0
+        if df:
+            idf[t] = float(np.log(1.0 + (n_all - df + 0.5) / (df + 0.5)))
     ceiling = bm25_ceiling(list(idf.values()))
     t_embed = time.perf_counter()
     qv = np.asarray(encode([query]), dtype=np.float32)[0]
@@ -341,7 +347,7 @@ def _search_index(
     if delta:
         dv = _delta_vectors(delta, encode, model)
         avgdl = float(idx.manifest.get("avgdl") or 0) or _avgdl(idx)
-        for d, tok, v in zip(delta, tokenize([d.text for d in delta]), dv, strict=True):
+        for d, tok, v in zip(delta, delta_tokens, dv, strict=True):
             docs.append(d)
             parts_bm.append(bm25_one(tok, idf, avgdl) / ceiling)
             parts_cos.append(float(v @ qv))
