@@ -26,7 +26,14 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 warnings.filterwarnings("ignore", message=r"Parameter `backfill_policy`.*is currently in beta", category=dg.BetaWarning)
 
 OWNER = "team:agent-memory"
-SEEDS = {"abstraction": "000", "journals": "001", "rollups": "002", "compaction": "003", "graph": "004"}
+SEEDS = {
+    "abstraction": "000",
+    "journals": "001",
+    "rollups": "002",
+    "compaction": "003",
+    "graph": "004",
+    "search": "001",
+}
 
 # Each module exposes `DOMAIN: memory_pipeline.domain.Domain`; one line per domain.
 DOMAINS: tuple[str, ...] = (
@@ -34,6 +41,7 @@ DOMAINS: tuple[str, ...] = (
     "memory_pipeline.rollups.definitions",
     "memory_pipeline.compaction.definitions",
     "memory_pipeline.journals.definitions",
+    "memory_pipeline.defs.search",
 )
 
 

@@ -95,9 +95,15 @@ def store_docs(con: duckdb.DuckDBPyConnection, after_rowid: int | None = None) -
 
 
 def store_state(con: duckdb.DuckDBPyConnection) -> tuple[int, int]:
-    """(max rowid, row count) of the memories table: the delta's watermark and a check that nothing was deleted."""
-    row = con.execute("SELECT coalesce(max(rowid), -1), count(*) FROM memories").fetchone()
-    return (int(row[0]), int(row[1])) if row else (-1, 0)
+    """(watermark rowid, row count) of the memories table. The watermark is the max rowid, held below the
+    first `pending` row: a summary pending at build time and activated later must still be in the delta."""
+    row = con.execute(
+        "SELECT coalesce(max(rowid), -1), count(*), min(rowid) FILTER (WHERE lifecycle = 'pending') FROM memories"
+    ).fetchone()
+    if not row:
+        return (-1, 0)
+    watermark = int(row[0]) if row[2] is None else min(int(row[0]), int(row[2]) - 1)
+    return watermark, int(row[1])
 
 
 def live_metadata(con: duckdb.DuckDBPyConnection, ids: list[str]) -> dict[str, tuple[str, float, str, float]]:

@@ -171,6 +171,49 @@ def load_index(home: Path) -> LoadedIndex:
 # ------------------------------------------------------------------ build
 
 
+def _connect_waiting(path: Path, timeout_s: float = 300.0) -> duckdb.DuckDBPyConnection:
+    """Read-only, waiting while a writer (the nightly run, an import) holds DuckDB's file lock."""
+    deadline = time.monotonic() + timeout_s
+    pause = 0.05
+    while True:
+        try:
+            return duckdb.connect(str(path), read_only=True)
+        except duckdb.IOException:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(pause)
+            pause = min(2.0, pause * 2)
+
+
+def pending_changes(home: Path) -> dict[str, int] | None:
+    """What the index lacks: store rows appended since the build and files added/changed/removed; None when
+    there is no index. The sensor's trigger, and cheap (one count query and a stat walk)."""
+    folder = current_folder(home)
+    if folder is None:
+        return None
+    manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    rows = 0
+    store = Path(home) / "memory.duckdb"
+    if store.exists():
+        try:
+            con = duckdb.connect(str(store), read_only=True)
+        except duckdb.Error:
+            return {"store_rows": 0, "files": 0, "busy": 1}
+        try:
+            max_rowid, count = store_state(con)
+        except duckdb.CatalogException:
+            max_rowid, count = -1, 0
+        finally:
+            con.close()
+        rows = max(0, max_rowid - int(manifest.get("store_max_rowid", -1)))
+        if count < int(manifest.get("store_rows", 0)):
+            rows += 1  # rows disappeared (a pending summary discarded): rebuild
+    built = {k: tuple(v) for k, v in manifest.get("files", {}).items()}
+    current = file_signature(Path(home))
+    files = sum(1 for k, v in current.items() if built.get(k) != v) + len(set(built) - set(current))
+    return {"store_rows": rows, "files": files, "busy": 0}
+
+
 def collect_docs(home: Path) -> tuple[list[Doc], tuple[int, int], duckdb.DuckDBPyConnection | None]:
     """Every readable document, and the store's (max rowid, count) watermark; the connection stays open for
     the vector look-up and is closed by the caller."""
@@ -179,7 +222,7 @@ def collect_docs(home: Path) -> tuple[list[Doc], tuple[int, int], duckdb.DuckDBP
     con = None
     store = Path(home) / "memory.duckdb"
     if store.exists():
-        con = duckdb.connect(str(store), read_only=True)
+        con = _connect_waiting(store)
         try:
             docs = store_docs(con)
             state = store_state(con)
