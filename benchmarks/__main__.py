@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 
-NAMES = ("clustering", "incremental", "nightly", "embeddings", "locomo-retention", "screening")
+NAMES = ("clustering", "incremental", "nightly", "embeddings", "locomo-retention", "screening", "search", "search-locomo")
 
 
 def main(argv: list[str]) -> int:

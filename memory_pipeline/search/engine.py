@@ -16,7 +16,7 @@ import duckdb
 import numpy as np
 
 from memory_pipeline.search import fallback
-from memory_pipeline.search.documents import Doc, file_docs, file_signature, iter_files, live_metadata, store_docs
+from memory_pipeline.search.documents import Doc, file_docs, file_signature, iter_files, store_docs
 from memory_pipeline.search.index import Encode, IndexMissing, LoadedIndex, current_folder, load_index, tokenize
 from memory_pipeline.search.scoring import (
     Ranking,
@@ -95,6 +95,7 @@ def clear_cache() -> None:
     with _LOCK:
         _INDEXES.clear()
         _DELTA_VECTORS.clear()
+        _VIEWS.clear()
 
 
 def default_embedder() -> tuple[Encode, str]:
@@ -186,26 +187,77 @@ def _open_store(home: Path) -> duckdb.DuckDBPyConnection | None:
         return None
 
 
-def _delta_docs(home: Path, idx: LoadedIndex, con: duckdb.DuckDBPyConnection | None) -> tuple[list[Doc], set[str], str]:
+@dataclass
+class StoreView:
+    """What changed in the store since the index was built: appended rows (the delta) and rows whose
+    lifecycle, importance, lineage or usage differ from the index. Recomputed only when the store's files
+    change (DuckDB writes every commit to memory.duckdb or its .wal), so a quiet store costs a stat."""
+
+    delta: list[Doc]
+    overrides: dict[str, tuple[str, float, str, float]]
+    busy: bool = False
+
+
+_VIEWS: dict[tuple[str, str], tuple[tuple[int, ...], StoreView]] = {}
+_OVERRIDES_SQL = """
+    SELECT d.key, coalesce(m.lifecycle, 'gone'), coalesce(m.importance, 0), coalesce(m.archived_by, ''),
+           coalesce(m.included_count_decay, 0)
+    FROM read_parquet(?) d LEFT JOIN memories m ON m.id = d.key
+    WHERE d.source = 'store' AND (m.id IS NULL OR m.lifecycle <> d.lifecycle OR m.importance <> d.importance
+          OR coalesce(m.archived_by, '') <> d.archived_by OR coalesce(m.included_count_decay, 0) <> d.usage)
+"""
+
+
+def _store_stamp(home: Path) -> tuple[int, ...]:
+    out: list[int] = []
+    for name in ("memory.duckdb", "memory.duckdb.wal"):
+        try:
+            st = os.stat(home / name)
+            out += [st.st_mtime_ns, st.st_size]
+        except OSError:
+            out += [0, 0]
+    return tuple(out)
+
+
+def store_view(home: Path, idx: LoadedIndex) -> StoreView:
+    key = (str(home), str(idx.folder))
+    stamp = _store_stamp(home)
+    cached = _VIEWS.get(key)
+    if cached is not None and cached[0] == stamp:
+        return cached[1]
+    if not (home / "memory.duckdb").exists():
+        return StoreView([], {})
+    con = _open_store(home)
+    if con is None:
+        return StoreView([], {}, busy=True)
+    try:
+        delta = store_docs(con, after_rowid=int(idx.manifest.get("store_max_rowid", -1)))
+        rows = con.execute(_OVERRIDES_SQL, [str(idx.folder / "docs.parquet")]).fetchall()
+    except duckdb.Error:
+        return StoreView([], {}, busy=True)
+    finally:
+        con.close()
+    view = StoreView(delta, {str(r[0]): (str(r[1]), float(r[2]), str(r[3]), float(r[4])) for r in rows})
+    with _LOCK:
+        _VIEWS[key] = (stamp, view)
+    return view
+
+
+def _delta_docs(home: Path, idx: LoadedIndex, view: StoreView) -> tuple[list[Doc], set[str], str]:
     """Documents written since the build (store rows past the watermark, new or changed files) and the
     paths whose indexed chunks are stale."""
-    notes = ""
-    docs: list[Doc] = []
-    if con is not None:
-        try:
-            docs = store_docs(con, after_rowid=int(idx.manifest.get("store_max_rowid", -1)))
-        except duckdb.Error:
-            docs = []
-    elif (home / "memory.duckdb").exists():
-        notes = "store busy: memories written since the last index update are not included"
+    notice = "store busy: memories written since the last index update are not included" if view.busy else ""
+    docs = list(view.delta)
     built: dict[str, list[float]] = idx.manifest.get("files", {})
     current = file_signature(home)
     stale = {p for p, sig in built.items() if current.get(p) != (sig[0], sig[1])}
-    kinds = {p.relative_to(home).as_posix(): (k, t) for p, k, t in iter_files(home)}
-    for rel in sorted(p for p, sig in current.items() if p in stale or p not in built):
-        if rel in kinds:
-            docs.extend(file_docs(home, rel, *kinds[rel]))
-    return docs, stale, notes
+    fresh = sorted(p for p in current if p in stale or p not in built)
+    if fresh:
+        kinds = {p.relative_to(home).as_posix(): (k, t) for p, k, t in iter_files(home)}
+        for rel in fresh:
+            if rel in kinds:
+                docs.extend(file_docs(home, rel, *kinds[rel]))
+    return docs, stale, notice
 
 
 def _delta_vectors(docs: Sequence[Doc], encode: Encode, model: str) -> np.ndarray:
@@ -274,12 +326,7 @@ def search(
             now_ts,
             f"search index built for {idx.model}, not {model}: " + REBUILDING,
         )
-    con = _open_store(home)
-    try:
-        return _search_index(home, idx, con, query, k, filters, with_sources, r, encode, model, now_ts)
-    finally:
-        if con is not None:
-            con.close()
+    return _search_index(home, idx, store_view(home, idx), query, k, filters, with_sources, r, encode, model, now_ts)
 
 
 def _known(idx: LoadedIndex, delta: Sequence[Doc]) -> tuple[set[str], set[str]]:
@@ -295,7 +342,7 @@ def _known(idx: LoadedIndex, delta: Sequence[Doc]) -> tuple[set[str], set[str]]:
 def _search_index(
     home: Path,
     idx: LoadedIndex,
-    con: duckdb.DuckDBPyConnection | None,
+    view: StoreView,
     query: str,
     k: int,
     filters: Filters,
@@ -305,7 +352,7 @@ def _search_index(
     model: str,
     now_ts: float,
 ) -> Hits:
-    delta, stale, notice = _delta_docs(home, idx, con)
+    delta, stale, notice = _delta_docs(home, idx, view)
     cats, kinds = _known(idx, delta)
     _check_choice(filters.category, cats, "category")
     _check_choice(filters.kind, kinds, "kind")
@@ -352,7 +399,8 @@ def _search_index(
             parts_bm.append(bm25_one(tok, idf, avgdl) / ceiling)
             parts_cos.append(float(v @ qv))
     return _rank(
-        con,
+        home,
+        view,
         idx,
         docs,
         np.array(parts_bm),
@@ -375,7 +423,8 @@ def _avgdl(idx: LoadedIndex) -> float:
 
 
 def _rank(
-    con: duckdb.DuckDBPyConnection | None,
+    home: Path,
+    view: StoreView,
     idx: LoadedIndex,
     docs: list[Doc],
     bm: np.ndarray,
@@ -389,7 +438,7 @@ def _rank(
     notice: str,
     embed_ms: float,
 ) -> Hits:
-    live = live_metadata(con, [d.key for d in docs if d.source == "store"]) if con is not None else {}
+    live = view.overrides
     keep: list[int] = []
     imp = np.ones(len(docs))
     use = np.zeros(len(docs))
@@ -433,7 +482,7 @@ def _rank(
         hits.append(_hit(d, query, float(final[j]), parts, r, lifecycles[i], archived_by[i]))
     hits = abstractions_first(hits)
     if with_sources:
-        _expand_sources(hits, idx, con, query, r)
+        _expand_sources(hits, idx, home, view, query, r)
     out = Hits(hits, notice)
     out.embed_ms = embed_ms  # type: ignore[attr-defined]
     return out
@@ -473,27 +522,32 @@ def abstractions_first(hits: list[Hit]) -> list[Hit]:
     return out
 
 
-def _expand_sources(
-    hits: list[Hit], idx: LoadedIndex, con: duckdb.DuckDBPyConnection | None, query: str, r: Ranking
-) -> None:
+def _expand_sources(hits: list[Hit], idx: LoadedIndex, home: Path, view: StoreView, query: str, r: Ranking) -> None:
     """`--with-sources`: each summary hit gets its sources through lineage (compressed_from / summary_of)."""
+    known = {d.key: d for d in view.delta}
     for h in hits:
         if h.source != "store":
             continue
         pos = idx.pos.get(h.id)
-        sources = idx.docs[pos].source_ids if pos is not None else []
-        if not sources and con is not None:
-            rows = store_docs_by_id(con, [h.id])
-            sources = rows[0].source_ids if rows else []
+        doc = idx.docs[pos] if pos is not None else known.get(h.id)
+        sources = doc.source_ids if doc is not None else []
         if not sources:
             continue
         found = {s: idx.docs[idx.pos[s]] for s in sources if s in idx.pos}
-        if con is not None and len(found) < len(sources):
-            found.update({d.key: d for d in store_docs_by_id(con, [s for s in sources if s not in found])})
+        found.update({s: known[s] for s in sources if s in known})
+        missing = [s for s in sources if s not in found]
+        if missing:
+            con = _open_store(home)
+            if con is not None:
+                try:
+                    found.update({d.key: d for d in store_docs_by_id(con, missing)})
+                finally:
+                    con.close()
         for s in sources:
             d = found.get(s)
             if d is not None:
-                h.sources.append(_hit(d, query, 0.0, {}, r, d.lifecycle, d.archived_by))
+                lc, _imp, by, _use = view.overrides.get(s, (d.lifecycle, d.importance, d.archived_by, d.usage))
+                h.sources.append(_hit(d, query, 0.0, {}, r, lc, by))
 
 
 def store_docs_by_id(con: duckdb.DuckDBPyConnection, ids: list[str]) -> list[Doc]:
