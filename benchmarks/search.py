@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import sqlite3
 import tempfile
 import time
 from datetime import UTC, datetime, timedelta
@@ -67,7 +66,7 @@ def make_store(home: Path, texts: list[str], start: int = 0) -> None:
     store = MemoryStore(home / "memory.duckdb")
     store.migrate()
     base = datetime(2026, 1, 1)
-    frame = pd.DataFrame(
+    frame = pd.DataFrame(  # noqa: F841 - read by DuckDB's replacement scan
         {
             "id": [f"m-{start + i:07d}" for i in range(len(texts))],
             "content": texts,
@@ -137,6 +136,11 @@ def _fts_query(q: str) -> str:
 def baseline(folder: Path, texts: list[str], qs: list[str]) -> dict[str, Any]:
     """Seed 001 §7.2–7.3 as written: one SQLite file, FTS5 (porter unicode61) + sqlite-vec vec0, hybrid merge."""
     import sqlite_vec
+
+    try:  # the standard library's sqlite3 may be built without extension loading (pyenv's is)
+        import pysqlite3.dbapi2 as sqlite3  # type: ignore[import-not-found]
+    except ImportError:
+        import sqlite3
 
     path = folder / "memory.db"
     db = sqlite3.connect(path)

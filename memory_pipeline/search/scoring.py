@@ -21,7 +21,7 @@ RANKING_FILE = Path(__file__).with_name("ranking.json")
 
 @dataclass(frozen=True)
 class Ranking:
-    fusion: str = "rrf"
+    fusion: str = "linear"
     bm25_weight: float = 0.4
     vector_weight: float = 0.6
     rrf_k: int = 60
@@ -32,6 +32,7 @@ class Ranking:
     reference_per_use: float = 0.1
     reference_cap: float = 10
     importance_cap: float = 2.0
+    importance_exponent: float = 0.25
     snippet_chars: int = 300
     max_query_chars: int = 4096
     max_k: int = 1000
@@ -100,8 +101,11 @@ def reference_boost(usage: np.ndarray, r: Ranking) -> np.ndarray:
 
 
 def importance_factor(importance: np.ndarray, r: Ranking) -> np.ndarray:
-    """√importance: an archived source (0.5, seed 000 §9.2) weighs 0.71 of an ordinary memory."""
-    return np.sqrt(np.clip(importance, 0.05, r.importance_cap))
+    """Below 1, √importance: an archived source (0.5, seed 000 §9.2) weighs 0.71 of an ordinary memory.
+    Above 1, importance^0.25 (capped): a gentle lift, so a high-importance memory that is only loosely related
+    cannot outrank the one that answers the query (measured on the sample workspace)."""
+    imp = np.clip(importance, 0.05, r.importance_cap)
+    return np.where(imp < 1.0, np.sqrt(imp), imp**r.importance_exponent)
 
 
 _WORD = re.compile(r"\w\w+", re.UNICODE)

@@ -129,3 +129,20 @@ def test_bad_input_is_one_clear_error(workspace: Path, query: str, k: int, kwarg
     with pytest.raises(SearchInputError) as err:
         search(query, k=k, home=workspace, embedder=minilm(), **kwargs)
     assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_important_but_loosely_related_memories_do_not_outrank_the_answer(workspace: Path, tmp_path: Path) -> None:
+    """The sample workspace's case: many price alerts on other tickers with higher importance."""
+    rows = [
+        {
+            "id": f"m-8{i:02d}",
+            "content": f"Set a price alert on {t} at {p}: top of the weekly range.",
+            "importance": 2.0,
+            "created_at": "2026-10-30T08:00:00",
+            "categories": ["trading"],
+        }
+        for i, (t, p) in enumerate([("ARB", "0.71"), ("ATOM", "7.33"), ("LINK", "17.15"), ("SOL", "150")])
+    ]
+    import_jsonl(MemoryStore(workspace / "memory.duckdb"), write_jsonl(tmp_path / "alerts.jsonl", rows))
+    hits = search("price alert on TIA", k=5, home=workspace, embedder=minilm(), now=NOW)
+    assert ids(hits)[0] == "m-001", [(h.id, h.score) for h in hits]
