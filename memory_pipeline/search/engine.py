@@ -232,7 +232,8 @@ def store_view(home: Path, idx: LoadedIndex) -> StoreView:
         return StoreView([], {}, busy=True)
     try:
         delta = store_docs(con, after_rowid=int(idx.manifest.get("store_max_rowid", -1)))
-        rows = con.execute(_OVERRIDES_SQL, [str(idx.folder / "docs.parquet")]).fetchall()
+        parquet = [str(idx.folder / n) for n in ("docs.parquet", "seg_docs.parquet") if (idx.folder / n).exists()]
+        rows = con.execute(_OVERRIDES_SQL, [parquet]).fetchall()
     except duckdb.Error:
         return StoreView([], {}, busy=True)
     finally:
@@ -386,11 +387,28 @@ def _search_index(
     delta_keys = {d.key for d in delta}
     for i in sorted(cand):
         d = idx.docs[i]
-        if d.key in delta_keys or (d.source == "file" and d.path in stale):
+        if d.key in delta_keys or d.key in idx.dead or (d.source == "file" and d.path in stale):
             continue
         docs.append(d)
         parts_bm.append(float(bm[i]))
         parts_cos.append(float(cos[i]))
+    if idx.seg_docs and idx.seg_vectors is not None:  # the incremental segment: exact, like the delta
+        seg_cos = idx.seg_vectors @ qv
+        seg_c = min(len(idx.seg_docs), max(r.candidates, 5 * k))
+        picked = (
+            set(np.argpartition(-seg_cos, seg_c - 1)[:seg_c].tolist())
+            if seg_c < len(seg_cos)
+            else set(range(len(seg_cos)))
+        )
+        picked.update(j for t in idf for j in idx.seg_postings.get(t, ()))
+        avgdl_seg = float(idx.manifest.get("avgdl") or 0) or _avgdl(idx)
+        for j in sorted(picked):
+            d = idx.seg_docs[j]
+            if d.key in delta_keys or (d.source == "file" and d.path in stale):
+                continue
+            docs.append(d)
+            parts_bm.append(bm25_one(idx.seg_tokens[j], idf, avgdl_seg) / ceiling)
+            parts_cos.append(float(seg_cos[j]))
     if delta:
         dv = _delta_vectors(delta, encode, model)
         avgdl = float(idx.manifest.get("avgdl") or 0) or _avgdl(idx)
@@ -524,7 +542,8 @@ def abstractions_first(hits: list[Hit]) -> list[Hit]:
 
 def _expand_sources(hits: list[Hit], idx: LoadedIndex, home: Path, view: StoreView, query: str, r: Ranking) -> None:
     """`--with-sources`: each summary hit gets its sources through lineage (compressed_from / summary_of)."""
-    known = {d.key: d for d in view.delta}
+    known = {d.key: d for d in idx.seg_docs}
+    known.update({d.key: d for d in view.delta})
     for h in hits:
         if h.source != "store":
             continue

@@ -10,7 +10,7 @@ import os
 import shutil
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -105,6 +105,13 @@ class LoadedIndex:
     pos: dict[str, int]  # key → row
     dates: np.ndarray
     importance: np.ndarray
+    # the incremental segment: documents new or changed since the base BM25 was built, scored exactly like
+    # the query-time delta; `dead` are base keys it replaces or that were removed
+    seg_docs: list[Doc] = field(default_factory=list)
+    seg_vectors: np.ndarray | None = None
+    seg_tokens: list[list[str]] = field(default_factory=list)
+    dead: set[str] = field(default_factory=set)
+    seg_postings: dict[str, list[int]] = field(default_factory=dict)
 
     @property
     def model(self) -> str:
@@ -156,9 +163,26 @@ def load_index(home: Path) -> LoadedIndex:
         docs = _read_docs(folder / "docs.parquet")
         vectors = np.load(folder / "vectors.npy", mmap_mode="r")
         retriever = bm25s.BM25.load(str(folder / "bm25"), show_progress=False, verbosity=0)
+        seg_docs = _read_docs(folder / "seg_docs.parquet") if (folder / "seg_docs.parquet").exists() else []
+        seg_vectors = np.load(folder / "seg_vectors.npy") if seg_docs else None
+        dead = (
+            set(json.loads((folder / "dead.json").read_text(encoding="utf-8")))
+            if seg_docs or (folder / "dead.json").exists()
+            else set()
+        )
     except (OSError, ValueError, KeyError) as exc:
         raise IndexMissing(f"search index {folder} is unreadable ({exc})") from exc
+    seg_tokens = tokenize([d.text for d in seg_docs]) if seg_docs else []
+    postings: dict[str, list[int]] = {}
+    for j, tokens in enumerate(seg_tokens):
+        for t in set(tokens):
+            postings.setdefault(t, []).append(j)
     return LoadedIndex(
+        seg_docs=seg_docs,
+        seg_vectors=seg_vectors,
+        seg_tokens=seg_tokens,
+        seg_postings=postings,
+        dead=dead,
         folder=folder,
         manifest=manifest,
         docs=docs,
@@ -251,20 +275,28 @@ def build_index(home: Path, encode: Encode, model: str, *, full: bool = False) -
     signature = file_signature(home)
     docs, state, con = collect_docs(home)
     try:
-        old: dict[str, tuple[str, int]] = {}
+        prev_vectors: dict[str, tuple[str, np.ndarray]] = {}
         if previous is not None:
-            old = {d.key: (d.fingerprint, i) for i, d in enumerate(previous.docs)}
+            prev_vectors = {
+                d.key: (d.fingerprint, previous.vectors[i])
+                for i, d in enumerate(previous.docs)
+                if d.key not in previous.dead
+            }
+            if previous.seg_vectors is not None:
+                prev_vectors.update(
+                    {d.key: (d.fingerprint, previous.seg_vectors[i]) for i, d in enumerate(previous.seg_docs)}
+                )
         vectors: list[np.ndarray | None] = [None] * len(docs)
         need: list[int] = []
         added = updated = 0
         for i, d in enumerate(docs):
-            prior = old.get(d.key)
+            prior = prev_vectors.get(d.key)
             if prior is None:
                 added += 1
             elif prior[0] != d.fingerprint:
                 updated += 1
-            if prior is not None and prior[0] == d.fingerprint and previous is not None:
-                vectors[i] = previous.vectors[prior[1]]
+            if prior is not None and prior[0] == d.fingerprint:
+                vectors[i] = prior[1]
             else:
                 need.append(i)
         if con is not None:
@@ -282,8 +314,12 @@ def build_index(home: Path, encode: Encode, model: str, *, full: bool = False) -
         vectors[i] = fresh[j]
     dim = int(fresh.shape[1]) if len(need) else (len(vectors[0]) if docs else 0)  # type: ignore[arg-type]
     matrix = np.vstack(vectors).astype(np.float32) if docs else np.zeros((0, dim), dtype=np.float32)
-    removed = len(set(old) - {d.key for d in docs})
-    version = _write_version(home, docs, matrix, model, state, signature)
+    removed = len(set(prev_vectors) - {d.key for d in docs})
+    version = None
+    if previous is not None:
+        version = _try_segment(home, previous, docs, matrix, model, state, signature)
+    if version is None:
+        version = _write_version(home, docs, matrix, model, state, signature)
     folder = index_root(home) / version
     size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
     return BuildStats(
@@ -298,6 +334,94 @@ def build_index(home: Path, encode: Encode, model: str, *, full: bool = False) -
     )
 
 
+def segment_limit(base_docs: int) -> int:
+    """Above this many new/changed/removed documents the BM25 base is rebuilt instead of a segment."""
+    return max(2000, base_docs // 20)
+
+
+def _link_tree(src: Path, dst: Path) -> None:
+    """Hard links (no copy) of the unchanged base files into the new version folder."""
+    for path in src.rglob("*"):
+        target = dst / path.relative_to(src)
+        if path.is_dir():
+            target.mkdir(parents=True, exist_ok=True)
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(path, target)
+        except OSError:
+            shutil.copy2(path, target)
+
+
+def _try_segment(
+    home: Path,
+    previous: LoadedIndex,
+    docs: list[Doc],
+    matrix: np.ndarray,
+    model: str,
+    state: tuple[int, int],
+    signature: dict[str, tuple[float, int]],
+) -> str | None:
+    """The incremental update: keep the base BM25 and vectors (hard-linked), write only the documents that
+    are new or changed since the base as a segment. None when the segment would be too large."""
+    base = {d.key: d.fingerprint for d in previous.docs}
+    current = {d.key: d.fingerprint for d in docs}
+    seg = [i for i, d in enumerate(docs) if base.get(d.key) != d.fingerprint]
+    dead = sorted(k for k, fp in base.items() if current.get(k) != fp)
+    if len(seg) + len(dead) > segment_limit(len(previous.docs)):
+        return None
+    root = index_root(home)
+    version = _version_name()
+    tmp = root / f".tmp-{version}"
+    tmp.mkdir()
+    try:
+        for name in ("docs.parquet", "vectors.npy", "bm25"):
+            src = previous.folder / name
+            if src.is_dir():
+                _link_tree(src, tmp / name)
+            else:
+                _link_tree_file(src, tmp / name)
+        _write_docs(tmp / "seg_docs.parquet", [docs[i] for i in seg])
+        np.save(tmp / "seg_vectors.npy", matrix[seg] if seg else np.zeros((0, matrix.shape[1]), np.float32))
+        (tmp / "dead.json").write_text(json.dumps(dead), encoding="utf-8")
+        manifest = dict(previous.manifest)
+        manifest.update(
+            built_at=time.time(),
+            docs=len(docs),
+            segment=len(seg),
+            store_max_rowid=state[0],
+            store_rows=state[1],
+            files=signature,
+            categories=sorted({c for d in docs for c in d.categories}),
+            kinds=sorted({d.kind for d in docs}),
+        )
+        (tmp / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+        os.replace(tmp, root / version)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    _commit(root, version)
+    return version
+
+
+def _link_tree_file(src: Path, dst: Path) -> None:
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
+
+
+def _version_name() -> str:
+    return f"v{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}-{time.perf_counter_ns() % 10**6:06d}"
+
+
+def _commit(root: Path, version: str) -> None:
+    pointer = root / f".CURRENT-{version}"
+    pointer.write_text(version, encoding="utf-8")
+    os.replace(pointer, root / "CURRENT")  # the commit point
+    _prune(root, keep={version})
+
+
 def _write_version(
     home: Path,
     docs: list[Doc],
@@ -308,7 +432,7 @@ def _write_version(
 ) -> str:
     root = index_root(home)
     root.mkdir(parents=True, exist_ok=True)
-    version = f"v{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}-{time.perf_counter_ns() % 10**6:06d}"
+    version = _version_name()
     tmp = root / f".tmp-{version}"
     tmp.mkdir()
     try:
@@ -319,6 +443,8 @@ def _write_version(
         retriever.index(tokens, show_progress=False)
         retriever.save(str(tmp / "bm25"), show_progress=False)
         manifest = {
+            "categories": sorted({c for d in docs for c in d.categories}),
+            "kinds": sorted({d.kind for d in docs}),
             "format": FORMAT,
             "model": model,
             "dim": int(matrix.shape[1]) if matrix.ndim == 2 else 0,
@@ -333,10 +459,7 @@ def _write_version(
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    pointer = root / f".CURRENT-{version}"
-    pointer.write_text(version, encoding="utf-8")
-    os.replace(pointer, root / "CURRENT")  # the commit point
-    _prune(root, keep={version})
+    _commit(root, version)
     return version
 
 

@@ -146,3 +146,41 @@ def test_important_but_loosely_related_memories_do_not_outrank_the_answer(worksp
     import_jsonl(MemoryStore(workspace / "memory.duckdb"), write_jsonl(tmp_path / "alerts.jsonl", rows))
     hits = search("price alert on TIA", k=5, home=workspace, embedder=minilm(), now=NOW)
     assert ids(hits)[0] == "m-001", [(h.id, h.score) for h in hits]
+
+
+def test_incremental_update_writes_a_segment_and_keeps_ranking(workspace: Path, tmp_path: Path) -> None:
+    from memory_pipeline.search import build_index
+    from memory_pipeline.search.engine import clear_cache
+    from memory_pipeline.search.index import load_index
+
+    encode, model = minilm()
+    base = current_folder(workspace)
+    import_jsonl(
+        MemoryStore(workspace / "memory.duckdb"),
+        write_jsonl(
+            tmp_path / "seg.jsonl",
+            [
+                {
+                    "id": "m-960",
+                    "content": "The sailing club meets every second Saturday at the north pier",
+                    "importance": 1.0,
+                    "created_at": "2026-10-31T08:00:00",
+                    "categories": ["hobby"],
+                }
+            ],
+        ),
+    )
+    with MemoryStore(workspace / "memory.duckdb").transaction() as con:
+        con.execute("UPDATE memories SET lifecycle = 'superseded' WHERE id = 'm-003'")
+    stats = build_index(workspace, encode, model)
+    assert stats.added == 1 and stats.removed == 1 and stats.embedded == 1
+    idx = load_index(workspace)
+    assert [d.key for d in idx.seg_docs] == ["m-960"] and idx.dead == {"m-003"}
+    assert (idx.folder / "bm25").stat().st_ino != 0 and idx.folder != base
+    assert (idx.folder / "vectors.npy").stat().st_ino == (base / "vectors.npy").stat().st_ino  # hard link
+    clear_cache()
+    assert ids(search("when does the sailing club meet", k=3, home=workspace, embedder=minilm(), now=NOW))[0] == "m-960"
+    assert "m-003" not in ids(
+        search("production deploys frozen on Fridays", k=5, home=workspace, embedder=minilm(), now=NOW)
+    )
+    assert ids(search("price alert on TIA", k=3, home=workspace, embedder=minilm(), now=NOW))[0] == "m-001"
