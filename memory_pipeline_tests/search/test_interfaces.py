@@ -117,3 +117,49 @@ def test_mcp_stdio_subprocess(workspace: Path) -> None:
             await _exercise(client)
 
     anyio.run(run)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_mcp_streamable_http_on_loopback(workspace: Path) -> None:
+    import subprocess
+    import time
+
+    port = _free_port()
+    env = {
+        **os.environ,
+        "MEMORY_PIPELINE_HOME": str(workspace),
+        "MEMORY_PIPELINE_EMBEDDER": MINILM,
+        "PYTHONPATH": os.pathsep.join(p for p in sys.path if p),
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "memory_pipeline.cli", "mcp", "--transport", "http", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        import socket
+
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.2)
+
+        async def run() -> None:
+            async with Client(f"http://127.0.0.1:{port}/mcp", read_timeout_seconds=120) as client:
+                await _exercise(client)
+
+        anyio.run(run)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
