@@ -400,14 +400,15 @@ def _search_index(
             if seg_c < len(seg_cos)
             else set(range(len(seg_cos)))
         )
-        picked.update(j for t in idf for j in idx.seg_postings.get(t, ()))
+        matching = {j for t in idf for j in idx.seg_postings.get(t, ())}
+        picked.update(matching)
         avgdl_seg = float(idx.manifest.get("avgdl") or 0) or _avgdl(idx)
         for j in sorted(picked):
             d = idx.seg_docs[j]
             if d.key in delta_keys or (d.source == "file" and d.path in stale):
                 continue
             docs.append(d)
-            parts_bm.append(bm25_one(idx.seg_tokens[j], idf, avgdl_seg) / ceiling)
+            parts_bm.append(bm25_one(idx.seg_tokens[j], idf, avgdl_seg) / ceiling if j in matching else 0.0)
             parts_cos.append(float(seg_cos[j]))
     if delta:
         dv = _delta_vectors(delta, encode, model)
