@@ -475,12 +475,15 @@ def _rank(
     sel = np.array(keep)
     bm_s, cos_s = bm[sel], cos[sel]
     relevance = linear(bm_s, cos_s, r)
-    base = rrf(bm_s, cos_s, r) if r.fusion == "rrf" else relevance
     dates = np.array([docs[i].date for i in keep])
     rec = recency(age_days(dates, now_ts), r)
     ref = reference_boost(use[sel], r)
     impf = importance_factor(imp[sel], r)
-    final = base * rec * ref * impf
+    modifier = rec * ref * impf
+    # the modifiers act on each signal before fusion: for linear that is the seed's score × modifiers; for RRF
+    # it lets them reorder each ranking without swamping relevance (RRF's scores are too flat to multiply)
+    base = rrf(bm_s * modifier, cos_s * modifier, r) if r.fusion == "rrf" else relevance * modifier
+    final = base
     ok = relevance >= r.floor
     if not ok.any():
         return Hits([], notice or NOTHING)

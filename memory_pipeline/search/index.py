@@ -443,6 +443,7 @@ def _write_version(
         retriever.index(tokens, show_progress=False)
         retriever.save(str(tmp / "bm25"), show_progress=False)
         manifest = {
+            "avgdl": float(np.mean([len(t) for t in tokens])) if docs else 1.0,
             "categories": sorted({c for d in docs for c in d.categories}),
             "kinds": sorted({d.kind for d in docs}),
             "format": FORMAT,

@@ -21,12 +21,12 @@ RANKING_FILE = Path(__file__).with_name("ranking.json")
 
 @dataclass(frozen=True)
 class Ranking:
-    fusion: str = "linear"
+    fusion: str = "rrf"
     bm25_weight: float = 0.4
     vector_weight: float = 0.6
     rrf_k: int = 60
     candidates: int = 200
-    floor: float = 0.3
+    floor: float = 0.26
     recency_per_day: float = 0.1
     recency_weight: float = 0.0
     reference_per_use: float = 0.1
@@ -49,13 +49,15 @@ def load_ranking(path: Path = RANKING_FILE) -> Ranking:
 
 
 def bm25_ceiling(idf: Sequence[float]) -> float:
-    """The highest BM25 any document can reach for these query terms: Σ idf·(k1+1). Dividing by it makes
-    BM25 absolute (0..1), comparable across queries, which an abstention floor needs."""
-    return float(sum(idf)) * (K1 + 1.0) or 1.0
+    """The highest BM25 any document can reach for these query terms: Σ idf (bm25s' Lucene variant scores
+    idf·tf/(tf + k1·norm), below idf per term). Dividing by it makes BM25 absolute (0..1), comparable across
+    queries, which an abstention floor needs."""
+    return float(sum(idf)) or 1.0
 
 
 def bm25_one(doc_tokens: Sequence[str], query_ids: dict[str, float], avgdl: float) -> float:
-    """Lucene BM25 of one document against the index's idf (for the fresh-write delta)."""
+    """BM25 of one document exactly as bm25s' Lucene variant scores it, with the index's idf (for the
+    fresh-write delta and the segment)."""
     if not query_ids:
         return 0.0
     tf = Counter(doc_tokens)
@@ -64,7 +66,7 @@ def bm25_one(doc_tokens: Sequence[str], query_ids: dict[str, float], avgdl: floa
     for term, idf in query_ids.items():
         f = tf.get(term, 0)
         if f:
-            score += idf * f * (K1 + 1.0) / (f + K1 * (1.0 - B + B * dl / max(avgdl, 1e-9)))
+            score += idf * f / (f + K1 * (1.0 - B + B * dl / max(avgdl, 1e-9)))
     return score
 
 
