@@ -21,12 +21,12 @@ RANKING_FILE = Path(__file__).with_name("ranking.json")
 
 @dataclass(frozen=True)
 class Ranking:
-    fusion: str = "rrf"
+    fusion: str = "linear"
     bm25_weight: float = 0.4
     vector_weight: float = 0.6
     rrf_k: int = 60
     candidates: int = 200
-    floor: float = 0.26
+    floor: float = 0.32
     recency_per_day: float = 0.1
     recency_weight: float = 0.0
     reference_per_use: float = 0.1
