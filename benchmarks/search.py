@@ -244,7 +244,7 @@ def main(argv: list[str]) -> None:
         print(rows[-1], flush=True)
     q50, q95 = minilm_query_ms(queries(corpus(1000), 60))
     body = (
-        "Ours (bm25s + exact numpy vectors, linear fusion, delta scan + live store state per query) / the seed's design "
+        "Ours (bm25s + exact numpy vectors, linear fusion, delta scan + live store state per query) / the seed design "
         "(SQLite FTS5 + sqlite-vec, §7.3 merge). Build excludes embedding (stand-in encoder; MiniLM embeds "
         "~170 memories/s here, the same for both); our 1 % update reads the store, embeds the new rows and writes a "
         "segment beside the hard-linked BM25 base; the seed's inserts the rows.\n\n"
