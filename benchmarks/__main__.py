@@ -6,7 +6,17 @@ from __future__ import annotations
 
 import sys
 
-NAMES = ("clustering", "incremental", "nightly", "embeddings", "locomo-retention", "screening", "distill")
+NAMES = (
+    "clustering",
+    "incremental",
+    "nightly",
+    "embeddings",
+    "locomo-retention",
+    "screening",
+    "distill",
+    "search",
+    "search-locomo",
+)
 
 
 def main(argv: list[str]) -> int:

@@ -36,6 +36,7 @@ DOMAIN_CLIS: tuple[str, ...] = (
     "memory_pipeline.compaction.cli",
     "memory_pipeline.context.cli",
     "memory_pipeline.embedding.cli",
+    "memory_pipeline.search.cli",
 )
 
 

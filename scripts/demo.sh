@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
-# Set everything up, build the sample workspace and run the nightly consolidation on it.
+# Set everything up, build the sample workspace and run the nightly consolidation on it, then read it back.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-exec .venv/bin/memory-pipeline demo
+code=0
+.venv/bin/memory-pipeline demo || code=$?
+echo
+echo "== reading memory back: memory-pipeline search (index built from the workspace first) =="
+.venv/bin/memory-pipeline search --rebuild "price alert on TIA" -k 5
+exit "$code"

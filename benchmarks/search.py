@@ -1,0 +1,268 @@
+"""`python -m benchmarks search`: the search index against the seed's own design (SQLite FTS5 + sqlite-vec,
+merged as seed 001 §7.3), in the same run, on synthetic stores of 10k and 100k memories (`--sizes`).
+
+Vectors come from a fast deterministic stand-in encoder so that building measures the index, not MiniLM;
+MiniLM's single-query embedding is timed apart (it is the same for both designs). Latency is the whole
+`search()` call: BM25 + exact vectors + fusion, the fresh-write delta scan and live archive state from the
+store (one read-only DuckDB connection per query)."""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchmarks.common import append_results, load_average, machine, peak_rss_mib, rss_mib, table
+
+DIM = 384
+MODEL = "bench-random-384"
+
+
+def _vector(text: str) -> np.ndarray:
+    seed = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
+    v = np.random.default_rng(seed).standard_normal(DIM).astype(np.float32)
+    return v / np.linalg.norm(v)
+
+
+def encode(texts: list[str]) -> np.ndarray:
+    """One text: its own deterministic vector (queries); a batch: one seeded draw (documents)."""
+    if len(texts) <= 1:
+        return np.vstack([_vector(t) for t in texts]) if texts else np.zeros((0, DIM), np.float32)
+    seed = int.from_bytes(hashlib.blake2b(texts[0].encode(), digest_size=8).digest(), "little")
+    v = np.random.default_rng(seed).standard_normal((len(texts), DIM), dtype=np.float32)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def _vocabulary(rng: np.random.Generator, size: int = 20_000) -> list[str]:
+    letters = np.array(list("abcdefghijklmnopqrstuvwxyz"))
+    return ["".join(rng.choice(letters, rng.integers(4, 10))) for _ in range(size)]
+
+
+def corpus(n: int, seed: int = 7) -> list[str]:
+    rng = np.random.default_rng(seed)
+    vocab = _vocabulary(rng)
+    ranks = np.arange(1, len(vocab) + 1)
+    p = (1.0 / ranks) / (1.0 / ranks).sum()  # Zipf-like word frequencies
+    lengths = rng.integers(8, 30, n)
+    words = rng.choice(len(vocab), size=int(lengths.sum()), p=p)
+    out, at = [], 0
+    for n_words in lengths:
+        out.append(" ".join(vocab[w] for w in words[at : at + n_words]))
+        at += n_words
+    return out
+
+
+def make_store(home: Path, texts: list[str], start: int = 0) -> None:
+    import pandas as pd
+
+    from memory_pipeline.store import MemoryStore
+
+    store = MemoryStore(home / "memory.duckdb")
+    store.migrate()
+    base = datetime(2026, 1, 1)
+    frame = pd.DataFrame(  # noqa: F841 - read by DuckDB's replacement scan
+        {
+            "id": [f"m-{start + i:07d}" for i in range(len(texts))],
+            "content": texts,
+            "created_at": [base + timedelta(minutes=start + i) for i in range(len(texts))],
+        }
+    )
+    with store.transaction() as con:
+        con.execute(
+            "INSERT INTO memories (id, content, importance, categories, tags, nexus_keys, kind, created_at, "
+            "token_count, pinned, locked, lifecycle) SELECT id, content, 1.0, ['bench'], [], [], 'observation', "
+            "created_at, 20, false, false, 'active' FROM frame"
+        )
+
+
+def queries(texts: list[str], m: int, seed: int = 11) -> list[str]:
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in rng.integers(0, len(texts), m):
+        words = texts[i].split()
+        take = rng.integers(3, min(7, len(words)) + 1)
+        start = rng.integers(0, len(words) - take + 1)
+        out.append(" ".join(words[start : start + take]))
+    return out
+
+
+def pct(values: list[float], q: float) -> float:
+    return float(np.percentile(np.array(values) * 1000, q))
+
+
+def ours(home: Path, texts: list[str], qs: list[str]) -> dict[str, Any]:
+    from memory_pipeline.search import build_index, search
+    from memory_pipeline.search.engine import clear_cache
+
+    make_store(home, texts)
+    t = time.perf_counter()
+    stats = build_index(home, encode, MODEL, full=True)
+    build = time.perf_counter() - t
+    new = corpus(max(1, len(texts) // 100), seed=99)
+    make_store(home, new, start=len(texts))
+    t = time.perf_counter()
+    inc = build_index(home, encode, MODEL)
+    incremental = time.perf_counter() - t
+    clear_cache()
+    base_rss = rss_mib()
+    search(qs[0], 10, home=home, embedder=(encode, MODEL), floor=0.0)  # load the index
+    lat = []
+    for q in qs:
+        t = time.perf_counter()
+        search(q, 10, home=home, embedder=(encode, MODEL), floor=0.0)
+        lat.append(time.perf_counter() - t)
+    return {
+        "build_s": build,
+        "bytes": stats.bytes,
+        "inc_s": incremental,
+        "inc_embedded": inc.embedded,
+        "p50": pct(lat, 50),
+        "p95": pct(lat, 95),
+        "rss_mib": rss_mib(),
+        "rss_added_mib": rss_mib() - base_rss,
+    }
+
+
+def _fts_query(q: str) -> str:
+    return " ".join(f'"{w}"' for w in q.split())
+
+
+def baseline(folder: Path, texts: list[str], qs: list[str]) -> dict[str, Any]:
+    """Seed 001 §7.2–7.3 as written: one SQLite file, FTS5 (porter unicode61) + sqlite-vec vec0, hybrid merge."""
+    import sqlite_vec
+
+    try:  # the standard library's sqlite3 may be built without extension loading (pyenv's is)
+        import pysqlite3.dbapi2 as sqlite3  # type: ignore[import-not-found]
+    except ImportError:
+        import sqlite3
+
+    path = folder / "memory.db"
+    db = sqlite3.connect(path)
+    db.enable_load_extension(True)
+    sqlite_vec.load(db)
+    db.execute("CREATE VIRTUAL TABLE knowledge_fts USING fts5(path, content, category, tokenize='porter unicode61')")
+    db.execute(f"CREATE VIRTUAL TABLE knowledge_vec USING vec0(path TEXT PRIMARY KEY, embedding FLOAT[{DIM}])")
+    t = time.perf_counter()
+    vecs = encode(texts)
+    with db:
+        db.executemany(
+            "INSERT INTO knowledge_fts(path, content, category) VALUES (?, ?, 'memory')",
+            ((f"m-{i:07d}", s) for i, s in enumerate(texts)),
+        )
+        db.executemany(
+            "INSERT INTO knowledge_vec(path, embedding) VALUES (?, ?)",
+            ((f"m-{i:07d}", vecs[i].tobytes()) for i in range(len(texts))),
+        )
+    build = time.perf_counter() - t
+    new = corpus(max(1, len(texts) // 100), seed=99)
+    t = time.perf_counter()
+    nv = encode(new)
+    with db:
+        for j, s in enumerate(new):
+            key = f"m-{len(texts) + j:07d}"
+            db.execute("INSERT INTO knowledge_fts(path, content, category) VALUES (?, ?, 'memory')", (key, s))
+            db.execute("INSERT INTO knowledge_vec(path, embedding) VALUES (?, ?)", (key, nv[j].tobytes()))
+    incremental = time.perf_counter() - t
+    lat = []
+    limit = 10
+    for q in qs:
+        t = time.perf_counter()
+        fts = db.execute(
+            "SELECT path, snippet(knowledge_fts, 1, '**', '**', '...', 48), rank FROM knowledge_fts "
+            "WHERE knowledge_fts MATCH ? ORDER BY rank LIMIT ?",
+            (_fts_query(q), limit * 2),
+        ).fetchall()
+        vec = db.execute(
+            "SELECT path, distance FROM knowledge_vec WHERE embedding MATCH ? ORDER BY distance LIMIT ?",
+            (_vector(q).tobytes(), limit * 2),
+        ).fetchall()
+        scores: dict[str, float] = {}
+        if fts:
+            top = max(abs(r[2]) for r in fts) or 1
+            for p, _s, rank in fts:
+                scores[p] = scores.get(p, 0) + 0.4 * (abs(rank) / top)
+        if vec:
+            top = max(r[1] for r in vec) or 1
+            for p, d in vec:
+                scores[p] = scores.get(p, 0) + 0.6 * (1 - d / top)
+        sorted(scores.items(), key=lambda x: -x[1])[:limit]
+        lat.append(time.perf_counter() - t)
+    db.close()
+    return {
+        "build_s": build,
+        "bytes": path.stat().st_size,
+        "inc_s": incremental,
+        "p50": pct(lat, 50),
+        "p95": pct(lat, 95),
+    }
+
+
+def minilm_query_ms(qs: list[str]) -> tuple[float, float]:
+    from memory_pipeline.resources.embedder import MINILM, EmbedderResource
+
+    enc = EmbedderResource(model=MINILM)
+    enc.encode(["warm up"])
+    lat = []
+    for q in qs[:50]:
+        t = time.perf_counter()
+        enc.encode([q])
+        lat.append(time.perf_counter() - t)
+    return pct(lat, 50), pct(lat, 95)
+
+
+def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks search", description=__doc__)
+    parser.add_argument("--sizes", default="10000,100000", help="comma-separated store sizes (1000000 for 1M)")
+    parser.add_argument("--queries", type=int, default=200)
+    args = parser.parse_args(argv)
+    env, load = machine(), load_average()
+    rows = []
+    for n in [int(s) for s in args.sizes.split(",") if s]:
+        texts = corpus(n)
+        qs = queries(texts, args.queries)
+        with tempfile.TemporaryDirectory() as a, tempfile.TemporaryDirectory() as b:
+            mine = ours(Path(a), texts, qs)
+            seed = baseline(Path(b), texts, qs)
+        rows.append(
+            [
+                f"{n:,}",
+                f"{mine['build_s']:.1f} / {seed['build_s']:.1f}",
+                f"{mine['bytes'] / 2**20:.0f} / {seed['bytes'] / 2**20:.0f}",
+                f"{mine['inc_s']:.2f} / {seed['inc_s']:.2f}",
+                f"{mine['p50']:.1f} / {seed['p50']:.1f}",
+                f"{mine['p95']:.1f} / {seed['p95']:.1f}",
+                f"{seed['p95'] / mine['p95']:.1f}×",
+                f"{mine['rss_mib']:.0f}",
+            ]
+        )
+        print(rows[-1], flush=True)
+    q50, q95 = minilm_query_ms(queries(corpus(1000), 60))
+    body = (
+        "Ours (bm25s + exact numpy vectors, linear fusion, delta scan + live store state per query) / the seed design "
+        "(SQLite FTS5 + sqlite-vec, §7.3 merge). Build excludes embedding (stand-in encoder; MiniLM embeds "
+        "~170 memories/s here, the same for both); our 1 % update reads the store, embeds the new rows and writes a "
+        "segment beside the hard-linked BM25 base; the seed's inserts the rows.\n\n"
+    )
+    body += table(
+        [
+            "memories",
+            "build s",
+            "size MiB",
+            "+1 % update s",
+            "query p50 ms",
+            "query p95 ms",
+            "p95 speed-up",
+            "query process RSS MiB",
+        ],
+        rows,
+    )
+    body += f"\n\nMiniLM query embedding (timed apart, one query): p50 {q50:.1f} ms, p95 {q95:.1f} ms.\n"
+    body += f"\nStarted {datetime.now(UTC):%H:%M} UTC; {args.queries} queries of 3-6 words from stored text.\n"
+    append_results("search: index vs the seed's SQLite FTS5 + sqlite-vec", body, env, load)
+    _ = peak_rss_mib

@@ -1,0 +1,136 @@
+"""`python -m benchmarks search-locomo`: the search's ranking and abstention on the LoCoMo dev set.
+
+Each conversation's turns are imported into a fresh store and indexed (MiniLM); every question is searched
+with each fusion (linear 0.4/0.6, RRF) and recency setting (none, the seed's exp(-0.1·days)), floor 0.
+Evidence recall@5/@10 on categories 1-4; then the abstention floor is swept: the false-abstention rate on
+categories 1-4 (an answerable question left unanswered) against the false-answer rate on category 5
+(adversarial: the asked fact was never said) and on never-stored questions (search_never_stored.txt)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from datetime import UTC, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchmarks.common import append_results, load_average, machine, table
+from benchmarks.locomo import evidence_hit, load_locomo, write_jsonl
+
+HERE = Path(__file__).resolve().parent
+PROBES = HERE / "search_never_stored.txt"
+CONFIGS = (("linear", 0.0), ("rrf", 0.0), ("linear", 0.1), ("rrf", 0.1), ("linear", 1.0), ("rrf", 1.0))
+FLOORS = [round(x, 2) for x in np.arange(0.10, 0.52, 0.02)]
+
+
+def _cached(encode: Any) -> Any:
+    memo: dict[str, np.ndarray] = {}
+
+    def enc(texts: list[str]) -> np.ndarray:
+        missing = [t for t in texts if t not in memo]
+        if missing:
+            for t, v in zip(missing, encode(missing), strict=True):
+                memo[t] = v
+        return np.vstack([memo[t] for t in texts])
+
+    return enc
+
+
+def run(data: Path, conversations: list[str] | None) -> dict[str, Any]:
+    from memory_pipeline.resources.embedder import MINILM, EmbedderResource
+    from memory_pipeline.search import build_index, search
+    from memory_pipeline.search.engine import clear_cache
+    from memory_pipeline.store import MemoryStore
+    from memory_pipeline.store.importers import import_jsonl
+
+    encode = _cached(EmbedderResource(model=MINILM).encode)
+    probes = [q for q in PROBES.read_text().splitlines() if q.strip() and not q.startswith("#")]
+    recall: dict[tuple[str, float], dict[int, list[bool]]] = {c: {5: [], 10: []} for c in CONFIGS}
+    top_rel: dict[str, list[float]] = {"answerable": [], "adversarial": [], "never_stored": []}
+    build_s = 0.0
+    with tempfile.TemporaryDirectory() as tmp:
+        for conv in load_locomo(data, conversations):
+            home = Path(tmp) / conv.sample_id
+            home.mkdir()
+            import_jsonl(MemoryStore(home / "memory.duckdb"), write_jsonl(conv, home / "turns.jsonl"))
+            t = time.perf_counter()
+            build_index(home, encode, MINILM)
+            build_s += time.perf_counter() - t
+            clear_cache()
+            now = (conv.last_session_at + timedelta(days=1)).replace(tzinfo=UTC)
+            for q in conv.questions:
+                for fusion, w in CONFIGS:
+                    hits = search(
+                        q.question,
+                        10,
+                        home=home,
+                        fusion=fusion,
+                        floor=0.0,
+                        embedder=(encode, MINILM),
+                        now=now,
+                        ranking=None if w == 0 else _ranking(w),
+                    )
+                    ids = [h.id for h in hits]
+                    if q.category != 5 and q.evidence:
+                        for k in (5, 10):
+                            recall[(fusion, w)][k].append(bool(evidence_hit(q.evidence, ids[:k], {})))
+                    if (fusion, w) == ("rrf", 0.0):
+                        best = max((h.parts["relevance"] for h in hits), default=0.0)
+                        top_rel["adversarial" if q.category == 5 else "answerable"].append(best)
+            for p in probes:
+                hits = search(p, 10, home=home, floor=0.0, embedder=(encode, MINILM), now=now)
+                top_rel["never_stored"].append(max((h.parts["relevance"] for h in hits), default=0.0))
+    return {"recall": recall, "top_rel": top_rel, "build_s": build_s}
+
+
+def _ranking(weight: float) -> Any:
+    from memory_pipeline.search.scoring import load_ranking
+
+    return load_ranking().with_(recency_weight=weight)
+
+
+def report(result: dict[str, Any]) -> str:
+    rows = []
+    for (fusion, w), by_k in result["recall"].items():
+        label = "none" if not w else f"(1 - {w:g}) + {w:g}·exp(-0.1·days)" if w < 1 else "seed exp(-0.1·days)"
+        rows.append([fusion, label, f"{np.mean(by_k[5]):.3f}", f"{np.mean(by_k[10]):.3f}", len(by_k[5])])
+    body = "Evidence recall (categories 1-4, floor 0):\n\n"
+    body += table(["fusion", "recency", "recall@5", "recall@10", "questions"], rows) + "\n\n"
+    rel = {k: np.array(v) for k, v in result["top_rel"].items()}
+    sweep = []
+    for f in FLOORS:
+        sweep.append(
+            [
+                f"{f:.2f}",
+                f"{np.mean(rel['answerable'] < f):.3f}",
+                f"{np.mean(rel['adversarial'] >= f):.3f}",
+                f"{np.mean(rel['never_stored'] >= f):.3f}",
+            ]
+        )
+    body += "Abstention floor on the best hit's relevance (0.4·BM25/ceiling + 0.6·cos), RRF ranking:\n\n"
+    body += (
+        table(["floor", "false abstention (cat 1-4)", "false answer (cat 5)", "false answer (never stored)"], sweep)
+        + "\n"
+    )
+    body += f"\n{len(rel['answerable'])} answerable, {len(rel['adversarial'])} adversarial, "
+    body += f"{len(rel['never_stored'])} never-stored queries; index builds {result['build_s']:.1f} s in total.\n"
+    return body
+
+
+def main(argv: list[str]) -> None:
+    from memory_pipeline.journals.locomo import default_locomo_path
+
+    parser = argparse.ArgumentParser(prog="python -m benchmarks search-locomo", description=__doc__)
+    parser.add_argument("--data", type=Path, default=default_locomo_path())
+    parser.add_argument("--conversations", default="", help="comma-separated sample ids (default: all)")
+    parser.add_argument("--json", type=Path, default=None, help="also write the raw numbers here")
+    args = parser.parse_args(argv)
+    env, load = machine(), load_average()
+    result = run(args.data, [c for c in args.conversations.split(",") if c] or None)
+    if args.json:
+        args.json.write_text(json.dumps({"top_rel": result["top_rel"]}))
+    append_results("search on LoCoMo: fusion, recency, abstention", report(result), env, load)

@@ -1,0 +1,141 @@
+"""Group `search` (issue 17): the derived search index and the usage spool ingest. Thin: logic is in
+memory_pipeline/search/."""
+
+import dagster as dg
+
+from memory_pipeline.resources import EmbedderResource, MemoryStoreResource
+from memory_pipeline.search.index import build_index, pending_changes
+from memory_pipeline.search.usage_ingest import ingest_spool
+from memory_pipeline.search.usage_spool import pending_files
+
+GROUP = "search"
+STORE_POOL = "memory_store"  # the usage ingest writes the store: one writer at a time, never beside the nightly
+# Everything that writes what the index reads: store rows, embeddings, knowledge files, tiers, transcripts.
+UPSTREAM = [
+    "archive_updates",
+    "memory_embeddings",
+    "sessions",
+    "session_memories/decisions",
+    "session_memories/facts",
+    "session_memories/lessons",
+    "session_memories/people",
+    "session_memories/procedures",
+    "journals",
+    "memory_md",
+    "journal_archive",
+    "cores",
+    "spheres",
+    "episodic_summaries",
+    "semantic_insights",
+]
+# Kept current by Dagster itself: eager on any upstream materialisation; upstream daily/dynamic partitions
+# that were never built must not hold it back, so the missing-deps guard is dropped.
+INDEX_CONDITION = (
+    dg.AutomationCondition.eager().without(~dg.AutomationCondition.any_deps_missing()).with_label("eager_allow_missing")
+)
+
+
+class SearchIndexConfig(dg.Config):
+    full: bool = False  # True: re-embed everything (a model change or a suspect index)
+
+
+@dg.asset(
+    group_name=GROUP,
+    deps=[dg.AssetKey.from_user_string(k) for k in UPSTREAM],
+    automation_condition=INDEX_CONDITION,
+    kinds={"numpy", "parquet"},
+    tags={"component": "SearchIndex", "seed": "001"},
+    description="Hybrid BM25 (bm25s) + vector index over memories, summaries, knowledge files and transcripts "
+    "(seed 001 §7). Derived and deletable: <workspace>/index/, written two-phase.",
+)
+def search_index(
+    context: dg.AssetExecutionContext,
+    config: SearchIndexConfig,
+    store: MemoryStoreResource,
+    embedder: EmbedderResource,
+) -> dg.MaterializeResult:
+    stats = build_index(store.home_path, embedder.encode, embedder.model, full=config.full)
+    context.log.info(
+        f"search index {stats.version}: {stats.docs} docs, +{stats.added} ~{stats.updated} -{stats.removed}, "
+        f"{stats.embedded} embedded in {stats.seconds:.1f} s"
+    )
+    return dg.MaterializeResult(
+        metadata={
+            "docs": stats.docs,
+            "added": stats.added,
+            "updated": stats.updated,
+            "removed": stats.removed,
+            "embedded": stats.embedded,
+            "seconds": stats.seconds,
+            "bytes": dg.MetadataValue.int(stats.bytes),
+            "full_rebuild": config.full,
+            "version": stats.version,
+        }
+    )
+
+
+@dg.asset(
+    group_name=GROUP,
+    pool=STORE_POOL,
+    kinds={"duckdb"},
+    tags={"component": "UsageFeedback", "seed": "004"},
+    description="Hits returned to agents (MCP, CLI --record-usage), spooled as JSONL, imported in one batch as "
+    "inclusions for usage decay (seed 004 §9) through the graph domain's usage import.",
+)
+def search_usage(context: dg.AssetExecutionContext, store: MemoryStoreResource) -> dg.MaterializeResult:
+    result = ingest_spool(store.home_path)
+    context.log.info(f"usage spool: {result['events']} inclusion event(s) from {result['files']} file(s)")
+    return dg.MaterializeResult(metadata=result)
+
+
+search_index_rebuild = dg.define_asset_job(
+    "search_index_rebuild",
+    selection=[search_index],
+    config={"ops": {"search_index": {"config": {"full": True}}}},
+    description="Full rebuild of the search index on demand.",
+)
+search_index_update = dg.define_asset_job("search_index_update", selection=[search_index])
+search_usage_ingest = dg.define_asset_job("search_usage_ingest", selection=[search_usage])
+
+
+@dg.sensor(
+    job=search_index_update,
+    minimum_interval_seconds=60,
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    description="Requests an index update when the index is missing (deleted: a full build) or when writes "
+    "that no asset announced (CLI imports, hand-edited files) have piled up. Queries see them at once anyway.",
+)
+def search_index_sensor(context: dg.SensorEvaluationContext, store: MemoryStoreResource) -> dg.SensorResult:
+    home = store.home_path
+    if not home.is_dir():
+        return dg.SensorResult(skip_reason=f"no workspace at {home}")
+    pending = pending_changes(home)
+    if pending is None:
+        return dg.SensorResult(
+            run_requests=[
+                dg.RunRequest(
+                    run_key=f"missing-{context.cursor or 0}",
+                    job_name=search_index_rebuild.name,
+                    run_config={"ops": {"search_index": {"config": {"full": True}}}},
+                )
+            ],
+            cursor=str(int(context.cursor or 0) + 1),
+        )
+    if pending["busy"] or not (pending["store_rows"] or pending["files"]):
+        return dg.SensorResult(skip_reason="index up to date" if not pending["busy"] else "store busy")
+    key = f"delta-{pending['store_rows']}-{pending['files']}-{context.cursor or 0}"
+    return dg.SensorResult(run_requests=[dg.RunRequest(run_key=key)], cursor=str(int(context.cursor or 0) + 1))
+
+
+@dg.sensor(
+    job=search_usage_ingest,
+    minimum_interval_seconds=300,
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    description="Imports the usage spool when it holds hits; the run waits for the store pool like every writer.",
+)
+def search_usage_sensor(context: dg.SensorEvaluationContext, store: MemoryStoreResource) -> dg.SensorResult:
+    files = pending_files(store.home_path)
+    if not files:
+        return dg.SensorResult(skip_reason="usage spool empty")
+    stamp = max(f.stat().st_mtime_ns for f in files)
+    return dg.SensorResult(run_requests=[dg.RunRequest(run_key=f"usage-{stamp}")])

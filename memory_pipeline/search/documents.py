@@ -1,0 +1,231 @@
+"""What an agent may read, as search documents: store rows (memories, summaries) and workspace files
+(journals, MEMORY.md, tier notes, Cores, Spheres, transcripts), chunked. No Dagster, no index here."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+# Store rows an agent may read: active ones, and archived sources (retrievable, ranked lower: seed 000 §9.2).
+READABLE_LIFECYCLES = ("active", "archived")
+CHUNK_CHARS = 1200
+DATE_IN_NAME = re.compile(r"(\d{4}-\d{2}-\d{2})")
+
+
+@dataclass
+class Doc:
+    """One searchable unit. `key` is a memory id or `relative/path.md#chunk`."""
+
+    key: str
+    text: str
+    kind: str  # memory kind (observation, summary, ...) or file kind (journal, memory_md, core, sphere, ...)
+    source: str  # "store" or "file"
+    tier: str  # active | archived | knowledge | working | episodic | semantic | archive | raw
+    date: float  # epoch seconds (UTC)
+    importance: float = 1.0
+    categories: list[str] = field(default_factory=list)
+    lifecycle: str = "active"
+    archived_by: str = ""
+    source_ids: list[str] = field(default_factory=list)
+    path: str = ""
+    usage: float = 0.0  # included_count_decay (seed 004 §9) at collection time
+
+    @property
+    def fingerprint(self) -> str:
+        """What a change of which requires re-embedding: the text only (metadata is refreshed separately)."""
+        return hashlib.blake2b(self.text.encode("utf-8"), digest_size=12).hexdigest()
+
+
+def _epoch(value: datetime | None) -> float:
+    if value is None:
+        return 0.0
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.timestamp()
+
+
+_STORE_COLUMNS = (
+    "id, content, kind, importance, categories, lifecycle, archived_by, compressed_from, summary_of, "
+    "created_at, coalesce(included_count_decay, 0)"
+)
+
+
+def _row_doc(row: tuple[Any, ...]) -> Doc:
+    rid, content, kind, importance, categories, lifecycle, archived_by, compressed_from, summary_of, created, use = row
+    sources: list[str] = []
+    if compressed_from:
+        lineage = json.loads(compressed_from) if isinstance(compressed_from, str) else compressed_from
+        sources = [str(s) for s in (lineage or {}).get("source_ids", [])]
+    if summary_of:
+        sources += [str(s) for s in summary_of if str(s) not in sources]
+    return Doc(
+        key=str(rid),
+        text=str(content),
+        kind=str(kind),
+        source="store",
+        tier="archived" if lifecycle == "archived" else "active",
+        date=_epoch(created),
+        importance=float(importance),
+        categories=[str(c) for c in (categories or [])],
+        lifecycle=str(lifecycle),
+        archived_by=str(archived_by or ""),
+        source_ids=sources,
+        usage=float(use or 0.0),
+    )
+
+
+def store_docs(con: duckdb.DuckDBPyConnection, after_rowid: int | None = None) -> list[Doc]:
+    """Readable memories; with `after_rowid`, only rows appended since (the fresh-write delta)."""
+    where = "lifecycle IN ('active', 'archived')"
+    params: list[Any] = []
+    if after_rowid is not None:
+        where += " AND rowid > ?"
+        params.append(after_rowid)
+    rows = con.execute(f"SELECT {_STORE_COLUMNS} FROM memories WHERE {where} ORDER BY rowid", params).fetchall()
+    return [_row_doc(r) for r in rows]
+
+
+def store_state(con: duckdb.DuckDBPyConnection) -> tuple[int, int]:
+    """(watermark rowid, row count) of the memories table. The watermark is the max rowid, held below the
+    first `pending` row: a summary pending at build time and activated later must still be in the delta."""
+    row = con.execute(
+        "SELECT coalesce(max(rowid), -1), count(*), min(rowid) FILTER (WHERE lifecycle = 'pending') FROM memories"
+    ).fetchone()
+    if not row:
+        return (-1, 0)
+    watermark = int(row[0]) if row[2] is None else min(int(row[0]), int(row[2]) - 1)
+    return watermark, int(row[1])
+
+
+def live_metadata(con: duckdb.DuckDBPyConnection, ids: list[str]) -> dict[str, tuple[str, float, str, float]]:
+    """Current (lifecycle, importance, archived_by, usage) of some memories: archiving after the last build
+    must change their rank at once, not at the next build."""
+    if not ids:
+        return {}
+    rows = con.execute(
+        "SELECT id, lifecycle, importance, coalesce(archived_by, ''), coalesce(included_count_decay, 0) "
+        "FROM memories WHERE id IN (SELECT unnest(?::VARCHAR[]))",
+        [ids],
+    ).fetchall()
+    return {str(r[0]): (str(r[1]), float(r[2]), str(r[3]), float(r[4])) for r in rows}
+
+
+# ------------------------------------------------------------------ files
+
+# (folder under the workspace, glob, kind, tier); first match wins for a file.
+FILE_SOURCES: tuple[tuple[str, str, str, str], ...] = (
+    ("knowledge/journal", "*.md", "journal", "knowledge"),
+    ("knowledge/memory", "*.md", "memory_md", "knowledge"),
+    ("knowledge/cores", "*.json", "core", "knowledge"),
+    ("knowledge/spheres", "*.json", "sphere", "knowledge"),
+    ("knowledge", "**/*.md", "knowledge", "knowledge"),
+    ("memory/working", "**/*.md", "note", "working"),
+    ("memory/episodic", "**/*.md", "note", "episodic"),
+    ("memory/semantic", "**/*.md", "note", "semantic"),
+    ("memory/archive", "**/*.md", "note", "archive"),
+    ("archive/journal", "*.md", "journal", "archive"),
+    ("raw/conversations", "**/*.md", "transcript", "raw"),
+)
+
+
+def iter_files(home: Path) -> Iterator[tuple[Path, str, str]]:
+    """(path, kind, tier) of every readable file, each once."""
+    seen: set[Path] = set()
+    for folder, pattern, kind, tier in FILE_SOURCES:
+        base = home / folder
+        if not base.is_dir():
+            continue
+        for path in sorted(base.glob(pattern)):
+            if path in seen or not path.is_file() or path.name.startswith("."):
+                continue
+            seen.add(path)
+            yield path, kind, tier
+
+
+def file_signature(home: Path) -> dict[str, tuple[float, int]]:
+    """relative path → (mtime, size): cheap enough to compare on every query for the fresh-file delta."""
+    out: dict[str, tuple[float, int]] = {}
+    for path, _kind, _tier in iter_files(home):
+        st = os.stat(path)
+        out[path.relative_to(home).as_posix()] = (st.st_mtime, st.st_size)
+    return out
+
+
+def _json_text(value: Any) -> Iterator[str]:
+    """The prose of a Core/Sphere document: every string value, keys as labels for short ones."""
+    if isinstance(value, str):
+        if value.strip():
+            yield value.strip()
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _json_text(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _json_text(v)
+
+
+def _strip_frontmatter(text: str) -> str:
+    if text.startswith("---\n"):
+        end = text.find("\n---", 4)
+        if end != -1:
+            return text[end + 4 :].lstrip("\n")
+    return text
+
+
+def chunk_text(text: str, limit: int = CHUNK_CHARS) -> list[str]:
+    """Split at headings, then paragraphs, into chunks of at most ~`limit` characters (a long paragraph is cut)."""
+    blocks = [b.strip() for b in re.split(r"\n(?=#{1,6} )|\n\s*\n", text) if b.strip()]
+    chunks: list[str] = []
+    current = ""
+    for block in blocks:
+        while len(block) > limit:
+            if current:
+                chunks.append(current)
+                current = ""
+            chunks.append(block[:limit])
+            block = block[limit:]
+        if current and len(current) + len(block) + 2 > limit:
+            chunks.append(current)
+            current = ""
+        current = f"{current}\n\n{block}" if current else block
+    if current:
+        chunks.append(current)
+    return chunks
+
+
+def file_docs(home: Path, rel: str, kind: str, tier: str) -> list[Doc]:
+    path = home / rel
+    raw = path.read_text(encoding="utf-8", errors="replace")
+    if path.suffix == ".json":
+        try:
+            text = "\n\n".join(_json_text(json.loads(raw)))
+        except json.JSONDecodeError:
+            text = raw
+    else:
+        text = _strip_frontmatter(raw)
+    match = DATE_IN_NAME.search(rel)
+    if match:
+        date = _epoch(datetime.fromisoformat(match.group(1)))
+    else:
+        date = os.stat(path).st_mtime
+    cats = [kind] if tier in ("knowledge", "raw") else [kind, tier]
+    return [
+        Doc(key=f"{rel}#{i}", text=chunk, kind=kind, source="file", tier=tier, date=date, categories=cats, path=rel)
+        for i, chunk in enumerate(chunk_text(text))
+    ]
+
+
+def all_file_docs(home: Path) -> list[Doc]:
+    docs: list[Doc] = []
+    for path, kind, tier in iter_files(home):
+        docs.extend(file_docs(home, path.relative_to(home).as_posix(), kind, tier))
+    return docs

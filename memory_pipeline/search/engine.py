@@ -1,0 +1,582 @@
+"""`search(query, k)`: hybrid BM25 + vector over the index, plus the fresh-write delta scanned directly, live
+archive state from the store, an abstention floor, and a plain keyword fallback when the index is gone."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import numpy as np
+
+from memory_pipeline.search import fallback
+from memory_pipeline.search.documents import Doc, file_docs, file_signature, iter_files, store_docs
+from memory_pipeline.search.index import Encode, IndexMissing, LoadedIndex, current_folder, load_index, tokenize
+from memory_pipeline.search.scoring import (
+    Ranking,
+    age_days,
+    bm25_ceiling,
+    bm25_one,
+    importance_factor,
+    linear,
+    load_ranking,
+    recency,
+    reference_boost,
+    rrf,
+    snippet,
+)
+
+KINDS_ALIAS = {"memory": "any store row that is not a summary"}
+TIERS = ("active", "archived", "knowledge", "working", "episodic", "semantic", "archive", "raw")
+NOTHING = "nothing relevant"
+REBUILDING = "search index missing — being rebuilt; these results come from a plain keyword scan"
+
+
+class SearchInputError(ValueError):
+    """Bad input to search: the message is one line saying what to change."""
+
+
+@dataclass
+class Hit:
+    id: str  # memory id, or relative path for a file
+    kind: str
+    snippet: str
+    score: float
+    parts: dict[str, float]
+    date: str
+    source: str
+    tier: str
+    categories: list[str]
+    lifecycle: str = "active"
+    chunk: str = ""  # the index key (path#n for files)
+    archived_by: str = ""
+    sources: list[Hit] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class Hits(list[Hit]):
+    """A list of hits with a `notice` ("nothing relevant", fallback mode, busy store) and `mode`."""
+
+    def __init__(self, hits: Sequence[Hit] = (), notice: str = "", mode: str = "index") -> None:
+        super().__init__(hits)
+        self.notice = notice
+        self.mode = mode
+
+
+# ------------------------------------------------------------------ caches (one process, e.g. the MCP server)
+
+_LOCK = threading.Lock()
+_INDEXES: dict[str, LoadedIndex] = {}
+_DELTA_VECTORS: dict[tuple[str, str], np.ndarray] = {}
+
+
+def _cached_index(home: Path) -> LoadedIndex:
+    folder = current_folder(home)
+    if folder is None:
+        raise IndexMissing(f"no search index under {home / 'index'}")
+    key = str(home)
+    with _LOCK:
+        loaded = _INDEXES.get(key)
+        if loaded is None or loaded.folder != folder:
+            loaded = load_index(home)
+            _INDEXES[key] = loaded
+        return loaded
+
+
+def clear_cache() -> None:
+    with _LOCK:
+        _INDEXES.clear()
+        _DELTA_VECTORS.clear()
+        _VIEWS.clear()
+
+
+def default_embedder() -> tuple[Encode, str]:
+    from memory_pipeline.resources.embedder import EmbedderResource
+
+    model = os.environ.get("MEMORY_PIPELINE_EMBEDDER") or EmbedderResource().model
+    res = EmbedderResource(model=model)
+    return res.encode, model
+
+
+# ------------------------------------------------------------------ validation
+
+
+def validate(query: object, k: object, r: Ranking) -> str:
+    if not isinstance(query, str) or not query.strip():
+        raise SearchInputError("empty query: give some words to search for")
+    if len(query) > r.max_query_chars:
+        raise SearchInputError(f"query too long: {len(query):,} characters (at most {r.max_query_chars:,})")
+    if isinstance(k, bool) or not isinstance(k, int):
+        raise SearchInputError(f"k must be a whole number, got {k!r}")
+    if k <= 0 or k > r.max_k:
+        raise SearchInputError(f"k must be between 1 and {r.max_k}, got {k}")
+    return query.strip()
+
+
+def _check_choice(value: str | None, known: set[str], what: str) -> None:
+    if value is not None and value not in known:
+        listed = ", ".join(sorted(known)[:30]) + (" …" if len(known) > 30 else "")
+        raise SearchInputError(f"unknown {what} {value!r} (known: {listed})")
+
+
+def _timestamp(value: str | datetime | None, what: str) -> float | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, datetime):
+        dt = value
+    else:
+        try:
+            dt = datetime.fromisoformat(str(value))
+        except ValueError:
+            raise SearchInputError(f"{what}: not an ISO date or time: {value!r}") from None
+    return (dt if dt.tzinfo else dt.replace(tzinfo=UTC)).timestamp()
+
+
+# ------------------------------------------------------------------ filters
+
+
+@dataclass(frozen=True)
+class Filters:
+    category: str | None = None
+    kind: str | None = None
+    tier: str | None = None
+    since: float | None = None
+    until: float | None = None
+
+    def keep(self, d: Doc, lifecycle: str | None = None) -> bool:
+        if self.category is not None and self.category not in d.categories:
+            return False
+        if self.kind is not None:
+            if self.kind == "memory":
+                if d.source != "store" or d.kind == "summary":
+                    return False
+            elif d.kind != self.kind:
+                return False
+        tier = (
+            d.tier
+            if lifecycle is None or d.source != "store"
+            else ("archived" if lifecycle == "archived" else "active")
+        )
+        if self.tier is not None and tier != self.tier:
+            return False
+        if self.since is not None and d.date < self.since:
+            return False
+        return not (self.until is not None and d.date > self.until)
+
+
+# ------------------------------------------------------------------ the delta
+
+
+def _open_store(home: Path) -> duckdb.DuckDBPyConnection | None:
+    """A short read-only connection, or None while another process holds the write lock (never wait: a
+    query must not block on the nightly writer)."""
+    path = home / "memory.duckdb"
+    if not path.exists():
+        return None
+    try:
+        return duckdb.connect(str(path), read_only=True)
+    except duckdb.Error:
+        return None
+
+
+@dataclass
+class StoreView:
+    """What changed in the store since the index was built: appended rows (the delta) and rows whose
+    lifecycle, importance, lineage or usage differ from the index. Recomputed only when the store's files
+    change (DuckDB writes every commit to memory.duckdb or its .wal), so a quiet store costs a stat."""
+
+    delta: list[Doc]
+    overrides: dict[str, tuple[str, float, str, float]]
+    busy: bool = False
+
+
+_VIEWS: dict[tuple[str, str], tuple[tuple[int, ...], StoreView]] = {}
+_OVERRIDES_SQL = """
+    SELECT d.key, coalesce(m.lifecycle, 'gone'), coalesce(m.importance, 0), coalesce(m.archived_by, ''),
+           coalesce(m.included_count_decay, 0)
+    FROM read_parquet(?) d LEFT JOIN memories m ON m.id = d.key
+    WHERE d.source = 'store' AND (m.id IS NULL OR m.lifecycle <> d.lifecycle OR m.importance <> d.importance
+          OR coalesce(m.archived_by, '') <> d.archived_by OR coalesce(m.included_count_decay, 0) <> d.usage)
+"""
+
+
+def _store_stamp(home: Path) -> tuple[int, ...]:
+    out: list[int] = []
+    for name in ("memory.duckdb", "memory.duckdb.wal"):
+        try:
+            st = os.stat(home / name)
+            out += [st.st_mtime_ns, st.st_size]
+        except OSError:
+            out += [0, 0]
+    return tuple(out)
+
+
+def store_view(home: Path, idx: LoadedIndex) -> StoreView:
+    key = (str(home), str(idx.folder))
+    stamp = _store_stamp(home)
+    cached = _VIEWS.get(key)
+    if cached is not None and cached[0] == stamp:
+        return cached[1]
+    if not (home / "memory.duckdb").exists():
+        return StoreView([], {})
+    con = _open_store(home)
+    if con is None:
+        return StoreView([], {}, busy=True)
+    try:
+        delta = store_docs(con, after_rowid=int(idx.manifest.get("store_max_rowid", -1)))
+        parquet = [str(idx.folder / n) for n in ("docs.parquet", "seg_docs.parquet") if (idx.folder / n).exists()]
+        rows = con.execute(_OVERRIDES_SQL, [parquet]).fetchall()
+    except duckdb.Error:
+        return StoreView([], {}, busy=True)
+    finally:
+        con.close()
+    view = StoreView(delta, {str(r[0]): (str(r[1]), float(r[2]), str(r[3]), float(r[4])) for r in rows})
+    with _LOCK:
+        _VIEWS[key] = (stamp, view)
+    return view
+
+
+def _delta_docs(home: Path, idx: LoadedIndex, view: StoreView) -> tuple[list[Doc], set[str], str]:
+    """Documents written since the build (store rows past the watermark, new or changed files) and the
+    paths whose indexed chunks are stale."""
+    notice = "store busy: memories written since the last index update are not included" if view.busy else ""
+    docs = list(view.delta)
+    built: dict[str, list[float]] = idx.manifest.get("files", {})
+    current = file_signature(home)
+    stale = {p for p, sig in built.items() if current.get(p) != (sig[0], sig[1])}
+    fresh = sorted(p for p in current if p in stale or p not in built)
+    if fresh:
+        kinds = {p.relative_to(home).as_posix(): (k, t) for p, k, t in iter_files(home)}
+        for rel in fresh:
+            if rel in kinds:
+                docs.extend(file_docs(home, rel, *kinds[rel]))
+    return docs, stale, notice
+
+
+def _delta_vectors(docs: Sequence[Doc], encode: Encode, model: str) -> np.ndarray:
+    if not docs:
+        return np.zeros((0, 1), dtype=np.float32)
+    missing = [d for d in docs if (model, d.fingerprint) not in _DELTA_VECTORS]
+    if missing:
+        vecs = np.asarray(encode([d.text for d in missing]), dtype=np.float32)
+        vecs /= np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
+        with _LOCK:
+            for d, v in zip(missing, vecs, strict=True):
+                _DELTA_VECTORS[(model, d.fingerprint)] = v
+    return np.vstack([_DELTA_VECTORS[(model, d.fingerprint)] for d in docs])
+
+
+# ------------------------------------------------------------------ search
+
+
+def search(
+    query: str,
+    k: int = 10,
+    *,
+    home: Path | str | None = None,
+    category: str | None = None,
+    kind: str | None = None,
+    tier: str | None = None,
+    since: str | datetime | None = None,
+    until: str | datetime | None = None,
+    with_sources: bool = False,
+    fusion: str | None = None,
+    floor: float | None = None,
+    embedder: tuple[Encode, str] | None = None,
+    now: datetime | None = None,
+    ranking: Ranking | None = None,
+) -> Hits:
+    """The best `k` hits for `query`, or none ("nothing relevant") when no document clears the floor."""
+    r = (ranking or load_ranking()).with_(fusion=fusion, floor=floor)
+    query = validate(query, k, r)
+    if r.fusion not in ("rrf", "linear"):
+        raise SearchInputError(f"unknown fusion {r.fusion!r} (known: linear, rrf)")
+    if home is None:
+        from memory_pipeline.settings import workspace_home
+
+        home = workspace_home()
+    home = Path(home)
+    if not home.is_dir():
+        raise SearchInputError(
+            f"workspace {home} does not exist: run `memory-pipeline demo` or set MEMORY_PIPELINE_HOME"
+        )
+    _check_choice(tier, set(TIERS), "tier")
+    filters = Filters(category, kind, tier, _timestamp(since, "since"), _timestamp(until, "until"))
+    now_ts = (now or datetime.now(UTC)).timestamp()
+    try:
+        idx = _cached_index(home)
+    except IndexMissing:
+        return fallback.search_plain(home, query, k, filters, _check_choice, r, now_ts, REBUILDING)
+    encode, model = embedder or default_embedder()
+    if model != idx.model:
+        return fallback.search_plain(
+            home,
+            query,
+            k,
+            filters,
+            _check_choice,
+            r,
+            now_ts,
+            f"search index built for {idx.model}, not {model}: " + REBUILDING,
+        )
+    return _search_index(home, idx, store_view(home, idx), query, k, filters, with_sources, r, encode, model, now_ts)
+
+
+def _known(idx: LoadedIndex, delta: Sequence[Doc]) -> tuple[set[str], set[str]]:
+    cats = set(idx.manifest.get("categories") or ())
+    if not cats:
+        cats = {c for d in idx.docs for c in d.categories}
+        idx.manifest["categories"] = sorted(cats)
+        idx.manifest["kinds"] = sorted({d.kind for d in idx.docs})
+    kinds = set(idx.manifest["kinds"]) | {"memory"}
+    return cats | {c for d in delta for c in d.categories}, kinds | {d.kind for d in delta}
+
+
+def _search_index(
+    home: Path,
+    idx: LoadedIndex,
+    view: StoreView,
+    query: str,
+    k: int,
+    filters: Filters,
+    with_sources: bool,
+    r: Ranking,
+    encode: Encode,
+    model: str,
+    now_ts: float,
+) -> Hits:
+    delta, stale, notice = _delta_docs(home, idx, view)
+    cats, kinds = _known(idx, delta)
+    _check_choice(filters.category, cats, "category")
+    _check_choice(filters.kind, kinds, "kind")
+    q_tokens = [t for t in dict.fromkeys(tokenize([query])[0]) if t]
+    in_vocab = [t for t in q_tokens if t in idx.vocab]
+    idf = {t: float(idx.idf[idx.vocab[t]]) for t in in_vocab}
+    delta_tokens = tokenize([d.text for d in delta]) if delta else []
+    n_all = len(idx.docs) + len(delta)
+    for t in q_tokens:  # a word first written since the build: its idf from the delta alone
+        df = sum(1 for tok in delta_tokens if t in tok) if t not in idf else 0
+        if df:
+            idf[t] = float(np.log(1.0 + (n_all - df + 0.5) / (df + 0.5)))
+    ceiling = bm25_ceiling(list(idf.values()))
+    t_embed = time.perf_counter()
+    qv = np.asarray(encode([query]), dtype=np.float32)[0]
+    qv /= max(float(np.linalg.norm(qv)), 1e-12)
+    embed_ms = (time.perf_counter() - t_embed) * 1000
+    n = len(idx.docs)
+    bm = idx.bm25.get_scores(in_vocab) / ceiling if (in_vocab and n) else np.zeros(n, dtype=np.float32)
+    cos = idx.vectors @ qv if n else np.zeros(0, dtype=np.float32)
+    # candidates: the best by either signal
+    c = min(n, max(r.candidates, 5 * k))
+    cand: set[int] = set()
+    if n:
+        for arr in (bm, cos):
+            top = np.argpartition(-arr, c - 1)[:c] if c < n else np.arange(n)
+            cand.update(int(i) for i in top if arr[i] > 0)
+    docs: list[Doc] = []
+    parts_bm: list[float] = []
+    parts_cos: list[float] = []
+    delta_keys = {d.key for d in delta}
+    for i in sorted(cand):
+        d = idx.docs[i]
+        if d.key in delta_keys or d.key in idx.dead or (d.source == "file" and d.path in stale):
+            continue
+        docs.append(d)
+        parts_bm.append(float(bm[i]))
+        parts_cos.append(float(cos[i]))
+    if idx.seg_docs and idx.seg_vectors is not None:  # the incremental segment: exact, like the delta
+        seg_cos = idx.seg_vectors @ qv
+        seg_c = min(len(idx.seg_docs), max(r.candidates, 5 * k))
+        picked = (
+            set(np.argpartition(-seg_cos, seg_c - 1)[:seg_c].tolist())
+            if seg_c < len(seg_cos)
+            else set(range(len(seg_cos)))
+        )
+        matching = {j for t in idf for j in idx.seg_postings.get(t, ())}
+        picked.update(matching)
+        avgdl_seg = float(idx.manifest.get("avgdl") or 0) or _avgdl(idx)
+        for j in sorted(picked):
+            d = idx.seg_docs[j]
+            if d.key in delta_keys or (d.source == "file" and d.path in stale):
+                continue
+            docs.append(d)
+            parts_bm.append(bm25_one(idx.seg_tokens[j], idf, avgdl_seg) / ceiling if j in matching else 0.0)
+            parts_cos.append(float(seg_cos[j]))
+    if delta:
+        dv = _delta_vectors(delta, encode, model)
+        avgdl = float(idx.manifest.get("avgdl") or 0) or _avgdl(idx)
+        for d, tok, v in zip(delta, delta_tokens, dv, strict=True):
+            docs.append(d)
+            parts_bm.append(bm25_one(tok, idf, avgdl) / ceiling)
+            parts_cos.append(float(v @ qv))
+    return _rank(
+        home,
+        view,
+        idx,
+        docs,
+        np.array(parts_bm),
+        np.array(parts_cos),
+        query,
+        k,
+        filters,
+        with_sources,
+        r,
+        now_ts,
+        notice,
+        embed_ms,
+    )
+
+
+def _avgdl(idx: LoadedIndex) -> float:
+    lengths = [len(t) for t in tokenize([d.text for d in idx.docs[:2000]])] or [1]
+    idx.manifest["avgdl"] = float(np.mean(lengths))
+    return float(idx.manifest["avgdl"])
+
+
+def _rank(
+    home: Path,
+    view: StoreView,
+    idx: LoadedIndex,
+    docs: list[Doc],
+    bm: np.ndarray,
+    cos: np.ndarray,
+    query: str,
+    k: int,
+    filters: Filters,
+    with_sources: bool,
+    r: Ranking,
+    now_ts: float,
+    notice: str,
+    embed_ms: float,
+) -> Hits:
+    live = view.overrides
+    keep: list[int] = []
+    imp = np.ones(len(docs))
+    use = np.zeros(len(docs))
+    lifecycles: list[str] = []
+    archived_by: list[str] = []
+    for i, d in enumerate(docs):
+        lc, importance, by, usage = live.get(d.key, (d.lifecycle, d.importance, d.archived_by, d.usage))
+        lifecycles.append(lc)
+        archived_by.append(by)
+        imp[i], use[i] = importance, usage
+        if lc in ("active", "archived") and filters.keep(d, lc):
+            keep.append(i)
+    if not keep:
+        return Hits([], notice or NOTHING)
+    sel = np.array(keep)
+    bm_s, cos_s = bm[sel], cos[sel]
+    relevance = linear(bm_s, cos_s, r)
+    dates = np.array([docs[i].date for i in keep])
+    rec = recency(age_days(dates, now_ts), r)
+    ref = reference_boost(use[sel], r)
+    impf = importance_factor(imp[sel], r)
+    modifier = rec * ref * impf
+    # the modifiers act on each signal before fusion: for linear that is the seed's score × modifiers; for RRF
+    # it lets them reorder each ranking without swamping relevance (RRF's scores are too flat to multiply)
+    base = rrf(bm_s * modifier, cos_s * modifier, r) if r.fusion == "rrf" else relevance * modifier
+    final = base
+    ok = relevance >= r.floor
+    if not ok.any():
+        return Hits([], notice or NOTHING)
+    order = [int(j) for j in np.argsort(-final, kind="stable") if ok[j]]
+    hits: list[Hit] = []
+    for j in order[:k]:
+        i = keep[j]
+        d = docs[i]
+        parts = {
+            "bm25": round(float(bm_s[j]), 4),
+            "vector": round(float(cos_s[j]), 4),
+            "relevance": round(float(relevance[j]), 4),
+            "fused": round(float(base[j]), 4),
+            "recency": round(float(rec[j]), 4),
+            "reference": round(float(ref[j]), 4),
+            "importance": round(float(impf[j]), 4),
+        }
+        hits.append(_hit(d, query, float(final[j]), parts, r, lifecycles[i], archived_by[i]))
+    hits = abstractions_first(hits)
+    if with_sources:
+        _expand_sources(hits, idx, home, view, query, r)
+    out = Hits(hits, notice)
+    out.embed_ms = embed_ms  # type: ignore[attr-defined]
+    return out
+
+
+def _hit(d: Doc, query: str, score: float, parts: dict[str, float], r: Ranking, lifecycle: str, by: str) -> Hit:
+    tier = d.tier if d.source != "store" else ("archived" if lifecycle == "archived" else "active")
+    return Hit(
+        id=d.key if d.source == "store" else d.path,
+        kind=d.kind,
+        snippet=snippet(d.text, query, r.snippet_chars),
+        score=round(score, 6),
+        parts=parts,
+        date=datetime.fromtimestamp(d.date, UTC).date().isoformat() if d.date else "",
+        source=d.source,
+        tier=tier,
+        categories=list(d.categories),
+        lifecycle=lifecycle,
+        chunk=d.key,
+        archived_by=by,
+    )
+
+
+def abstractions_first(hits: list[Hit]) -> list[Hit]:
+    """Seed 000 §9.2: an archived source never ranks above the abstraction that replaced it."""
+    out = list(hits)
+    changed = True
+    while changed:
+        changed = False
+        where = {h.id: i for i, h in enumerate(out)}
+        for i, h in enumerate(out):
+            j = where.get(h.archived_by) if h.archived_by else None
+            if j is not None and j > i:
+                out.insert(j, out.pop(i))  # move the source just below its abstraction
+                changed = True
+                break
+    return out
+
+
+def _expand_sources(hits: list[Hit], idx: LoadedIndex, home: Path, view: StoreView, query: str, r: Ranking) -> None:
+    """`--with-sources`: each summary hit gets its sources through lineage (compressed_from / summary_of)."""
+    known = {d.key: d for d in idx.seg_docs}
+    known.update({d.key: d for d in view.delta})
+    for h in hits:
+        if h.source != "store":
+            continue
+        pos = idx.pos.get(h.id)
+        doc = idx.docs[pos] if pos is not None else known.get(h.id)
+        sources = doc.source_ids if doc is not None else []
+        if not sources:
+            continue
+        found = {s: idx.docs[idx.pos[s]] for s in sources if s in idx.pos}
+        found.update({s: known[s] for s in sources if s in known})
+        missing = [s for s in sources if s not in found]
+        if missing:
+            con = _open_store(home)
+            if con is not None:
+                try:
+                    found.update({d.key: d for d in store_docs_by_id(con, missing)})
+                finally:
+                    con.close()
+        for s in sources:
+            d = found.get(s)
+            if d is not None:
+                lc, _imp, by, _use = view.overrides.get(s, (d.lifecycle, d.importance, d.archived_by, d.usage))
+                h.sources.append(_hit(d, query, 0.0, {}, r, lc, by))
+
+
+def store_docs_by_id(con: duckdb.DuckDBPyConnection, ids: list[str]) -> list[Doc]:
+    from memory_pipeline.search.documents import _STORE_COLUMNS, _row_doc
+
+    rows = con.execute(
+        f"SELECT {_STORE_COLUMNS} FROM memories WHERE id IN (SELECT unnest(?::VARCHAR[]))", [ids]
+    ).fetchall()
+    return [_row_doc(row) for row in rows]

@@ -1,0 +1,87 @@
+"""Seed 001 §7.4: the index is an optimisation, not a requirement. Without it, a plain keyword scan of the
+store and the files (what `rg -i` would do) answers, and the caller is told the index is being rebuilt."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import duckdb
+import numpy as np
+
+from memory_pipeline.search.documents import all_file_docs, store_docs
+from memory_pipeline.search.scoring import Ranking, importance_factor
+
+if TYPE_CHECKING:
+    from memory_pipeline.search.engine import Filters, Hits
+
+_WORD = re.compile(r"[^\W_]{3,}", re.UNICODE)
+
+
+def _terms(query: str) -> list[str]:
+    from bm25s.stopwords import STOPWORDS_EN
+
+    stop = set(STOPWORDS_EN)
+    return list(dict.fromkeys(w for w in (m.lower() for m in _WORD.findall(query)) if w not in stop))[:32]
+
+
+def search_plain(
+    home: Path,
+    query: str,
+    k: int,
+    filters: Filters,
+    check_choice: Callable[[str | None, set[str], str], None],
+    r: Ranking,
+    now_ts: float,
+    notice: str,
+) -> Hits:
+    from memory_pipeline.search.engine import NOTHING, Hits, _hit
+
+    terms = _terms(query)
+    docs = all_file_docs(home)
+    path = home / "memory.duckdb"
+    if path.exists():
+        try:
+            con = duckdb.connect(str(path), read_only=True)
+        except duckdb.Error:
+            con = None
+            notice += "; store busy, files only"
+        if con is not None:
+            try:
+                docs = store_docs(con) + docs
+            except duckdb.Error:
+                pass
+            finally:
+                con.close()
+    check_choice(filters.category, {c for d in docs for c in d.categories}, "category")
+    check_choice(filters.kind, {d.kind for d in docs} | {"memory"}, "kind")
+    if not terms:
+        return Hits([], f"{notice}; {NOTHING}", mode="fallback")
+    need = max(1, math.ceil(len(terms) / 2))
+    scored: list[tuple[float, Any, float]] = []
+    for d in docs:
+        if not filters.keep(d):
+            continue
+        text = d.text.lower()
+        matched = sum(1 for t in terms if t in text)
+        if matched >= need:
+            rel = matched / len(terms)
+            imp = float(importance_factor(np.array([d.importance]), r)[0])
+            scored.append((rel * imp, d, rel))
+    scored.sort(key=lambda s: -s[0])
+    hits = [
+        _hit(
+            d,
+            query,
+            score,
+            {"keyword": round(rel, 4), "importance": round(score / rel, 4)},
+            r,
+            d.lifecycle,
+            d.archived_by,
+        )
+        for score, d, rel in scored[:k]
+    ]
+    return Hits(hits, notice if hits else f"{notice}; {NOTHING}", mode="fallback")

@@ -1,0 +1,186 @@
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from memory_pipeline.search import SearchInputError, delete_index, search
+from memory_pipeline.search.index import current_folder
+from memory_pipeline.store import MemoryStore
+from memory_pipeline.store.importers import import_jsonl
+from memory_pipeline_tests.search.conftest import minilm, write_jsonl
+
+NOW = datetime(2026, 11, 1, tzinfo=UTC)
+
+
+def ids(hits) -> list[str]:
+    return [h.id for h in hits]
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("when should I be notified about the TIA token price?", "m-001"),
+        ("what food can my cat not eat", "m-002"),
+        ("can we ship to production at the end of the week", "m-003"),
+        ("how many calls per minute does the partner API allow", "m-019"),
+    ],
+)
+def test_reworded_fact_is_in_top_3(workspace: Path, query: str, expected: str) -> None:
+    hits = search(query, k=10, home=workspace, embedder=minilm(), now=NOW)
+    assert expected in ids(hits)[:3], [(h.id, h.score) for h in hits]
+
+
+def test_archived_source_ranks_below_its_abstraction(workspace: Path) -> None:
+    # the query is the archived source's own wording: it would win on text alone
+    hits = search(
+        "CI failed: no space left on device on the build runner", k=10, home=workspace, embedder=minilm(), now=NOW
+    )
+    order = ids(hits)
+    assert "s-201" in order and "m-102" in order
+    assert order.index("s-201") < order.index("m-102")
+    source = hits[order.index("m-102")]
+    assert source.tier == "archived" and source.archived_by == "s-201"
+    assert source.parts["importance"] < hits[order.index("s-201")].parts["importance"]
+
+
+def test_with_sources_expands_lineage(workspace: Path) -> None:
+    hits = search(
+        "docker images fill CI runner disks", k=5, home=workspace, embedder=minilm(), with_sources=True, now=NOW
+    )
+    summary = next(h for h in hits if h.id == "s-201")
+    assert sorted(s.id for s in summary.sources) == ["m-101", "m-102", "m-103"]
+    assert all(s.tier == "archived" for s in summary.sources)
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["quantum chromodynamics lattice gauge simulations", "the migration patterns of arctic terns over greenland"],
+)
+def test_never_stored_topic_returns_nothing(workspace: Path, query: str) -> None:
+    hits = search(query, k=10, home=workspace, embedder=minilm(), now=NOW)
+    assert list(hits) == [] and hits.notice == "nothing relevant"
+
+
+def test_fresh_write_is_found_before_any_index_update(workspace: Path, tmp_path: Path) -> None:
+    version = current_folder(workspace)
+    fresh = write_jsonl(
+        tmp_path / "fresh.jsonl",
+        [
+            {
+                "id": "m-900",
+                "content": "The office wifi password changed to heron-42 this morning",
+                "importance": 1.0,
+                "created_at": "2026-10-31T08:00:00",
+                "categories": ["office"],
+            }
+        ],
+    )
+    import_jsonl(MemoryStore(workspace / "memory.duckdb"), fresh)
+    hits = search("what is the new wifi password at the office", k=3, home=workspace, embedder=minilm(), now=NOW)
+    assert ids(hits)[0] == "m-900"
+    assert current_folder(workspace) == version  # no index update happened
+    assert search("wifi", k=3, home=workspace, embedder=minilm(), category="office", now=NOW)
+
+
+def test_archiving_after_the_build_changes_rank_at_once(workspace: Path) -> None:
+    with MemoryStore(workspace / "memory.duckdb").transaction() as con:
+        con.execute("UPDATE memories SET lifecycle = 'superseded' WHERE id = 'm-001'")
+    hits = search("price alert on TIA", k=5, home=workspace, embedder=minilm(), now=NOW)
+    assert "m-001" not in ids(hits)
+
+
+def test_journal_file_is_searchable_and_filters(workspace: Path) -> None:
+    hits = search("ferry to Naxos", k=5, home=workspace, embedder=minilm(), now=NOW)
+    assert hits and hits[0].id == "knowledge/journal/2026-10-20.md" and hits[0].kind == "journal"
+    only_memories = search("ferry to Naxos", k=5, home=workspace, embedder=minilm(), kind="memory", now=NOW)
+    assert all(h.source == "store" for h in only_memories)
+    dated = search("ferry to Naxos", k=5, home=workspace, embedder=minilm(), since="2026-10-21", now=NOW)
+    assert "knowledge/journal/2026-10-20.md" not in ids(dated)
+
+
+def test_index_deleted_still_answers_and_says_rebuilding(workspace: Path) -> None:
+    delete_index(workspace)
+    hits = search("price alert TIA", k=5, home=workspace, embedder=minilm(), now=NOW)
+    assert hits.mode == "fallback" and "being rebuilt" in hits.notice
+    assert ids(hits)[0] == "m-001"
+
+
+def test_fusions_both_work(workspace: Path) -> None:
+    for fusion in ("rrf", "linear"):
+        hits = search("cat allergic chicken", k=3, home=workspace, embedder=minilm(), fusion=fusion, now=NOW)
+        assert ids(hits)[0] == "m-002"
+
+
+@pytest.mark.parametrize(
+    ("query", "k", "kwargs", "message"),
+    [
+        ("", 10, {}, "empty query"),
+        ("   ", 10, {}, "empty query"),
+        ("alert", 0, {}, "k must be between 1 and 1000"),
+        ("alert", -3, {}, "k must be between 1 and 1000"),
+        ("alert", 1001, {}, "k must be between 1 and 1000"),
+        ("alert", 10, {"category": "no-such-category"}, "unknown category 'no-such-category'"),
+        ("alert", 10, {"kind": "gizmo"}, "unknown kind 'gizmo'"),
+        ("alert", 10, {"since": "last tuesday"}, "since: not an ISO date"),
+        ("x" * 1_048_576, 10, {}, "query too long"),
+    ],
+)
+def test_bad_input_is_one_clear_error(workspace: Path, query: str, k: int, kwargs: dict, message: str) -> None:
+    with pytest.raises(SearchInputError) as err:
+        search(query, k=k, home=workspace, embedder=minilm(), **kwargs)
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_important_but_loosely_related_memories_do_not_outrank_the_answer(workspace: Path, tmp_path: Path) -> None:
+    """The sample workspace's case: many price alerts on other tickers with higher importance."""
+    rows = [
+        {
+            "id": f"m-8{i:02d}",
+            "content": f"Set a price alert on {t} at {p}: top of the weekly range.",
+            "importance": 2.0,
+            "created_at": "2026-10-30T08:00:00",
+            "categories": ["trading"],
+        }
+        for i, (t, p) in enumerate([("ARB", "0.71"), ("ATOM", "7.33"), ("LINK", "17.15"), ("SOL", "150")])
+    ]
+    import_jsonl(MemoryStore(workspace / "memory.duckdb"), write_jsonl(tmp_path / "alerts.jsonl", rows))
+    hits = search("price alert on TIA", k=5, home=workspace, embedder=minilm(), now=NOW)
+    assert ids(hits)[0] == "m-001", [(h.id, h.score) for h in hits]
+
+
+def test_incremental_update_writes_a_segment_and_keeps_ranking(workspace: Path, tmp_path: Path) -> None:
+    from memory_pipeline.search import build_index
+    from memory_pipeline.search.engine import clear_cache
+    from memory_pipeline.search.index import load_index
+
+    encode, model = minilm()
+    base = current_folder(workspace)
+    import_jsonl(
+        MemoryStore(workspace / "memory.duckdb"),
+        write_jsonl(
+            tmp_path / "seg.jsonl",
+            [
+                {
+                    "id": "m-960",
+                    "content": "The sailing club meets every second Saturday at the north pier",
+                    "importance": 1.0,
+                    "created_at": "2026-10-31T08:00:00",
+                    "categories": ["hobby"],
+                }
+            ],
+        ),
+    )
+    with MemoryStore(workspace / "memory.duckdb").transaction() as con:
+        con.execute("UPDATE memories SET lifecycle = 'superseded' WHERE id = 'm-003'")
+    stats = build_index(workspace, encode, model)
+    assert stats.added == 1 and stats.removed == 1 and stats.embedded == 1
+    idx = load_index(workspace)
+    assert [d.key for d in idx.seg_docs] == ["m-960"] and idx.dead == {"m-003"}
+    assert (idx.folder / "bm25").stat().st_ino != 0 and idx.folder != base
+    assert (idx.folder / "vectors.npy").stat().st_ino == (base / "vectors.npy").stat().st_ino  # hard link
+    clear_cache()
+    assert ids(search("when does the sailing club meet", k=3, home=workspace, embedder=minilm(), now=NOW))[0] == "m-960"
+    assert "m-003" not in ids(
+        search("production deploys frozen on Fridays", k=5, home=workspace, embedder=minilm(), now=NOW)
+    )
+    assert ids(search("price alert on TIA", k=3, home=workspace, embedder=minilm(), now=NOW))[0] == "m-001"
