@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -14,8 +13,7 @@ from memory_pipeline.settings import workspace_home
 def cmd_context(args: argparse.Namespace) -> int:
     from memory_pipeline.context.compiler import ContextError, read_history
     from memory_pipeline.context.search_adapter import default_search, usage_recorder
-    from memory_pipeline.context.service import compile_for_agent, make_gate
-    from memory_pipeline.resources.llm import LLMResource
+    from memory_pipeline.context.service import compile_for_agent, gate_from_env
 
     home = workspace_home()
     try:
@@ -29,8 +27,7 @@ def cmd_context(args: argparse.Namespace) -> int:
             budget_tokens=args.budget,
             main_session=not args.not_main,
             search=default_search(home),
-            gate=make_gate(LLMResource(api_key=os.environ.get("ANTHROPIC_API_KEY") or None,
-                                       mode=os.environ.get("MEMORY_PIPELINE_LLM", "auto"))),
+            gate=gate_from_env(),
             agent_output=args.agent_output or "",
             record_usage=usage_recorder(home),
         )

@@ -1,17 +1,47 @@
 """P3's source: issue 17's hybrid search as the compiler's `Search`, and its usage spool as `RecordUsage`.
-(Placeholder until the search domain lands: no P3 and no usage recording.)"""
+
+Search has already abstained below its calibrated floor, so what it returns is ranked knowledge; the
+compiler only decides what fits. Inclusions go to the usage spool in the background (never blocking a turn,
+never contending with the nightly writer)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
-from memory_pipeline.context.compiler import Search
+from memory_pipeline.context.compiler import Knowledge, Search
 from memory_pipeline.context.service import RecordUsage
+from memory_pipeline.search import SearchInputError, search, usage_spool
 
 
-def default_search(home: Path) -> Search | None:
-    return None
+def default_search(home: Path, embedder: object | None = None) -> Search:
+    def run(query: str, k: int) -> list[Knowledge]:
+        try:
+            hits = search(query[:4096], k, home=home, embedder=embedder)  # type: ignore[arg-type]
+        except SearchInputError:
+            return []
+        return [
+            Knowledge(
+                text=h.snippet,
+                score=h.score,
+                kind=h.kind,
+                memory_id=h.id if h.source == "store" else None,
+                path=None if h.source == "store" else h.id,
+                date=h.date or None,
+            )
+            for h in hits
+        ]
+
+    return run
 
 
-def usage_recorder(home: Path) -> RecordUsage | None:
-    return None
+def usage_recorder(home: Path, background: bool = False) -> RecordUsage:
+    """`background`: a server queues the batch and returns at once; a CLI process appends before it exits."""
+
+    def record(memory_ids: Sequence[str]) -> None:
+        if background:
+            usage_spool.append_later(home, list(memory_ids))
+        else:
+            usage_spool.append_now(home, list(memory_ids))
+
+    return record

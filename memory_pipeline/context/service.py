@@ -22,6 +22,16 @@ def make_gate(llm: Any = None, http_client: Any = None) -> Gate:
     return Gate()
 
 
+def gate_from_env() -> Gate:
+    """The gate the CLI and the MCP server use: Claude when ANTHROPIC_API_KEY is set (and the mode allows it)."""
+    import os
+
+    from memory_pipeline.resources.llm import LLMResource
+
+    key = os.environ.get("ANTHROPIC_API_KEY") or None
+    return make_gate(LLMResource(api_key=key, mode=os.environ.get("MEMORY_PIPELINE_LLM", "auto")))
+
+
 def compile_for_agent(
     home: Path,
     message: str,

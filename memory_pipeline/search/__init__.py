@@ -1,6 +1,17 @@
 """The read path (issue 17): a derived hybrid index and `search(query, k)` for agents (Python, CLI, MCP)."""
 
+from memory_pipeline.search import usage_spool
 from memory_pipeline.search.engine import Hit, Hits, SearchInputError, search
 from memory_pipeline.search.index import BuildStats, IndexMissing, build_index, delete_index
 
-__all__ = ["BuildStats", "Hit", "Hits", "IndexMissing", "SearchInputError", "build_index", "delete_index", "search"]
+__all__ = [
+    "BuildStats",
+    "Hit",
+    "Hits",
+    "IndexMissing",
+    "SearchInputError",
+    "build_index",
+    "delete_index",
+    "search",
+    "usage_spool",
+]

@@ -80,7 +80,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
-    from memory_pipeline.search.mcp_server import serve
+    from memory_pipeline.mcp_server import serve
 
     try:
         return serve(args.transport, host=args.host, port=args.port)

@@ -8,8 +8,8 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from memory_pipeline.cli import main
+from memory_pipeline.mcp_server import build_server
 from memory_pipeline.resources.embedder import MINILM
-from memory_pipeline.search.mcp_server import build_server
 from memory_pipeline.search.usage_spool import flush, pending_files
 from memory_pipeline_tests.search.conftest import minilm
 

@@ -1,5 +1,6 @@
-"""`memory-pipeline mcp`: the MCP server (official `mcp` SDK, MCPServer) exposing `search` over stdio or
-streamable HTTP on 127.0.0.1. Read-only apart from usage events, which go to the spool in the background."""
+"""`memory-pipeline mcp`: the MCP server (official `mcp` SDK, MCPServer) exposing `search` and `context` over
+stdio or streamable HTTP on 127.0.0.1. Read-only apart from usage events, which go to the spool in the
+background, and the gate log `context` appends to."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ from memory_pipeline.search.usage_spool import append_later
 INSTRUCTIONS = (
     "Long-term memory of this agent. Call `search` with a natural-language question to get the stored "
     "memories, journals, Cores/Spheres and transcripts that answer it; an empty list means nothing relevant "
-    "is stored — do not guess."
+    "is stored — do not guess. Call `context` with the message you just received to get the compiled prompt "
+    "(identity, core memory, journals, woken topics, ranked knowledge) within a token budget."
 )
 
 
@@ -53,11 +55,40 @@ def _convert(h: Any) -> SearchHit:
     )
 
 
+class ContextSection(BaseModel):
+    slot: str = Field(description="P0 identity … P4 history")
+    label: str
+    tokens: int
+    included: bool
+    reason: str = Field(description="why it was included or left out")
+    path: str | None = None
+    memory_id: str | None = None
+    score: float | None = None
+
+
+class ContextResponse(BaseModel):
+    prompt: str
+    tokens: int = Field(description="tokens used (3.5 characters per token); never above the budget")
+    budget: int
+    manifest: list[ContextSection]
+    corrections: list[str] = Field(description="output watchers' correction hints for the agent's last reply")
+    warnings: list[str] = Field(description="topic files that were skipped, by file and field")
+
+
+class HistoryTurn(BaseModel):
+    role: Literal["user", "assistant", "agent", "system", "tool"]
+    content: str
+    tool: str = ""
+
+
 def build_server(
     home: Path | None = None, embedder: tuple[Encode, str] | None = None, record_usage: bool = True
 ) -> MCPServer:
     """The server object; `home`/`embedder` default to MEMORY_PIPELINE_HOME and the configured embedder."""
     server: MCPServer = MCPServer("memory-pipeline", instructions=INSTRUCTIONS)
+    from memory_pipeline.context.service import gate_from_env
+
+    gate = gate_from_env()  # one per server: its cache spares a second LLM call for the same message and topic
 
     @server.tool(
         name="search",
@@ -98,6 +129,49 @@ def build_server(
 
             append_later(Path(home) if home else workspace_home(), [h.id for h in hits if h.source == "store"])
         return SearchResponse(hits=[_convert(h) for h in hits], notice=hits.notice, mode=hits.mode)
+
+    @server.tool(
+        name="context",
+        description="The densest prompt for this message within a token budget (seed 001 §6): identity, "
+        "MEMORY.md, today's journals, active topics, ranked knowledge and as much history as fits, with a "
+        "manifest saying what went in and why.",
+        annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False),
+    )
+    def compile_prompt(
+        message: Annotated[str, Field(description="the message just received", min_length=1, max_length=65536)],
+        budget_tokens: Annotated[int, Field(description="token budget", ge=1, le=1_000_000)] = 8192,
+        history: Annotated[list[HistoryTurn], Field(description="session history, oldest first")] = [],  # noqa: B006
+        agent_output: Annotated[str, Field(description="the agent's last reply, for output watchers")] = "",
+        main_session: Annotated[bool, Field(description="include MEMORY.md (main session only)")] = True,
+    ) -> ContextResponse:
+        from memory_pipeline.context import ContextError, Turn
+        from memory_pipeline.context.search_adapter import default_search, usage_recorder
+        from memory_pipeline.context.service import compile_for_agent
+        from memory_pipeline.settings import workspace_home
+
+        where = Path(home) if home else workspace_home()
+        try:
+            out, errors = compile_for_agent(
+                where,
+                message,
+                session_history=[Turn(t.role, t.content, t.tool) for t in history],
+                budget_tokens=budget_tokens,
+                main_session=main_session,
+                search=default_search(where, embedder),
+                gate=gate,
+                agent_output=agent_output,
+                record_usage=usage_recorder(where, background=True) if record_usage else None,
+            )
+        except ContextError as exc:
+            raise ToolError(str(exc)) from None
+        return ContextResponse(
+            prompt=out.prompt,
+            tokens=out.tokens,
+            budget=out.budget,
+            manifest=[ContextSection(**vars(e)) for e in out.manifest],
+            corrections=[f"{topic}: {hint}" for topic, hint in out.corrections],
+            warnings=[str(e) for e in errors],
+        )
 
     return server
 
