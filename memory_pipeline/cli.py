@@ -187,6 +187,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
     write_sample_jsonl(sample, datetime.now(UTC))
     summary = import_jsonl(MemoryStore(home / "memory.duckdb"), sample)
     print(f"sample workspace: {summary.memories} memories from {sample} into {home / 'memory.duckdb'}")
+    from memory_pipeline.context.sample import install_sample_knowledge
+
+    added = install_sample_knowledge(home)  # topics/, knowledge/identity, projects, people (seed 001 §2.2)
+    print(f"sample knowledge: {len(added)} topic and knowledge files under {home}")
     code = cmd_run(argparse.Namespace(dry_run=False, cluster_id="", as_of=""))
     from memory_pipeline.journals.cli import demo_journals
 
