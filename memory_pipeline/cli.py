@@ -131,12 +131,12 @@ def cmd_run(args: argparse.Namespace) -> int:
             f"no memory store in {home}: run `memory-pipeline demo` or `memory-pipeline import PATH`", file=sys.stderr
         )
         return 2
+    _store(home)  # a damaged store is one clear line here, not a failed Dagster step
     print(f"workspace {home}", file=sys.stderr, flush=True)  # stdout stays the report (scripts parse it)
     if not args.dry_run:
         from memory_pipeline.store.outputs import check_outputs
 
         check_outputs(home)  # every place the run writes, before its first write (raises a one-line UserError)
-    _store(home)  # a damaged store is one clear line here, not a failed Dagster step
     if args.dry_run:
         result = _run_job(home, "consolidation_dry_run", {}, args.as_of)
         if not result.success:
