@@ -132,7 +132,10 @@ def test_no_sequence_loses_rows_or_archives_a_protected_memory(ops: list[tuple])
                 with store.transaction() as con:
                     repo.reconcile_pending(con)
             elif runs:
-                rb.rollback(store, [runs[op[1] % len(runs)]], dry_run=False)
+                try:
+                    rb.rollback(store, [runs[op[1] % len(runs)]], dry_run=False)
+                except rb.UnknownRun:  # a compression that wrote nothing left no run to roll back (issue 16 §8)
+                    pass
             with store.connect() as con:
                 new_count = settled_count(con)
                 assert new_count >= count  # pending summaries were never memories; everything else stays
