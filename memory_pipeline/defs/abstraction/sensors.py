@@ -5,8 +5,10 @@ reads each finished run's own events. It walks runs, not global event ids: the d
 shards events per run, and its event ids are neither unique nor ordered across runs."""
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import dagster as dg
 from dagster import DagsterEventType
@@ -42,7 +44,7 @@ class AlertCursor:
         return json.dumps({"updated_after": self.updated_after, "seen": self.seen})
 
 
-def _metadata(values: dict) -> dict:
+def _metadata(values: Mapping[str, Any]) -> dict[str, Any]:
     return {k: getattr(v, "value", v) for k, v in values.items()}
 
 
@@ -115,9 +117,13 @@ def free_stale_store_slots(
     from memory_pipeline.resources.store import POOL
 
     freed: list[str] = []
+
+    def report(line: str) -> None:
+        freed.append(line)
+        context.log.warning(line)
+
     alive = free_stale(
-        context.instance, POOL, store.home_path / "memory.duckdb", timedelta(hours=engine.lease_ttl_hours),
-        lambda line: (freed.append(line), context.log.warning(line)),
+        context.instance, POOL, store.home_path / "memory.duckdb", timedelta(hours=engine.lease_ttl_hours), report
     )
     held = "; ".join(h.describe() for h in alive) or "nobody"
     return dg.SkipReason(f"freed {len(freed)} slot holder(s); `{POOL}` held by {held}")
