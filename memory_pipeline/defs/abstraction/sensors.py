@@ -14,6 +14,7 @@ import dagster as dg
 from dagster import DagsterEventType
 
 from memory_pipeline.abstraction import alerts
+from memory_pipeline.operator.alert import Alert
 from memory_pipeline.resources import EngineConfig, MemoryStoreResource
 from memory_pipeline.resources.notifier import NotifierResource
 
@@ -48,8 +49,8 @@ def _metadata(values: Mapping[str, Any]) -> dict[str, Any]:
     return {k: getattr(v, "value", v) for k, v in values.items()}
 
 
-def _run_alerts(instance: dg.DagsterInstance, run: dg.DagsterRun) -> list[alerts.Alert]:
-    found: list[alerts.Alert] = []
+def _run_alerts(instance: dg.DagsterInstance, run: dg.DagsterRun) -> list[Alert]:
+    found: list[Alert] = []
     for entry in instance.all_logs(run.run_id, of_type=EVENTS):
         event = entry.dagster_event
         if event is None:
@@ -71,7 +72,7 @@ def _run_alerts(instance: dg.DagsterInstance, run: dg.DagsterRun) -> list[alerts
     return found
 
 
-def collect_alerts(instance: dg.DagsterInstance, cursor: AlertCursor) -> tuple[list[alerts.Alert], AlertCursor]:
+def collect_alerts(instance: dg.DagsterInstance, cursor: AlertCursor) -> tuple[list[Alert], AlertCursor]:
     """Alerts of the runs that finished since `cursor`, oldest first, and the new cursor."""
     after = datetime.fromtimestamp(cursor.updated_after, UTC) - OVERLAP if cursor.updated_after else None
     records = instance.get_run_records(
