@@ -16,6 +16,7 @@ NAMES = (
     "distill",
     "search",
     "search-locomo",
+    "context",
 )
 
 

@@ -134,12 +134,12 @@ def cmd_run(args: argparse.Namespace) -> int:
             f"no memory store in {home}: run `memory-pipeline demo` or `memory-pipeline import PATH`", file=sys.stderr
         )
         return 2
+    _store(home)  # a damaged store is one clear line here, not a failed Dagster step
     print(f"workspace {home}", file=sys.stderr, flush=True)  # stdout stays the report (scripts parse it)
     if not args.dry_run:
         from memory_pipeline.store.outputs import check_outputs
 
         check_outputs(home)  # every place the run writes, before its first write (raises a one-line UserError)
-    _store(home)  # a damaged store is one clear line here, not a failed Dagster step
     if args.dry_run:
         result = _run_job(home, "consolidation_dry_run", {}, args.as_of)
         if not result.success:
@@ -190,6 +190,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
     write_sample_jsonl(sample, datetime.now(UTC))
     summary = import_jsonl(MemoryStore(home / "memory.duckdb"), sample)
     print(f"sample workspace: {summary.memories} memories from {sample} into {home / 'memory.duckdb'}")
+    from memory_pipeline.context.sample import install_sample_knowledge
+
+    added = install_sample_knowledge(home)  # topics/, knowledge/identity, projects, people (seed 001 §2.2)
+    print(f"sample knowledge: {len(added)} topic and knowledge files under {home}")
     code = cmd_run(argparse.Namespace(dry_run=False, cluster_id="", as_of=""))
     from memory_pipeline.journals.cli import demo_journals
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from memory_pipeline.context.gate import Gate, GateDecision
 from memory_pipeline.context.topics import Topic
-from memory_pipeline.context.watchers import Event, SimilarityScorer, output_corrections, tier1_matches
+from memory_pipeline.context.watchers import Event, output_corrections, scorer_for, tier1_matches
 from memory_pipeline.tokens import CHARS_PER_TOKEN
 
 DEFAULT_BUDGET = 8192
@@ -195,7 +195,7 @@ def compile_context(
             included_paths.add(rel)
 
     # P2: topics woken by the message (Tier 1 → Tier 2 → gate), output corrections, subscriptions.
-    scores = SimilarityScorer(topics).scores(message) if topics else {}
+    scores = scorer_for(tuple(topics)).scores(message) if topics else {}
     matched = tier1_matches(topics, message, tool_paths=tool_paths, events=events)
     gate = gate or Gate()
     decisions = [gate.decide(message, t, t.name in matched, scores.get(t.name, 0.0)) for t in topics]
@@ -220,8 +220,10 @@ def compile_context(
                 b.skip(2, f"sub:{sub}", "missing subscription file", path=sub)
                 continue
             items.append((f"sub:{sub}", text, sub))
-        for label, text, rel in items:
-            if rel in included_paths:
+        for n, (label, text, rel) in enumerate(items):
+            if n > 0 and f"topic:{topic.name}" not in {e.label for e in b.manifest if e.included}:
+                b.skip(2, label, "its topic's instructions did not fit", path=rel)
+            elif rel in included_paths:
                 b.skip(2, label, "already included", path=rel)
             elif used + len(text) > cap:
                 b.skip(2, label, f"over the topic's max_context_kb ({topic.max_context_kb:g} KB)", path=rel)

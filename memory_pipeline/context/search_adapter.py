@@ -14,10 +14,12 @@ from memory_pipeline.context.service import RecordUsage
 from memory_pipeline.search import SearchInputError, search, usage_spool
 
 
-def default_search(home: Path, embedder: object | None = None) -> Search:
+def default_search(home: Path, embedder: object | None = None, floor: float | None = None) -> Search:
+    """`floor`: search's abstention floor (None: its calibrated default)."""
+
     def run(query: str, k: int) -> list[Knowledge]:
         try:
-            hits = search(query[:4096], k, home=home, embedder=embedder)  # type: ignore[arg-type]
+            hits = search(query[:4096], k, home=home, embedder=embedder, floor=floor)  # type: ignore[arg-type]
         except SearchInputError:
             return []
         return [

@@ -11,6 +11,7 @@ import fnmatch
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 from sklearn.feature_extraction.text import TfidfVectorizer
@@ -78,6 +79,12 @@ def output_corrections(topics: Iterable[Topic], agent_output: str) -> list[tuple
                 hits.append((t.name, tr.correction_hint or f"follow the `{t.name}` topic's instructions"))
                 break
     return hits
+
+
+@lru_cache(maxsize=32)
+def scorer_for(topics: tuple[Topic, ...]) -> SimilarityScorer:
+    """One fitted scorer per set of topics (fitting TF-IDF on every turn would cost more than the turn)."""
+    return SimilarityScorer(topics)
 
 
 class SimilarityScorer:

@@ -129,3 +129,15 @@ def test_read_history_names_the_line(tmp_path: Path) -> None:
         read_history(path)
     path.write_text('{"role": "tool", "tool": "bash", "content": "ok"}\n')
     assert read_history(path) == [Turn("tool", "ok", "bash", "")]
+
+
+def test_a_topic_that_does_not_fit_brings_no_subscription(home: Path) -> None:
+    topics, _ = load_topics(home)
+    full = compile_context(home, "market order on JTO/USDT", topics=topics, today=TODAY)
+    topic_tokens = next(e.tokens for e in full.manifest if e.label == "topic:trading-risk")
+    before_topic = sum(e.tokens for e in full.manifest if e.included and e.slot in ("P0", "P1"))
+    out = compile_context(home, "market order on JTO/USDT", topics=topics, today=TODAY,
+                          budget_tokens=before_topic + topic_tokens - 1)
+    reasons = {e.label: e.reason for e in out.manifest if not e.included}
+    assert reasons["topic:trading-risk"].startswith("over budget")
+    assert reasons["sub:knowledge/procedures/trading-checklist.md"] == "its topic's instructions did not fit"
