@@ -10,7 +10,7 @@ import shutil
 import sys
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memory_pipeline.errors import UserError
 from memory_pipeline.operator.instance import (
@@ -25,6 +25,9 @@ from memory_pipeline.operator.instance import (
 )
 from memory_pipeline.settings import AS_OF_HELP, REPO_ROOT, VERBOSE_ENV, SettingsError, check_as_of, workspace_home
 from memory_pipeline.store.lease import SKIP_MESSAGE
+
+if TYPE_CHECKING:  # imported lazily at run time, to keep --help fast
+    from memory_pipeline.store.importers import Validator
 
 DEMO_MARKER = ".memory_pipeline_demo"
 # Domain CLIs: each module has `register(sub: argparse._SubParsersAction) -> None` and imports Dagster lazily.
@@ -197,7 +200,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return max(code, demo_journals(home, REPO_ROOT / "data" / "sample"))
 
 
-def _import_validator():  # noqa: ANN202 - a store.importers.Validator; imported lazily to keep --help fast
+def _import_validator() -> Validator:  # imported lazily to keep --help fast
     """The nightly run's own blocking invariants, so an import cannot bring in a state every later night fails."""
     from memory_pipeline.abstraction.violations import blocking_violations
     from memory_pipeline.resources import EngineConfig

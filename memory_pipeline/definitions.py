@@ -26,8 +26,10 @@ def _badged(spec: dg.AssetSpec) -> dg.AssetSpec:
 def _assembled(loaded: dg.Definitions, resources: Mapping[str, Any]) -> dg.Definitions:
     # A module that imports another module's asset shows it too: badge each asset once.
     assets = list({id(asset): asset for asset in loaded.assets or []}.values())
+    specs = [a for a in assets if isinstance(a, dg.AssetsDefinition | dg.AssetSpec)]
+    others = [a for a in assets if not isinstance(a, dg.AssetsDefinition | dg.AssetSpec)]  # carry no spec to badge
     return dg.Definitions(
-        assets=dg.map_asset_specs(_badged, assets),
+        assets=[*dg.map_asset_specs(_badged, specs), *others],
         asset_checks=loaded.asset_checks,
         jobs=loaded.jobs,
         schedules=loaded.schedules,

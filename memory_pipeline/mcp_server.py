@@ -12,7 +12,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 
-from memory_pipeline.search.engine import Encode, SearchInputError, search
+from memory_pipeline.search.engine import SearchInputError, search
+from memory_pipeline.search.index import Encode
 from memory_pipeline.search.usage_spool import append_later
 
 INSTRUCTIONS = (

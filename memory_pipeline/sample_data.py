@@ -101,7 +101,7 @@ def _build(now: datetime, seed: int) -> tuple[list[dict[str, Any]], dict[str, li
     families: dict[str, list[str]] = {}
     record_of: dict[int, dict[str, Any]] = {}
     for number, (when, index, d, text, tags, nexus) in enumerate(rows, start=1):
-        record = {
+        record: dict[str, Any] = {
             "id": f"m-{number:06d}",
             "content": text,
             "importance": d.importance,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
 
@@ -72,7 +73,7 @@ _MINIMA: dict[str, float] = {
 }
 
 
-def env_overrides(environ: dict[str, str] | None = None) -> dict[str, int | float | str]:
+def env_overrides(environ: Mapping[str, str] | None = None) -> dict[str, int | float | str]:
     """The engine settings that the environment sets, parsed and checked."""
     env = os.environ if environ is None else environ
     values: dict[str, int | float | str] = {}
@@ -100,7 +101,7 @@ def env_overrides(environ: dict[str, str] | None = None) -> dict[str, int | floa
     return values
 
 
-def default_home(environ: dict[str, str] | None = None, package_root: Path = PACKAGE_ROOT) -> Path:
+def default_home(environ: Mapping[str, str] | None = None, package_root: Path = PACKAGE_ROOT) -> Path:
     """Where the workspace lives when MEMORY_PIPELINE_HOME is unset, the same from any current directory:
     `<checkout>/data/workspace` when the package runs from a source checkout (an editable install, the demo),
     else `$XDG_DATA_HOME/memory-pipeline/workspace` (default `~/.local/share/memory-pipeline/workspace`)."""
@@ -111,7 +112,7 @@ def default_home(environ: dict[str, str] | None = None, package_root: Path = PAC
     return data / "memory-pipeline" / "workspace"
 
 
-def workspace_home(environ: dict[str, str] | None = None) -> Path:
+def workspace_home(environ: Mapping[str, str] | None = None) -> Path:
     """The workspace folder: MEMORY_PIPELINE_HOME (relative: to the current directory), else `default_home`."""
     env = os.environ if environ is None else environ
     return Path(env.get("MEMORY_PIPELINE_HOME") or default_home(env)).expanduser().resolve()

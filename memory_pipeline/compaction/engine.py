@@ -245,13 +245,11 @@ def compact_working(
             existing = read_text(target)
             bullets, used = len(extract._section(existing, "Summary")), "recovered"
         else:
-            summary, used = _run_extractor(
+            raw, used = _run_extractor(
                 "working_to_episodic", name, extractor if write else None, "summarise", text, fallbacks
             )
-            assert isinstance(summary, extract.EpisodicSummary)
-            summary = extract.EpisodicSummary(
-                summary.source_name, summary.summary, summary.decisions, summary.insights, domain
-            )
+            assert isinstance(raw, extract.EpisodicSummary)
+            summary = extract.EpisodicSummary(raw.source_name, raw.summary, raw.decisions, raw.insights, domain)
             bullets = len(summary.summary)
         if write:
             if not recovered:
@@ -418,7 +416,7 @@ def write_meta(
     if changed:
         meta["lastCompactionAt"] = p.now.isoformat()
     if appended_files:
-        appends = dict(meta.get("semanticAppends") or {})  # type: ignore[call-overload]
+        appends = dict(meta.get("semanticAppends") or {})
         appends.update({name: p.now.isoformat() for name in appended_files})
         meta["semanticAppends"] = dict(sorted(appends.items()))
     if p.first_run and p.options.approved:

@@ -69,7 +69,8 @@ def sentences(text: str) -> list[Sentence]:
     """Prose sentences and bullet items with the heading they sit under; code fences and lines that look
     like logs, diffs or tool output are skipped (they stay in the archived original)."""
     out: list[Sentence] = []
-    heading, in_fence, paragraph, first = "", False, [], True
+    paragraph: list[str] = []
+    heading, in_fence, first = "", False, True
 
     def flush() -> None:
         nonlocal paragraph, first

@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from rapidfuzz import fuzz, process
 
@@ -210,7 +211,7 @@ class MetaError(ValueError):
     pass
 
 
-def read_meta(path: Path) -> dict[str, object] | None:
+def read_meta(path: Path) -> dict[str, Any] | None:
     """The compactor's metadata, or None when there is none yet (a first run)."""
     if not path.exists():
         return None

@@ -19,16 +19,16 @@ def build_report(
     files_after: int,
     semantic_tokens_after: int,
     semantic_files_after: dict[str, int] | None = None,
-) -> dict[str, object]:
+) -> dict[str, Any]:
     s = p.state
-    files_after = dict(semantic_files_after or {})
+    semantic_after = dict(semantic_files_after or {})
     executed = p.mode == "execute"
     limits = governance.limit_status(semantic_tokens_after)
     insights = semantic.appended if p.run_semantic else 0
     archived = (len([c for c in compacted if c.archived]) if p.run_working else 0) + (
         len(semantic.archived) if p.run_semantic else 0
     )
-    report: dict[str, object] = {
+    report: dict[str, Any] = {
         "run_id": run_id,
         "requested_by": p.options.source,
         "approved": p.options.approved,
@@ -44,7 +44,7 @@ def build_report(
         "semantic_token_count": s.semantic_tokens,
         "semantic_file_tokens": s.semantic_file_tokens,
         "semantic_default_file": p.options.semantic_file,
-        "semantic_files": semantic_files(p, semantic, files_after),
+        "semantic_files": semantic_files(p, semantic, semantic_after),
         "thresholds_evaluated": p.evaluation.as_rows(),
         "trigger_fired": p.evaluation.primary_detail(),
         "triggers_fired": p.evaluation.fired_triggers,
@@ -64,7 +64,7 @@ def build_report(
         "insights": [asdict(o) for o in semantic.outcomes],
         "episodic_archived": semantic.archived,
         "episodic_kept_for_confirmation": semantic.kept,
-        "warnings": _warnings(p, semantic, files_after),
+        "warnings": _warnings(p, semantic, semantic_after),
         "skipped_files": [{"tier": x.tier, "file": x.name, "reason": x.reason} for x in s.skipped],
         "files_total_before": files_before,
         "files_total_after": files_after,
@@ -120,7 +120,7 @@ def _warnings(p: Plan, semantic: SemanticResult, files_after: dict[str, int]) ->
     return out
 
 
-def output_text(r: dict[str, object]) -> str:
+def output_text(r: dict[str, Any]) -> str:
     """The seed's Output Format, preceded by a dry-run banner and followed by the reason when nothing ran."""
     lines = []
     if not r["executed"]:
@@ -139,11 +139,11 @@ def output_text(r: dict[str, object]) -> str:
         f"   • Cooldown: {r['cooldown_status']}",
         *[
             f"   • {name}: ~{f['tokens_after']} tokens (soft {f['soft_limit']}, hard {f['hard_limit']})"
-            for name, f in dict(r.get("semantic_files") or {}).items()  # type: ignore[call-overload]
+            for name, f in dict(r.get("semantic_files") or {}).items()
         ],
         "",
         f"Trigger fired: {r['trigger_fired']} (requested by {r['requested_by']})",
-        "Tier classification: " + ", ".join(f"{k}={v}" for k, v in dict(r["tier_classification"]).items()),  # type: ignore[call-overload]
+        "Tier classification: " + ", ".join(f"{k}={v}" for k, v in dict(r["tier_classification"]).items()),
         f"Working: {r['working_file_count']} files, {r['working_total_tokens']} tokens, "
         f"oldest {r['oldest_working_file_age_days']} d",
         f"Episodic: {r['episodic_file_count']} files, {r['episodic_total_tokens']} tokens, "
@@ -152,23 +152,23 @@ def output_text(r: dict[str, object]) -> str:
         f"start; new insights without a domain go to {r['semantic_default_file']}",
         "Thresholds: " + "; ".join(
             f"{t['name']}={t['actual']:g}{' >' if t['fired'] else ' ≤'} {t['limit']:g}"
-            for t in r["thresholds_evaluated"]  # type: ignore[union-attr]
+            for t in r["thresholds_evaluated"]
         ),
     ]
     if not r["executed"] and r["working_due"]:
-        lines.append(f"Would compact: {', '.join(r['working_due'])}")  # type: ignore[arg-type]
+        lines.append(f"Would compact: {', '.join(r['working_due'])}")
     if not r["executed"] and r["episodic_due"]:
-        lines.append(f"Would extract from: {', '.join(r['episodic_due'])}")  # type: ignore[arg-type]
+        lines.append(f"Would extract from: {', '.join(r['episodic_due'])}")
     if r["no_action_reason"]:
         lines.append(f"No action taken: {r['no_action_reason']}")
-    for w in r["warnings"]:  # type: ignore[union-attr]
+    for w in r["warnings"]:
         lines.append(f"⚠️ {w}")
     return "\n".join(lines) + "\n"
 
 
 def llm_section(
     llm: Any, reports_dir: Path, run_id: str, working: WorkingResult, semantic: SemanticResult
-) -> dict[str, object]:
+) -> dict[str, Any]:
     """Which extractor each step used, the run's LLM usage and cost (its ledger), and every fallback to
     the offline extractor with its reason."""
     usage = llm.usage_summary(reports_dir, run_id)

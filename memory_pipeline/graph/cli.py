@@ -7,11 +7,15 @@ import argparse
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memory_pipeline.settings import env_overrides, workspace_home
 
+if TYPE_CHECKING:  # imported lazily at run time, to keep --help fast
+    from memory_pipeline.store import MemoryStore
 
-def _store():  # noqa: ANN202 - MemoryStore, imported lazily
+
+def _store() -> MemoryStore:
     from memory_pipeline.store import MemoryStore
 
     home = workspace_home()

@@ -162,9 +162,9 @@ def plan(
             c.extra["hubs"] = members_hubs
             for h in members_hubs:
                 actions[h] = f"summarised with cluster {c.cluster_id} (its keys kept)"
-    for h in hubs:
-        if h.id not in actions:
-            actions[h.id] = "pinned" if s.hubs.policy == "pin" else "left active"
+    for hub in hubs:
+        if hub.id not in actions:
+            actions[hub.id] = "pinned" if s.hubs.policy == "pin" else "left active"
     by_source: dict[str, int] = {}
     for c in out:
         src = str(c.extra.get("source", "embedding"))
@@ -189,7 +189,9 @@ def summary_hooks(
 ) -> SummaryHooks:
     """Rolled-up tags and keys of one cluster's summary; a hub member's keys are always kept."""
     rows = [members.get(m, ((), ())) for m in cluster.member_ids]
-    forced = {k for h in cluster.extra.get("hubs", []) or [] for k in members.get(str(h), ((), ()))[1]}
+    hub_members = cluster.extra.get("hubs")  # a sorted list of ids, set by `plan`
+    hub_ids = hub_members if isinstance(hub_members, list) else []
+    forced = {k for h in hub_ids for k in members.get(str(h), ((), ()))[1]}
     tags = rollup.roll_up(
         [r[0] for r in rows],
         namespace="tags",

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import date, timedelta
+from typing import Any
 
 import dagster as dg
 
@@ -24,7 +25,7 @@ from memory_pipeline.journals.intake import DATE_MISMATCHES, REJECTED
 
 RANGE_START_TAG = "dagster/asset_partition_range_start"  # dagster._core.storage.tags.ASSET_PARTITION_RANGE_*
 RANGE_END_TAG = "dagster/asset_partition_range_end"
-IN_PROCESS = {"execution": {"config": {"in_process": {}}}}
+IN_PROCESS: dict[str, Any] = {"execution": {"config": {"in_process": {}}}}
 
 
 @dataclass

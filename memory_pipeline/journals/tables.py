@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import date, datetime
+from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -53,8 +54,8 @@ TURNS_SCHEMA = pa.schema(
 
 
 def to_tables(day: date, transcripts: Sequence[Transcript], parsed_at: datetime) -> dict[str, pa.Table]:
-    sessions = {name: [] for name in SESSIONS_SCHEMA.names}
-    turns = {name: [] for name in TURNS_SCHEMA.names}
+    sessions: dict[str, list[Any]] = {name: [] for name in SESSIONS_SCHEMA.names}
+    turns: dict[str, list[Any]] = {name: [] for name in TURNS_SCHEMA.names}
     for t in transcripts:
         row = {
             "session_id": t.session_id,
@@ -159,7 +160,7 @@ class ExtractionOutcome:
     unchanged: int = 0
     reactivated: int = 0
     superseded: int = 0
-    kept_archived: list[str] | None = None
+    kept_archived: list[str] = field(default_factory=list)
 
 
 def replace_extracted(

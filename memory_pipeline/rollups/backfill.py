@@ -11,7 +11,7 @@ from typing import Any
 import dagster as dg
 from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
-from memory_pipeline.defs.rollups.partitions import cores_partitions, spheres_partitions
+from memory_pipeline.defs.rollups.partitions import CORES, SPHERES
 from memory_pipeline.rollups import repository
 from memory_pipeline.rollups.counters import CORES_PER_SPHERE, core_index, core_key_at, sphere_index, sphere_key
 from memory_pipeline.store import MemoryStore
@@ -64,8 +64,8 @@ def backfill(
         summary.sessions, summary.assigned, _, _ = repository.counts(con)
         built = {k for k, _, _ in repository.built_cores(con)}
     closable = [core_key_at(i) for i in range(summary.assigned // 8)]
-    known = set(instance.get_dynamic_partitions(cores_partitions.name))
-    instance.add_dynamic_partitions(cores_partitions.name, [k for k in closable if k not in known])
+    known = set(instance.get_dynamic_partitions(CORES))
+    instance.add_dynamic_partitions(CORES, [k for k in closable if k not in known])
     for first, last in _ranges([k for k in closable if k not in built], core_index):
         result = _run(defs, instance, "rollup_cores", first, last, tags)
         summary.runs.append(result.run_id)
@@ -81,8 +81,8 @@ def backfill(
     while all(core_key_at(s * CORES_PER_SPHERE + c) in built_cores for c in range(CORES_PER_SPHERE)):
         complete.append(sphere_key(s))
         s += 1
-    known = set(instance.get_dynamic_partitions(spheres_partitions.name))
-    instance.add_dynamic_partitions(spheres_partitions.name, [k for k in complete if k not in known])
+    known = set(instance.get_dynamic_partitions(SPHERES))
+    instance.add_dynamic_partitions(SPHERES, [k for k in complete if k not in known])
     for first, last in _ranges([k for k in complete if k not in built_spheres], sphere_index):
         result = _run(defs, instance, "rollup_spheres", first, last, tags)
         summary.runs.append(result.run_id)

@@ -255,7 +255,8 @@ def build_core(rows: Sequence[SessionRow], core_id: str, now: datetime) -> dict[
     ]
     anchors_pool.sort(key=lambda a: (-a[0], -a[1], a[2]))
     top_anchor = anchors_pool[0][0] if anchors_pool and anchors_pool[0][0] > 0 else 1.0
-    anchors, seen = [], set()
+    anchors: list[dict[str, Any]] = []
+    seen: set[str] = set()
     for score, _, _, text, sid in anchors_pool:
         if len(anchors) >= 5:
             break

@@ -312,8 +312,10 @@ def build_index(home: Path, encode: Encode, model: str, *, full: bool = False) -
     fresh = embed_docs([docs[i] for i in need], encode)
     for j, i in enumerate(need):
         vectors[i] = fresh[j]
-    dim = int(fresh.shape[1]) if len(need) else (len(vectors[0]) if docs else 0)  # type: ignore[arg-type]
-    matrix = np.vstack(vectors).astype(np.float32) if docs else np.zeros((0, dim), dtype=np.float32)
+    rows = [v for v in vectors if v is not None]
+    assert len(rows) == len(vectors), "every document has a vector by now"
+    dim = int(fresh.shape[1]) if len(need) else (len(rows[0]) if docs else 0)
+    matrix = np.vstack(rows).astype(np.float32) if docs else np.zeros((0, dim), dtype=np.float32)
     removed = len(set(prev_vectors) - {d.key for d in docs})
     version = None
     if previous is not None:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field as _field
 
 import duckdb
 
@@ -25,7 +26,7 @@ class Violation:
     field: str
     problem: str
     ids: list[str]
-    details: dict[str, str] = field(default_factory=dict)
+    details: dict[str, str] = _field(default_factory=dict)  # `field` is also the name of a column above
 
 _SOURCES = """
     SELECT s.id AS summary_id, unnest(json_extract_string(s.compressed_from, '$.source_ids[*]')) AS source_id

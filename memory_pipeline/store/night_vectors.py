@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import duckdb
 import numpy as np
@@ -137,7 +138,7 @@ def vector_sources(con: duckdb.DuckDBPyConnection, model: str, ids: Sequence[str
     return {str(s): int(n) for s, n in rows}
 
 
-def clustered_on(model: str, dim: int, sources: dict[str, int], summaries: str) -> dict[str, object]:
+def clustered_on(model: str, dim: int, sources: dict[str, int], summaries: str) -> dict[str, Any]:
     """The vectors a night clustered on, for logs, metadata and the report: model, dimension, source
     (computed | imported | plugin | mixed) with counts, and how new summaries are embedded."""
     used = [s for s, n in sources.items() if n]

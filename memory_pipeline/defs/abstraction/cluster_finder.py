@@ -1,9 +1,12 @@
 """ClusterFinder (seed 000): embed the memories, pick the eligible ones, cluster them."""
 
+import functools
 import time
 from datetime import timedelta
+from typing import Any
 
 import dagster as dg
+import numpy as np
 import pandas as pd
 
 from memory_pipeline.defs.abstraction import vector_steps
@@ -22,6 +25,11 @@ from memory_pipeline.store import night_vectors as night
 from memory_pipeline.store import outbox as graph_outbox
 from memory_pipeline.store import repository as repo
 from memory_pipeline.store.db import MemoryStore
+
+
+def _advance(progress: ThrottledProgress, offset: int, n: int) -> None:
+    """encode_in_steps counts within one chunk; the progress line counts over all memories."""
+    progress.update(offset + n)
 
 
 class ClusterSelection(dg.Config):
@@ -52,7 +60,7 @@ def memory_embeddings(
             embedder.encode,
             chunk["content"].tolist(),
             2 * embedder.batch_size,
-            lambda n, lo=lo: progress.update(lo + n),
+            functools.partial(_advance, progress, lo),
         )
         with db.transaction() as con:
             repo.upsert_embeddings(
@@ -141,8 +149,8 @@ def clusters(
     persist = dg.AssetKey("archive_updates") in run_assets
     ids = eligible_memories.frame["id"].to_numpy(dtype=object)
     if settings.cluster_source == "keys":  # no embedding clusters tonight: the stored graph is left as it is
-        found = []
-        graph_meta: dict[str, object] = {"graph_build": "not used (cluster_source=keys)"}
+        found: list[MemoryCluster] = []
+        graph_meta: dict[str, Any] = {"graph_build": "not used (cluster_source=keys)"}
     else:
         found, graph_meta = _embedding_clusters(
             context, config, db, embedder, engine, eligible_memories, ids, recent, persist
@@ -202,10 +210,10 @@ def _embedding_clusters(
     embedder: EmbedderResource,
     engine: EngineConfig,
     eligible_memories: repo.EligibleSet,
-    ids: object,
+    ids: np.ndarray,
     recent: set[str],
     persist: bool,
-) -> tuple[list[MemoryCluster], dict[str, object]]:
+) -> tuple[list[MemoryCluster], dict[str, Any]]:
     """The embedding source: connected components of the (stored, incremental) threshold graph."""
     graph = edges.night_graph(
         db,

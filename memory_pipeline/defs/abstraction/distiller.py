@@ -90,7 +90,7 @@ def distillations(
     for c in selected:
         if c.skip_reason:
             outcomes.append(ClusterOutcome(c, skip_reason=c.skip_reason, status="skipped"))
-    accepted = [o for o in outcomes if o.distillation]
+    accepted = [o.distillation for o in outcomes if o.distillation]
     return dg.Output(
         outcomes,
         metadata={
@@ -99,7 +99,7 @@ def distillations(
             "deferred": sum(1 for o in outcomes if llm_runs.is_deferred(o.skip_reason)),
             "accepted": len(accepted),
             "skipped": len(outcomes) - len(accepted),
-            "avg_ratio": round(sum(o.distillation.compression_ratio for o in accepted) / len(accepted), 2)
+            "avg_ratio": round(sum(d.compression_ratio for d in accepted) / len(accepted), 2)
             if accepted
             else 0.0,
         },

@@ -164,7 +164,10 @@ def _graph_report(
            FROM memories WHERE created_by_run = ? AND kind = 'summary' AND lifecycle = 'active'""",
         [run_id],
     ).fetchall()[0]
-    count = lambda sql: int(con.execute(sql, [run_id]).fetchall()[0][0])  # noqa: E731
+
+    def count(sql: str) -> int:
+        return int(con.execute(sql, [run_id]).fetchall()[0][0])
+
     return {
         "clusters_by_source": by_source,
         "hubs": graph_queries.hubs_of_run(con, run_id),

@@ -1,6 +1,7 @@
 """The nightly consolidation job, its dry run, and its schedule (seed 000 §7.2: 03:30 America/New_York)."""
 
 import os
+from typing import Any
 
 import dagster as dg
 
@@ -18,7 +19,7 @@ NIGHTLY_TZ = os.environ.get("NIGHTLY_CONSOLIDATION_TZ", "America/New_York")
 # Steps run one after another and every store writer waits for the single-writer pool anyway, so a process per
 # step only adds interpreter start-up (about 6× the run time on 2 cores); the launchpad can still choose
 # `multiprocess`.
-IN_PROCESS = {"execution": {"config": {"in_process": {}}}}
+IN_PROCESS: dict[str, Any] = {"execution": {"config": {"in_process": {}}}}
 
 nightly_consolidation = dg.define_asset_job(
     "nightly_consolidation",

@@ -5,13 +5,16 @@ reads each finished run's own events. It walks runs, not global event ids: the d
 shards events per run, and its event ids are neither unique nor ordered across runs."""
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import dagster as dg
 from dagster import DagsterEventType
 
 from memory_pipeline.abstraction import alerts
+from memory_pipeline.operator.alert import Alert
 from memory_pipeline.resources import EngineConfig, MemoryStoreResource
 from memory_pipeline.resources.notifier import NotifierResource
 
@@ -42,12 +45,12 @@ class AlertCursor:
         return json.dumps({"updated_after": self.updated_after, "seen": self.seen})
 
 
-def _metadata(values: dict) -> dict:
+def _metadata(values: Mapping[str, Any]) -> dict[str, Any]:
     return {k: getattr(v, "value", v) for k, v in values.items()}
 
 
-def _run_alerts(instance: dg.DagsterInstance, run: dg.DagsterRun) -> list[alerts.Alert]:
-    found: list[alerts.Alert] = []
+def _run_alerts(instance: dg.DagsterInstance, run: dg.DagsterRun) -> list[Alert]:
+    found: list[Alert] = []
     for entry in instance.all_logs(run.run_id, of_type=EVENTS):
         event = entry.dagster_event
         if event is None:
@@ -69,7 +72,7 @@ def _run_alerts(instance: dg.DagsterInstance, run: dg.DagsterRun) -> list[alerts
     return found
 
 
-def collect_alerts(instance: dg.DagsterInstance, cursor: AlertCursor) -> tuple[list[alerts.Alert], AlertCursor]:
+def collect_alerts(instance: dg.DagsterInstance, cursor: AlertCursor) -> tuple[list[Alert], AlertCursor]:
     """Alerts of the runs that finished since `cursor`, oldest first, and the new cursor."""
     after = datetime.fromtimestamp(cursor.updated_after, UTC) - OVERLAP if cursor.updated_after else None
     records = instance.get_run_records(
@@ -115,9 +118,13 @@ def free_stale_store_slots(
     from memory_pipeline.resources.store import POOL
 
     freed: list[str] = []
+
+    def report(line: str) -> None:
+        freed.append(line)
+        context.log.warning(line)
+
     alive = free_stale(
-        context.instance, POOL, store.home_path / "memory.duckdb", timedelta(hours=engine.lease_ttl_hours),
-        lambda line: (freed.append(line), context.log.warning(line)),
+        context.instance, POOL, store.home_path / "memory.duckdb", timedelta(hours=engine.lease_ttl_hours), report
     )
     held = "; ".join(h.describe() for h in alive) or "nobody"
     return dg.SkipReason(f"freed {len(freed)} slot holder(s); `{POOL}` held by {held}")

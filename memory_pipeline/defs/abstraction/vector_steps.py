@@ -3,6 +3,8 @@ memory_pipeline/embedding (plain logic), turning its errors into one-line Dagste
 
 from __future__ import annotations
 
+from typing import Any
+
 import dagster as dg
 import duckdb
 
@@ -35,7 +37,7 @@ def plan(log: dg.DagsterLogManager, db: MemoryStore, embedder: EmbedderResource)
     return found
 
 
-def plan_metadata(embedder: EmbedderResource, found: night.VectorPlan) -> dict[str, object]:
+def plan_metadata(embedder: EmbedderResource, found: night.VectorPlan) -> dict[str, Any]:
     """memory_embeddings' metadata: which vectors, computed by what, and what was left out or redone."""
     return {
         "vector_model": embedder.model,
@@ -67,7 +69,7 @@ def usable_dimension(
 
 def clustered_on(
     con: duckdb.DuckDBPyConnection, embedder: EmbedderResource, eligible: repo.EligibleSet
-) -> dict[str, object]:
+) -> dict[str, Any]:
     """Model, dimension, source counts of the vectors the night clusters on, and how summaries get theirs."""
     dim = eligible.vectors.shape[1] if eligible.vectors.ndim == 2 and len(eligible.frame) else 0
     sources = night.vector_sources(con, embedder.model, eligible.frame["id"].tolist())
@@ -76,7 +78,7 @@ def clustered_on(
 
 def report_section(
     con: duckdb.DuckDBPyConnection, embedder: EmbedderResource, eligible: repo.EligibleSet, run_id: str
-) -> dict[str, object]:
+) -> dict[str, Any]:
     """The run report's `embedding`: what the night clustered on and how this run's summaries were embedded."""
     section = clustered_on(con, embedder, eligible)
     section["summaries_by_source"] = night.summaries_by_source(con, embedder.model, run_id)

@@ -248,9 +248,9 @@ def compaction_report(
     payload["llm"] = report.llm_section(
         llm, store.reports_dir, context.run_id, episodic_summaries, semantic_insights
     )
-    payload["warnings"] = [  # type: ignore[operator]
+    payload["warnings"] = [
         *[f"LLM fallback ({f.step}) for {f.file}: {f.reason}" for f in episodic_summaries.fallbacks],
-        *payload["warnings"],  # type: ignore[misc]
+        *payload["warnings"],
     ]
     text = report.output_text(payload)
     path = write_files(store.reports_dir, context.run_id, payload, text)

@@ -227,13 +227,13 @@ def session_memories(
                 partition_key=key,
             )
     for name in selected:
-        key = EXTRACTOR_KEYS[name]
-        yield dg.MaterializeResult(asset_key=key)
-        check_key = dg.AssetCheckKey(key, LINEAGE_CHECK)
+        asset_key = EXTRACTOR_KEYS[name]
+        yield dg.MaterializeResult(asset_key=asset_key)
+        check_key = dg.AssetCheckKey(asset_key, LINEAGE_CHECK)
         if check_key in context.selected_asset_check_keys:
             kept = kept_by_name[name]
             yield dg.AssetCheckResult(
-                asset_key=key,
+                asset_key=asset_key,
                 check_name=LINEAGE_CHECK,
                 passed=not kept,
                 severity=dg.AssetCheckSeverity.WARN,
@@ -320,7 +320,7 @@ def _merged(run: _ExtractorRun, parts: list[tables.ExtractionOutcome]) -> tables
         out.unchanged += p.unchanged
         out.reactivated += p.reactivated
         out.superseded += p.superseded
-        out.kept_archived += p.kept_archived or []
+        out.kept_archived += p.kept_archived
     return out
 
 

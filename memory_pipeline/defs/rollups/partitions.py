@@ -3,5 +3,7 @@ The sensor adds a key when its sessions (Cores) are complete; keys are never rem
 
 import dagster as dg
 
-cores_partitions = dg.DynamicPartitionsDefinition(name="rollup_cores")
-spheres_partitions = dg.DynamicPartitionsDefinition(name="rollup_spheres")
+CORES = "rollup_cores"  # the names as plain str: DynamicPartitionsDefinition.name is typed `str | None`
+SPHERES = "rollup_spheres"
+cores_partitions = dg.DynamicPartitionsDefinition(name=CORES)
+spheres_partitions = dg.DynamicPartitionsDefinition(name=SPHERES)

@@ -5,6 +5,7 @@ every session gets its `compression_meta` and the counters file follows. Reads t
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -12,7 +13,7 @@ import dagster as dg
 import duckdb
 
 from memory_pipeline.defs.rollups.assets import rollup_assign, rollup_cores, rollup_spheres
-from memory_pipeline.defs.rollups.partitions import cores_partitions, spheres_partitions
+from memory_pipeline.defs.rollups.partitions import CORES, SPHERES, cores_partitions, spheres_partitions
 from memory_pipeline.resources import MemoryStoreResource
 from memory_pipeline.rollups.counters import CORES_PER_SPHERE, SESSIONS_PER_CORE, core_key_at, sphere_key
 from memory_pipeline.store import MemoryStore
@@ -35,7 +36,7 @@ def read_state(path: Path) -> StoreState | None:
         if "sessions" not in tables:
             return StoreState(0, 0, frozenset())
         sessions = con.execute("SELECT count(*) FROM sessions").fetchall()[0][0]
-        assigned, built = 0, frozenset()
+        assigned, built = 0, frozenset[str]()
         if "compression_meta" in tables:
             assigned = con.execute("SELECT count(*) FROM compression_meta").fetchall()[0][0]
             built = frozenset(r[0] for r in con.execute("SELECT core_id FROM rollup_cores").fetchall())
@@ -43,7 +44,7 @@ def read_state(path: Path) -> StoreState | None:
 
 
 def plan(
-    state: StoreState, core_keys: list[str], sphere_keys: list[str], cursor: dict[str, int]
+    state: StoreState, core_keys: Sequence[str], sphere_keys: Sequence[str], cursor: dict[str, int]
 ) -> tuple[list[str], list[str], bool]:
     """(Core keys to add, Sphere keys to add, whether to request an assignment run)."""
     closable = state.sessions // SESSIONS_PER_CORE
@@ -73,8 +74,8 @@ def rollups_sensor(context: dg.SensorEvaluationContext, store: MemoryStoreResour
         return dg.SkipReason(f"memory store unreadable now: {exc}")
     if state is None:
         return dg.SkipReason(f"no memory store in {store.home_path}")
-    core_keys = context.instance.get_dynamic_partitions(cores_partitions.name)
-    sphere_keys = context.instance.get_dynamic_partitions(spheres_partitions.name)
+    core_keys = context.instance.get_dynamic_partitions(CORES)
+    sphere_keys = context.instance.get_dynamic_partitions(SPHERES)
     new_cores, new_spheres, assign = plan(state, core_keys, sphere_keys, cursor)
     new_cursor = json.dumps({"sessions": state.sessions, "cores": len(core_keys) + len(new_cores)}, sort_keys=True)
     if not (new_cores or new_spheres or assign):

@@ -1,0 +1,1 @@
+"""Abstraction: alerts, atoms, report and violations helpers used by the nightly consolidation."""

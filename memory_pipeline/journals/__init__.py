@@ -1,0 +1,1 @@
+"""Journals: transcript intake, extractors and reconstruction."""
