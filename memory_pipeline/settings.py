@@ -22,6 +22,10 @@ class SettingsError(ValueError):
 # field name → (env var, type). The seed names the minimum-ratio floor COMPRESSION_MAX_RATIO; we keep it.
 ENV_NAMES: dict[str, tuple[str, type]] = {
     "similarity_threshold": ("COMPRESSION_SIMILARITY_THRESHOLD", float),
+    "linkage": ("COMPRESSION_LINKAGE", str),  # issue 20: single | complete | average
+    "max_cluster_members": ("COMPRESSION_MAX_CLUSTER_MEMBERS", int),  # 0 = no cap (seed 004 §3.1)
+    "max_cluster_tokens": ("COMPRESSION_MAX_CLUSTER_TOKENS", int),
+    "linkage_max_component": ("COMPRESSION_LINKAGE_MAX_COMPONENT", int),
     "min_cluster_size": ("COMPRESSION_MIN_CLUSTER_SIZE", int),
     "freshness_hours": ("COMPRESSION_FRESHNESS_HOURS", float),
     "critical_floor": ("COMPRESSION_CRITICAL_FLOOR", float),
@@ -46,6 +50,7 @@ ENV_NAMES: dict[str, tuple[str, type]] = {
 
 # Text settings and their allowed values (None: free text).
 CHOICES: dict[str, tuple[str, ...] | None] = {
+    "linkage": ("single", "complete", "average"),
     "cluster_source": ("embedding", "keys", "both"),
     "key_window": ("day", "week"),
     "hub_policy": ("summarise", "pin"),
@@ -56,6 +61,9 @@ CHOICES: dict[str, tuple[str, ...] | None] = {
 _MINIMA: dict[str, float] = {
     "similarity_threshold": 1e-9,
     "min_cluster_size": 2,
+    "max_cluster_members": 0,
+    "max_cluster_tokens": 0,
+    "linkage_max_component": 2,
     "freshness_hours": 0,
     "critical_floor": 2.0,
     "rate_limit_per_min": 1,

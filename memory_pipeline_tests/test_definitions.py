@@ -64,7 +64,12 @@ def test_seed_env_vars_configure_the_engine() -> None:
            "COMPRESSION_MAX_RATIO": "2.0"}
     engine = EngineConfig(**env_overrides(env))
     assert (engine.similarity_threshold, engine.min_cluster_size, engine.min_compression_ratio) == (0.9, 4, 2.0)
-    assert EngineConfig().similarity_threshold == 0.82 and EngineConfig().fingerprint_ttl_days == 7.0
+    assert EngineConfig().fingerprint_ttl_days == 7.0
+    # unset: the embedder's default; a model not in embedding/defaults.json gets the seed's 0.82, single
+    assert EngineConfig().similarity_threshold is None
+    unknown = EngineConfig().clustering_choice("some-plugin-model")
+    assert (unknown.threshold, unknown.linkage) == (0.82, "single") and "seed default" in unknown.reason
+    assert engine.clustering_choice("some-plugin-model").threshold == 0.9
 
 
 @pytest.mark.parametrize(

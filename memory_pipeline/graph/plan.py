@@ -41,13 +41,15 @@ class GraphSettings:
     rollup_per_namespace: int = rollup.PER_NAMESPACE_DEFAULT
 
     @classmethod
-    def from_engine(cls, engine: Any, source: str = "", key_prefixes: Sequence[str] = ()) -> GraphSettings:
+    def from_engine(
+        cls, engine: Any, source: str = "", key_prefixes: Sequence[str] = (), similarity_threshold: float | None = None
+    ) -> GraphSettings:
         source = source or engine.cluster_source
         if source not in SOURCES:
             raise ValueError(f"cluster_source must be one of {', '.join(SOURCES)}, got {source!r}")
         return cls(
             min_cluster_size=engine.min_cluster_size,
-            similarity_threshold=engine.similarity_threshold,
+            similarity_threshold=similarity_threshold or engine.similarity_threshold or cls.similarity_threshold,
             fingerprint_ttl_days=engine.fingerprint_ttl_days,
             cluster_source=source,
             key=KeyClusterParams(

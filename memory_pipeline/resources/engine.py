@@ -5,7 +5,9 @@ from datetime import datetime
 import dagster as dg
 from pydantic import field_validator
 
+from memory_pipeline.embedding.defaults import ClusteringChoice, resolve
 from memory_pipeline.settings import check_as_of, env_overrides
+from memory_pipeline.similarity.linkage import MAX_EXACT_COMPONENT, LinkageParams
 from memory_pipeline.store.db import utcnow
 from memory_pipeline.store.records import parse_timestamp
 
@@ -13,7 +15,13 @@ from memory_pipeline.store.records import parse_timestamp
 class EngineConfig(dg.ConfigurableResource):
     """Seed 000 §7.1 constants (defaults from the seed's env vars) and an optional fixed clock."""
 
-    similarity_threshold: float = 0.82
+    # None = the embedder's default (embedding/defaults.json: 0.82 for seed-calibrated models); see
+    # `clustering_choice`. linkage: single | complete | average (None = the embedder's default).
+    similarity_threshold: float | None = None
+    linkage: str | None = None
+    max_cluster_members: int = 0  # caps on an embedding cluster (seed 004 §3.1); 0 = no cap
+    max_cluster_tokens: int = 0
+    linkage_max_component: int = MAX_EXACT_COMPONENT  # larger components are left unclustered, named
     min_cluster_size: int = 3
     freshness_hours: float = 24.0
     critical_floor: float = 2.5
@@ -60,6 +68,21 @@ class EngineConfig(dg.ConfigurableResource):
         """Defaults overridden by the seed's environment variables."""
         # env_overrides parses each value to its field's type; mypy cannot tie the keys to the fields
         return cls(as_of=as_of, **env_overrides())  # type: ignore[arg-type]
+
+    def clustering_choice(self, model: str, linkage: str = "") -> ClusteringChoice:
+        """The threshold and linkage tonight's clusters use with `model`'s vectors, and why; `linkage` is a
+        run's override."""
+        return resolve(model, self.similarity_threshold, linkage or self.linkage)
+
+    def linkage_params(self, choice: ClusteringChoice) -> LinkageParams:
+        return LinkageParams(
+            method=choice.linkage,
+            threshold=choice.threshold,
+            min_size=self.min_cluster_size,
+            max_members=self.max_cluster_members,
+            max_tokens=self.max_cluster_tokens,
+            max_component=self.linkage_max_component,
+        )
 
     def now(self) -> datetime:
         return parse_timestamp(self.as_of, "EngineConfig", "as_of") if self.as_of else utcnow()

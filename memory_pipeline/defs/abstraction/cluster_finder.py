@@ -12,13 +12,14 @@ import pandas as pd
 from memory_pipeline.defs.abstraction import vector_steps
 from memory_pipeline.defs.abstraction.common import EMBED_CHUNK, GROUP
 from memory_pipeline.defs.abstraction.cortex_dedupe import exact_duplicates
+from memory_pipeline.embedding.defaults import ClusteringChoice, describe
 from memory_pipeline.graph import plan as graph_plan
 from memory_pipeline.graph import queries as graph_queries
 from memory_pipeline.operator.metadata import OWNERS, cluster_size_metadata
 from memory_pipeline.operator.progress import ThrottledProgress, encode_in_steps
 from memory_pipeline.resources import EmbedderResource, EngineConfig, MemoryStoreResource
 from memory_pipeline.resources.store import POOL
-from memory_pipeline.similarity import clustering, threshold_graph
+from memory_pipeline.similarity import clustering, linkage, threshold_graph
 from memory_pipeline.similarity.clustering import MemoryCluster
 from memory_pipeline.store import edges
 from memory_pipeline.store import night_vectors as night
@@ -107,6 +108,8 @@ class ClusterBuild(dg.Config):
     # e.g. "spam:" for the spam-family compaction the trigger sensor requests)
     source: str = ""
     key_prefixes: str = ""
+    # issue 20: single | complete | average for this run; empty = EngineConfig.linkage, else the embedder's default
+    linkage: str = ""
 
 
 @dg.asset(
@@ -120,7 +123,8 @@ def clusters(
     engine: EngineConfig,
     eligible_memories: repo.EligibleSet,
 ) -> dg.Output[list[MemoryCluster]]:
-    """Single linkage at the threshold = connected components of the threshold graph; largest first. The
+    """Clusters at the night's threshold and linkage (the embedder's default unless set; issue 20): the
+    components of the threshold graph, split by complete/average linkage and the caps; largest first. The
     graph is kept in the store between nights; only a run that also writes the store (archive_updates)
     saves it back, so the dry run computes the same clusters and writes nothing.
 
@@ -128,8 +132,9 @@ def clusters(
     and no new compaction while the outbox of external-index actions is critical."""
     started = time.perf_counter()
     since = engine.now() - timedelta(days=engine.fingerprint_ttl_days)
+    choice = engine.clustering_choice(embedder.model, config.linkage)
     settings = graph_plan.GraphSettings.from_engine(
-        engine, config.source, [p.strip() for p in config.key_prefixes.split(",") if p.strip()]
+        engine, config.source, [p.strip() for p in config.key_prefixes.split(",") if p.strip()], choice.threshold
     )
     from memory_pipeline.llm.runs import NON_ATTEMPT_PREFIXES
 
@@ -153,7 +158,7 @@ def clusters(
         graph_meta: dict[str, Any] = {"graph_build": "not used (cluster_source=keys)"}
     else:
         found, graph_meta = _embedding_clusters(
-            context, config, db, embedder, engine, eligible_memories, ids, recent, persist
+            context, config, db, embedder, engine, eligible_memories, ids, recent, persist, choice
         )
     planned = graph_plan.plan(
         found, eligible_memories.frame, eligible_memories.vectors, holders, settings, engine.now().date(), recent
@@ -213,30 +218,51 @@ def _embedding_clusters(
     ids: np.ndarray,
     recent: set[str],
     persist: bool,
+    choice: ClusteringChoice,
 ) -> tuple[list[MemoryCluster], dict[str, Any]]:
-    """The embedding source: connected components of the (stored, incremental) threshold graph."""
+    """The embedding source: the components of the (stored, incremental) threshold graph, split by the
+    chosen linkage and caps inside each component (similarity/linkage.py)."""
     graph = edges.night_graph(
         db,
         ids,
         eligible_memories.vectors,
         model=embedder.model,
-        threshold=engine.similarity_threshold,
+        threshold=choice.threshold,
         mode=threshold_graph.resolve_mode(config.build),
         persist=persist,
         now=engine.now(),
         run_id=context.run.run_id,
     )
     context.log.info(f"ClusterFinder: {graph.mode} threshold graph ({graph.reason}): {graph.stats}")
+    context.log.info(f"ClusterFinder: {describe(choice)}")
+    split = linkage.cluster_components(
+        eligible_memories.vectors,
+        graph.components(engine.min_cluster_size),
+        eligible_memories.frame["token_count"].to_numpy(dtype=np.int64),
+        engine.linkage_params(choice),
+    )
+    if split.too_large:
+        context.log.warning(
+            f"ClusterFinder: {len(split.too_large)} component(s) of {split.too_large} memories exceed "
+            f"COMPRESSION_LINKAGE_MAX_COMPONENT={engine.linkage_max_component} and stay unclustered tonight; "
+            "raise the threshold or the limit"
+        )
     found = clustering.build_clusters(
         eligible_memories.frame,
         eligible_memories.vectors,
-        engine.similarity_threshold,
+        choice.threshold,
         engine.min_cluster_size,
         recent,
         engine.fingerprint_ttl_days,
-        groups=graph.components(engine.min_cluster_size),
+        groups=split.groups,
     )
     return found, {
+        "similarity_threshold": choice.threshold,
+        "linkage": choice.linkage,
+        "clustering_default": describe(choice),
+        "max_cluster_members": engine.max_cluster_members,
+        "max_cluster_tokens": engine.max_cluster_tokens,
+        **split.metadata(),
         "graph_build": graph.mode,
         "graph_engine": str(graph.stats.get("engine", "")),
         "graph_engine_reason": str(graph.stats.get("engine_reason", "")),

@@ -2,7 +2,9 @@
 
 import json
 import time
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 import duckdb
@@ -17,6 +19,7 @@ from memory_pipeline.abstraction.report import (
 from memory_pipeline.defs.abstraction import vector_steps
 from memory_pipeline.defs.abstraction.atom_enricher import AtomResults
 from memory_pipeline.defs.abstraction.common import GROUP, ClusterOutcome, RunStart
+from memory_pipeline.embedding.defaults import describe
 from memory_pipeline.faults import crash_point
 from memory_pipeline.graph import queries as graph_queries
 from memory_pipeline.operator.metadata import OWNERS
@@ -110,7 +113,15 @@ def report(
     with db.connect() as con:
         graph_section = _graph_report(con, run_id, clusters, outcomes)
         r.embedding = vector_steps.report_section(con, embedder, eligible_memories, run_id)
+    choice = engine.clustering_choice(embedder.model, _run_linkage(context.run.run_config))
     payload = r.to_dict() | {
+        "clustering": {
+            "threshold": choice.threshold,
+            "linkage": choice.linkage,
+            "max_cluster_members": engine.max_cluster_members,
+            "max_cluster_tokens": engine.max_cluster_tokens,
+            "why": choice.reason,
+        },
         "memory_count": memory_count,
         "llm": llm.report_fields(usage, clusters_deferred=deferred, max_cost_usd=engine.max_cost_usd),
         "graph": graph_section,
@@ -124,7 +135,7 @@ def report(
         lease.release(con, run_id)
     context.log.info(
         f"Reporter: {verdict} — {r.abstractions_created} abstractions, {r.atoms_created} atoms created, "
-        f"{r.token_reduction_pct}% token reduction"
+        f"{r.token_reduction_pct}% token reduction; clustered at {describe(choice)}"
     )
     return dg.MaterializeResult(
         metadata={
@@ -144,8 +155,15 @@ def report(
             "errors": len(r.errors),
             "duration_ms": r.duration_ms,
             "abstractions_created": r.abstractions_created,
+            "clustering": describe(choice),
         }
     )
+
+
+def _run_linkage(run_config: Mapping[str, Any]) -> str:
+    """The run's ClusterFinder `linkage` override (ops config of `clusters`), empty when none."""
+    ops = run_config.get("ops") or {}
+    return str(((ops.get("clusters") or {}).get("config") or {}).get("linkage") or "")
 
 
 def _graph_report(
