@@ -155,11 +155,16 @@ def check_exact_integer_product(screen: _Screen, rows: int, cols: int, dim: int,
     one extreme-valued tile against numpy's exact integer product (the bound assumes exactness)."""
     rng = np.random.default_rng(12345)
     a = rng.choice(np.array([-QMAX, QMAX, -QMAX + 1, 0, 1, QMAX - 1], dtype=np.int16), size=(rows, dim))
-    a[0] = QMAX  # rows and a column at the extremes: the worst case for a saturating kernel
-    a[-1] = -QMAX
+    # rows and columns at the extremes: the worst case for a saturating kernel is u8 255 (code +QMAX) against
+    # ±b_qmax. With a single row (or column) the second extreme must not overwrite the first: a one-row probe
+    # of −QMAX only (u8 1) cannot saturate, and once passed every one-row strip of an incremental night.
+    a[0] = QMAX
+    if rows > 1:
+        a[-1] = -QMAX
     b = rng.choice(np.array([-b_qmax, b_qmax, 0, 5, -(b_qmax // 2)], dtype=np.int8), size=(dim, cols))
     b[:, 0] = b_qmax
-    b[:, -1] = -b_qmax
+    if cols > 1:
+        b[:, -1] = -b_qmax
     got = screen.product((a + 128).astype(np.uint8), b)
     sample = np.unique(np.r_[0, min(1, rows - 1), rows // 2, rows - 1])  # a strip may be a single row
     want = a[sample].astype(np.int64) @ b.astype(np.int64)

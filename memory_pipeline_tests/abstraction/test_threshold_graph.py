@@ -5,7 +5,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from memory_pipeline.similarity import threshold_graph as tg
@@ -211,6 +211,8 @@ def nights(draw: st.DrawFn) -> tuple[int, list[tuple[int, int, int]]]:
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(nights())
+# found by hypothesis on an AMD EPYC (AVX2, no VNNI): a one-row strip, whose probe used to miss int16 saturation
+@example((34471, [(2, 0, 0), (0, 0, 0), (0, 0, 1)]))
 def test_random_nights_equal_full_rebuild(case: tuple[int, list[tuple[int, int, int]]]) -> None:
     seed, steps = case
     rng = np.random.default_rng(seed)
