@@ -12,6 +12,7 @@ NAMES = (
     "nightly",
     "embeddings",
     "locomo-retention",
+    "locomo-e2e",
     "screening",
     "distill",
     "search",
