@@ -1,6 +1,7 @@
-"""`memory-pipeline mcp`: the MCP server (official `mcp` SDK, MCPServer) exposing `search` and `context` over
-stdio or streamable HTTP on 127.0.0.1. Read-only apart from usage events, which go to the spool in the
-background, and the gate log `context` appends to."""
+"""`memory-pipeline mcp`: the MCP server (official `mcp` SDK, MCPServer) exposing `search`, `context` and
+`flush` over stdio or streamable HTTP on 127.0.0.1. `search` and `context` are read-only apart from usage
+events, which go to the spool in the background, and the gate log `context` appends to; `flush` writes a
+transcript and rebuilds that day's journal."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ INSTRUCTIONS = (
     "Long-term memory of this agent. Call `search` with a natural-language question to get the stored "
     "memories, journals, Cores/Spheres and transcripts that answer it; an empty list means nothing relevant "
     "is stored — do not guess. Call `context` with the message you just received to get the compiled prompt "
-    "(identity, core memory, journals, woken topics, ranked knowledge) within a token budget."
+    "(identity, core memory, journals, woken topics, ranked knowledge) within a token budget. Call `flush` with "
+    "the turns about to drop out of your context window before it is compacted."
 )
 
 
@@ -80,6 +82,13 @@ class HistoryTurn(BaseModel):
     role: Literal["user", "assistant", "agent", "system", "tool"]
     content: str
     tool: str = ""
+
+
+class FlushResponse(BaseModel):
+    transcript: str = Field(description="workspace-relative path of the transcript the turns became")
+    written: bool = Field(description="false when the same turns were flushed before (nothing written)")
+    journal: str = Field(default="", description="the day's journal, rebuilt from the transcripts")
+    note: str = ""
 
 
 def build_server(
@@ -173,6 +182,32 @@ def build_server(
             corrections=[f"{topic}: {hint}" for topic, hint in out.corrections],
             warnings=[str(e) for e in errors],
         )
+
+    @server.tool(
+        name="flush",
+        description="Call before your context window is compacted: the turns about to drop out are kept as a "
+        "transcript and their durable decisions, lessons and events go to today's journal and MEMORY.md "
+        "(seed 001 §6.4). Calling it again with the same turns writes nothing.",
+        annotations=ToolAnnotations(read_only_hint=False, idempotent_hint=True, open_world_hint=False),
+    )
+    def flush(
+        turns: Annotated[
+            list[HistoryTurn], Field(description="the turns about to drop out, oldest first", min_length=1)
+        ],
+    ) -> FlushResponse:
+        from memory_pipeline.journals.cli import flush_session
+        from memory_pipeline.journals.flush import FlushInputError, parse_turns
+        from memory_pipeline.settings import workspace_home
+
+        where = Path(home) if home else workspace_home()
+        roles = {"agent": "assistant"}
+        try:
+            parsed = parse_turns([{"role": roles.get(t.role, t.role), "content": t.content} for t in turns])
+        except FlushInputError as exc:
+            raise ToolError(str(exc)) from None
+        out = flush_session(where, parsed)
+        return FlushResponse(transcript=str(out["transcript"]), written=bool(out["written"]),
+                             journal=str(out.get("journal", "")), note=str(out.get("note", "")))  # fmt: skip
 
     return server
 

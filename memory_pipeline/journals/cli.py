@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from datetime import date
+from datetime import date, datetime
 from pathlib import Path
 
 from memory_pipeline.settings import workspace_home
@@ -58,6 +58,49 @@ def cmd_reconstruct(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def flush_session(home: Path, turns: list, now: datetime | None = None) -> dict[str, object]:
+    """Seed 001 §6.4: the turns as a transcript, then that day's journal and the week's MEMORY.md rebuilt by
+    the journal pipeline (in this process). Same turns again: nothing is written or run."""
+    import dagster as dg
+
+    from memory_pipeline.journals.flush import write_flush
+    from memory_pipeline.journals.reconstruct import reconstruct
+    from memory_pipeline.operator.instance import dagster_home as _dagster_home
+
+    outcome = write_flush(home / "raw" / "conversations", turns, now)
+    out: dict[str, object] = {"transcript": str(outcome.path.relative_to(home)), "written": outcome.written,
+                              "session_id": outcome.session_id, "day": outcome.day}  # fmt: skip
+    if not outcome.written:
+        out["note"] = "these turns were flushed before: nothing written"
+        return out
+    day = date.fromisoformat(outcome.day)
+    _dagster_home(home)
+    with dg.DagsterInstance.get() as instance:
+        result = reconstruct(instance, day, day, multiprocess=False, echo=lambda _l: None, quiet_level="WARNING")
+    journal = home / "knowledge" / "journal" / f"{day}.md"
+    out.update(journal=str(journal.relative_to(home)) if journal.exists() else "", failed=len(result.failed),
+               memory_md="knowledge/memory/MEMORY.md")  # fmt: skip
+    return out
+
+
+def cmd_flush(args: argparse.Namespace) -> int:
+    from memory_pipeline.journals.flush import FlushInputError, load_turns
+
+    home = workspace_home()
+    try:
+        turns = load_turns(args.file)
+    except FlushInputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    out = flush_session(home, turns)
+    if not out["written"]:
+        print(f"already flushed: {out['transcript']} (same turns); nothing written")
+        return 0
+    print(f"flushed {len(turns)} turn(s) → {out['transcript']}; journal {out['journal'] or '(no durable item)'}; "
+          f"{out['memory_md']} rebuilt for the week")  # fmt: skip
+    return 1 if out["failed"] else 0
+
+
 def import_locomo(path: Path, conversations: list[str] | None = None) -> int:
     from memory_pipeline.journals.locomo import LocomoError, locomo_to_transcripts
 
@@ -88,6 +131,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     rec.add_argument("--in-process", action="store_true", help="run the steps in this process (default: one each)")
     rec.add_argument("--no-weekly", action="store_true", help="skip the weekly MEMORY.md rollup")
     rec.set_defaults(fn=cmd_reconstruct)
+    fl = sub.add_parser(
+        "flush",
+        help="before a context compaction: keep the turns about to drop out (journal + MEMORY.md, seed 001 §6.4)",
+    )
+    fl.add_argument("file", help='JSON list of {"role": "user|assistant|…", "content": "…"}, oldest first; - = stdin')
+    fl.set_defaults(fn=cmd_flush)
 
 
 def demo_journals(home: Path, sample_root: Path, in_process: bool = True) -> int:

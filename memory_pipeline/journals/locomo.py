@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from memory_pipeline.journals.transcript import Turn, format_transcript, transcript_path
+from memory_pipeline.journals.transcript import Turn, escape_body, format_transcript, transcript_path
 
 LICENCE = "LoCoMo, CC BY-NC 4.0 (https://creativecommons.org/licenses/by-nc/4.0/)"
 
@@ -31,7 +31,6 @@ def default_locomo_path() -> Path:
 
 
 _SESSION_KEY = re.compile(r"^session_(\d+)$")
-_ESCAPE = ("#", ">", "<!--", "---")
 
 
 class LocomoError(ValueError):
@@ -56,10 +55,7 @@ def _body(turn: dict[str, Any]) -> list[str]:
         caption = str(turn.get("blip_caption") or "").strip()
         lines.append(f"> [attachment:{url.replace(' ', '%20')}]" + (f" {caption}" if caption else ""))
     text = str(turn.get("text") or "").strip()
-    for raw in text.split("\n") if text else []:
-        line = raw.rstrip()
-        lines.append("\\" + line if line.lstrip().startswith(_ESCAPE) else line)
-    return lines
+    return lines + (escape_body(text) if text else [])
 
 
 def sample_transcripts(sample: dict[str, Any], where: str) -> list[tuple[datetime, str, str, str]]:

@@ -309,6 +309,15 @@ def format_transcript(meta: Mapping[str, Any], title: str, turns: Sequence[Turn]
     return "".join(parts)
 
 
+BODY_ESCAPE = ("#", ">", "<!--", "---")  # a body line starting so would read as markup: escaped with "\\"
+
+
+def escape_body(text: str) -> list[str]:
+    """A turn's prose as body lines that parse back as prose (headings, quotes, comments escaped)."""
+    lines = (raw.rstrip() for raw in text.split("\n"))
+    return ["\\" + line if line.lstrip().startswith(BODY_ESCAPE) else line for line in lines]
+
+
 def render(transcript: Transcript) -> str:
     return format_transcript(transcript.frontmatter, transcript.title, transcript.turns)
 

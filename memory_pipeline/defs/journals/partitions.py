@@ -17,6 +17,11 @@ def journal_start() -> str:
     return os.environ.get("MEMORY_PIPELINE_JOURNAL_START") or DEFAULT_START
 
 
-daily_partitions = dg.DailyPartitionsDefinition(start_date=journal_start(), timezone=journal_timezone())
-# Weeks run Sunday–Saturday, so the weekly rollup runs on Sunday, once Saturday's journal exists.
-weekly_partitions = dg.WeeklyPartitionsDefinition(start_date=journal_start(), timezone=journal_timezone())
+# end_offset=1: today is a partition too ("the day so far"), so a pre-compaction flush (seed 001 §6.4) can
+# build today's journal now; the 00:15 schedule still targets the day that just closed, which rebuilds it whole.
+daily_partitions = dg.DailyPartitionsDefinition(start_date=journal_start(), timezone=journal_timezone(), end_offset=1)
+# Weeks run Sunday–Saturday, so the weekly rollup runs on Sunday, once Saturday's journal exists. The week in
+# progress is a partition too (end_offset=1): a flush merges today's durable items into MEMORY.md at once.
+weekly_partitions = dg.WeeklyPartitionsDefinition(
+    start_date=journal_start(), timezone=journal_timezone(), end_offset=1
+)

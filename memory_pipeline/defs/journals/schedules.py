@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import dagster as dg
 
 from memory_pipeline.defs.journals.assets import DAILY_ASSETS, journal_archive, memory_md
@@ -24,14 +26,24 @@ journal_archive_job = dg.define_asset_job(
     "journal_archive_job", selection=dg.AssetSelection.assets(journal_archive), description="Archive old journals."
 )
 
-# 00:15 processes the day that just closed (the schedule targets the last complete partition).
-journal_daily_schedule = dg.build_schedule_from_partitioned_job(
-    journal_daily, hour_of_day=0, minute_of_hour=15, name="journal_daily_schedule"
+# 00:15 processes the day that just closed. The daily partitions include today (end_offset=1, for the flush),
+# so the schedule names yesterday's partition itself rather than "the latest partition".
+@dg.schedule(
+    cron_schedule="15 0 * * *", job=journal_daily, execution_timezone=journal_timezone(), name="journal_daily_schedule"
 )
-# Sunday 01:00: the week Sunday–Saturday that just closed, after Saturday's journal (00:15).
-journal_weekly_schedule = dg.build_schedule_from_partitioned_job(
-    journal_weekly, hour_of_day=1, minute_of_hour=0, day_of_week=0, name="journal_weekly_schedule"
+def journal_daily_schedule(context: dg.ScheduleEvaluationContext) -> dg.RunRequest:
+    assert context.scheduled_execution_time is not None  # a cron schedule always has one
+    day = (context.scheduled_execution_time - timedelta(days=1)).date().isoformat()
+    return dg.RunRequest(run_key=day, partition_key=day)
+# Sunday 01:00: the week Sunday–Saturday that just closed, after Saturday's journal (00:15); named explicitly,
+# since the week in progress is a partition too.
+@dg.schedule(
+    cron_schedule="0 1 * * 0", job=journal_weekly, execution_timezone=journal_timezone(), name="journal_weekly_schedule"
 )
+def journal_weekly_schedule(context: dg.ScheduleEvaluationContext) -> dg.RunRequest:
+    assert context.scheduled_execution_time is not None
+    week = (context.scheduled_execution_time - timedelta(days=7)).date().isoformat()
+    return dg.RunRequest(run_key=week, partition_key=week)
 journal_archive_schedule = dg.ScheduleDefinition(
     name="journal_archive_schedule",
     job=journal_archive_job,

@@ -1,0 +1,114 @@
+"""Pre-compaction flush (seed 001 §6.4): turns about to drop out of an agent's context window are kept.
+
+The turns become a transcript like any other — immutable, under `raw/conversations/` — and the day's journal
+and the week's MEMORY.md are rebuilt from the transcripts by the journal pipeline, with the same extractors
+(offline or Claude). So a flush is never a second, divergent path: a later `reconstruct` of that day gives the
+same journal. Idempotent: the session id is a hash of the turns, so the same turns are the same file, and a
+second flush of them writes nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from memory_pipeline.errors import UserError
+from memory_pipeline.journals.transcript import Turn, escape_body, format_transcript, transcript_path
+
+ROLES = ("user", "assistant", "system", "tool")
+SLUG = "pre-compaction-flush"
+
+
+class FlushInputError(UserError):
+    """The turns are not a list of {role, content} objects; the message names the row and field."""
+
+
+@dataclass(frozen=True)
+class FlushTurn:
+    role: str
+    content: str
+
+
+@dataclass(frozen=True)
+class FlushOutcome:
+    path: Path
+    written: bool  # False: the same turns were flushed before
+    session_id: str
+    day: str
+
+
+def parse_turns(data: Any, where: str = "turns") -> list[FlushTurn]:
+    """`[{"role": "user", "content": "…"}, …]` (oldest first) → turns; one clear error naming the row."""
+    if not isinstance(data, list) or not data:
+        raise FlushInputError(f"{where}: expected a non-empty JSON list of {{role, content}} objects")
+    out = []
+    for i, raw in enumerate(data):
+        if not isinstance(raw, dict):
+            raise FlushInputError(f"{where}: row {i}: expected an object with 'role' and 'content'")
+        role, content = raw.get("role"), raw.get("content")
+        if role not in ROLES:
+            raise FlushInputError(f"{where}: row {i}: field 'role' must be one of {', '.join(ROLES)}, got {role!r}")
+        if not isinstance(content, str) or not content.strip():
+            raise FlushInputError(f"{where}: row {i}: field 'content' must be a non-empty string")
+        out.append(FlushTurn(role, content.strip()))
+    return out
+
+
+def load_turns(path: str) -> list[FlushTurn]:
+    """From a JSON file, or standard input for `-`."""
+    import sys
+
+    where = "stdin" if path == "-" else path
+    try:
+        text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise FlushInputError(f"{where}: cannot read: {exc.__class__.__name__}: {exc}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise FlushInputError(f"{where}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
+    if isinstance(data, dict) and "turns" in data:
+        data = data["turns"]
+    return parse_turns(data, where)
+
+
+def session_id_of(turns: Sequence[FlushTurn]) -> str:
+    """A hash of the turns' roles and texts: the same turns always map to the same transcript."""
+    digest = hashlib.sha256(json.dumps([[t.role, t.content] for t in turns]).encode("utf-8")).hexdigest()
+    return f"flush_{digest[:16]}"
+
+
+def existing(raw_root: Path, session_id: str) -> Path | None:
+    """An earlier flush of the same turns, whatever day it landed on."""
+    return next(iter(sorted(raw_root.glob(f"*/*/*/*-{session_id}-{SLUG}.md"))), None) if raw_root.is_dir() else None
+
+
+def write_flush(raw_root: Path, turns: Sequence[FlushTurn], now: datetime | None = None) -> FlushOutcome:
+    """The turns as an immutable transcript dated `now` (temp file + rename); nothing when already flushed."""
+    sid = session_id_of(turns)
+    found = existing(raw_root, sid)
+    if found is not None:
+        return FlushOutcome(found, False, sid, "-".join(found.relative_to(raw_root).parts[:3]))
+    when = (now or datetime.now(UTC)).astimezone(UTC).replace(tzinfo=None, second=0, microsecond=0)
+    meta = {
+        "session_id": sid,
+        "started": when.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "ended": when.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "channel": "flush",
+        "participants": sorted({t.role for t in turns}),
+        "tags": ["pre-compaction-flush"],
+    }
+    body = [Turn(hhmm=f"{when:%H:%M}", role=t.role, lines=tuple(escape_body(t.content))) for t in turns]
+    text = format_transcript(meta, "Turns flushed before a context compaction", body)
+    path = transcript_path(raw_root, when, sid, SLUG)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+    return FlushOutcome(path, True, sid, f"{when:%Y-%m-%d}")
