@@ -101,6 +101,34 @@ def cmd_flush(args: argparse.Namespace) -> int:
     return 1 if out["failed"] else 0
 
 
+def cmd_history(args: argparse.Namespace) -> int:
+    """`history PHRASE` | `history --file PATH` | `history --at TAG PATH` (seed 001 §3.6)."""
+    from memory_pipeline.journals import history
+
+    home = workspace_home()
+    try:
+        if args.at:
+            if len(args.words) != 1:
+                print("error: history --at TAG needs exactly one PATH", file=sys.stderr)
+                return 2
+            sys.stdout.write(history.at(home, args.at, args.words[0]))
+            return 0
+        if args.file:
+            for c in history.file_history(home, args.file):
+                print(f"{c.date}  {c.commit[:10]}  {c.subject}" + (f"  (sessions: {c.sessions})" if c.sessions else ""))
+            return 0
+        first = history.first_learned(home, " ".join(args.words))
+    except history.HistoryError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if first is None:
+        print("never learned: no commit added that phrase")
+        return 1
+    print(f"first learned {first.date} in {first.commit[:10]} ({first.subject}): {', '.join(first.files)}"
+          + (f"; sessions: {first.sessions}" if first.sessions else ""))  # fmt: skip
+    return 0
+
+
 def import_locomo(path: Path, conversations: list[str] | None = None) -> int:
     from memory_pipeline.journals.locomo import LocomoError, locomo_to_transcripts
 
@@ -137,6 +165,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     fl.add_argument("file", help='JSON list of {"role": "user|assistant|…", "content": "…"}, oldest first; - = stdin')
     fl.set_defaults(fn=cmd_flush)
+    hi = sub.add_parser(
+        "history", help="git as memory: when a phrase was first learned, a file's changes, a file at a tag"
+    )
+    hi.add_argument("words", nargs="*", help="the phrase (or, with --at, the PATH)")
+    hi.add_argument("--file", help="workspace-relative path: what changed, when, from which sessions")
+    hi.add_argument("--at", metavar="TAG", help="point-in-time recall: print PATH as it was at TAG (or commit)")
+    hi.set_defaults(fn=cmd_history)
 
 
 def demo_journals(home: Path, sample_root: Path, in_process: bool = True) -> int:

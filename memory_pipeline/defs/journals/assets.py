@@ -366,7 +366,9 @@ def _journal_of_day(
     text = knowledge.journal_text(day, [t.session_id for t in transcripts], items)
     changed = knowledge.write_atomic(path, text)
     if changed:
-        commit_knowledge(home, f"extract: journal {day}", tag=f"memory/daily/{day}", log=context.log)
+        sessions = ", ".join(t.session_id for t in transcripts)
+        commit_knowledge(home, f"extract: journal {day}\n\nSessions: {sessions}", tag=f"memory/daily/{day}",
+                         log=context.log)  # fmt: skip
     return {
         "path": dg.MetadataValue.path(str(path)),
         "sessions": len(transcripts),
@@ -420,7 +422,8 @@ def _rollup_week(context: dg.AssetExecutionContext, home: Path, key: str, path: 
     text = knowledge.memory_md_text(merged, max([days[-1], *(e.day for s in merged.values() for e in s)]))
     changed = knowledge.write_atomic(path, text)
     if changed:
-        commit_knowledge(home, f"memory: weekly rollup {key}", tag=None, log=context.log)
+        year, week, _ = days[-1].isocalendar()  # the ISO week of the week's Saturday
+        commit_knowledge(home, f"memory: weekly rollup {key}", tag=f"memory/weekly/{year}-W{week:02d}", log=context.log)
     return {
         "path": dg.MetadataValue.path(str(path)),
         "journals": len(found),
