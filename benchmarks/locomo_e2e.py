@@ -248,7 +248,7 @@ def summarise(rows: list[dict[str, Any]], categories: Sequence[int]) -> dict[tup
 
 def run(
     data: Path, conversations: list[str] | None, thresholds: Sequence[float], linkages: Sequence[str],
-    inputs: Sequence[str], work: Path,
+    inputs: Sequence[str], work: Path, save: Path | None = None,
 ) -> list[dict[str, Any]]:  # fmt: skip
     """The curve rows: (input, conversation or 'all', threshold, linkage, scope, method, budget) → scores."""
     from memory_pipeline.resources.embedder import EmbedderResource
@@ -273,6 +273,8 @@ def run(
                         "clusters_compressed": report["clusters_compressed"], "before": before, "after": after,
                     })  # fmt: skip
                     shutil.rmtree(home, ignore_errors=True)
+                    if save is not None:  # after every point: a run cut short still leaves what it measured
+                        save.write_text(json.dumps(points))
                     cut = reduction_pct(base.tokens_before, points[-1]["tokens_after"])
                     print(f"    {threshold:.2f} {linkage}: {cut:.1f} % fewer tokens "
                           f"({time.perf_counter() - t0:.0f} s)", flush=True)  # fmt: skip
@@ -458,9 +460,9 @@ def main(argv: list[str]) -> None:
         points = [p for path in args.points.split(",") for p in json.loads(Path(path).read_text())]
     else:
         with tempfile.TemporaryDirectory(prefix="locomo-e2e-") as tmp:
-            points = run(args.data, conversations, args.thresholds, args.linkages, args.inputs, Path(tmp))
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.with_suffix(".points.json").write_text(json.dumps(points))
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            save = args.out.with_suffix(".points.json")
+            points = run(args.data, conversations, args.thresholds, args.linkages, args.inputs, Path(tmp), save)
     rows = curve_rows(points)
     args.inputs = sorted({p["input"] for p in points})
     write_csv(rows, args.out)

@@ -25,6 +25,8 @@ from memory_pipeline.tokens import CHARS_PER_TOKEN
 DEFAULT_BUDGET = 8192
 MIN_SCORE = 0.05  # seed 001 §6.3: scored knowledge below this is not worth a slot
 SNIPPET_CHARS = 500  # seed 001 §6.3: f.snippet(max_chars=500)
+P3_FLOOR = 100  # seed 001 §6.2: scored knowledge stops when fewer tokens than this are left
+MAX_SEARCH_K = 640  # 20 → 40 → … → 640 hits at most: a 16k-token budget of short memories
 
 
 class ContextError(ValueError):
@@ -231,20 +233,32 @@ def compile_context(
                 used += len(text)
                 included_paths.add(rel)
 
-    # P3: knowledge ranked by search for the message plus the active topics' keywords.
+    # P3: knowledge ranked by search for the message plus the active topics' keywords, until less than
+    # P3_FLOOR tokens are left (seed 001 §6.2: "~remaining"): search is asked for `search_k` hits, then twice as
+    # many while they all fit and it has more, so a large budget is filled rather than left empty.
     if search is not None:
         query = " ".join([message, *(" ".join(by_name[d.topic].keywords) for d in active)]).strip()
-        for k in search(query, search_k):
-            label = f"knowledge:{k.memory_id or k.path}"
-            if k.path and k.path in included_paths:
-                b.skip(3, label, "already included", path=k.path, memory_id=k.memory_id, score=k.score)
-            elif k.score < MIN_SCORE:
-                b.skip(3, label, f"score {k.score:.3f} < {MIN_SCORE}", path=k.path, memory_id=k.memory_id,
-                       score=k.score)
-            else:
-                dated = f"[{k.date}] " if k.date else ""
-                b.offer(3, label, dated + k.text[:SNIPPET_CHARS], path=k.path, memory_id=k.memory_id,
-                        score=round(k.score, 4), why=f"{k.kind}, ranked by search")
+        seen: set[str] = set()
+        k_asked = search_k
+        while True:
+            hits = list(search(query, k_asked))
+            for k in hits:
+                label = f"knowledge:{k.memory_id or k.path}"
+                if label in seen:
+                    continue
+                seen.add(label)
+                if k.path and k.path in included_paths:
+                    b.skip(3, label, "already included", path=k.path, memory_id=k.memory_id, score=k.score)
+                elif k.score < MIN_SCORE:
+                    b.skip(3, label, f"score {k.score:.3f} < {MIN_SCORE}", path=k.path, memory_id=k.memory_id,
+                           score=k.score)
+                else:
+                    dated = f"[{k.date}] " if k.date else ""
+                    b.offer(3, label, dated + k.text[:SNIPPET_CHARS], path=k.path, memory_id=k.memory_id,
+                            score=round(k.score, 4), why=f"{k.kind}, ranked by search")
+            if b.left < P3_FLOOR or len(hits) < k_asked or k_asked >= MAX_SEARCH_K:
+                break
+            k_asked *= 2
 
     # P4: history, newest first until one does not fit; printed oldest first.
     turns = list(session_history)

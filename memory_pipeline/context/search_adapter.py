@@ -1,7 +1,8 @@
 """P3's source: issue 17's hybrid search as the compiler's `Search`, and its usage spool as `RecordUsage`.
 
-Search has already abstained below its calibrated floor, so what it returns is ranked knowledge; the
-compiler only decides what fits. Inclusions go to the usage spool in the background (never blocking a turn,
+Search's calibrated floor decides whether anything relevant is stored (if not, P3 stays empty); when something
+is, the whole ranking is offered and the compiler decides what fits (issue 20: stopping at the floor left most
+of a 2,000-token budget empty on LoCoMo). Inclusions go to the usage spool in the background (never blocking a turn,
 never contending with the nightly writer)."""
 
 from __future__ import annotations
@@ -20,6 +21,10 @@ def default_search(home: Path, embedder: object | None = None, floor: float | No
     def run(query: str, k: int) -> list[Knowledge]:
         try:
             hits = search(query[:4096], k, home=home, embedder=embedder, floor=floor)  # type: ignore[arg-type]
+            if hits and len(hits) < k and floor != 0.0:
+                # the floor answered "is anything relevant?" (issue 20): yes, so the rest of the ranking is
+                # knowledge too and the compiler's own MIN_SCORE and budget decide what goes in
+                hits = search(query[:4096], k, home=home, embedder=embedder, floor=0.0)  # type: ignore[arg-type]
         except SearchInputError:
             return []
         return [
