@@ -10,6 +10,7 @@ from typing import Any
 from memory_pipeline.context.compiler import DEFAULT_BUDGET, Compiled, Search, Turn, compile_context
 from memory_pipeline.context.gate import Gate, anthropic_ask, append_log
 from memory_pipeline.context.topics import TopicError, load_topics
+from memory_pipeline.store.file_usage import record_files
 
 GATE_LOG = Path("reports") / "gate-log.jsonl"
 RecordUsage = Callable[[Sequence[str]], None]
@@ -58,6 +59,8 @@ def compile_for_agent(
         agent_output=agent_output,
     )
     append_log(home / GATE_LOG, out.gate)
-    if record_usage is not None and out.memory_ids:
-        record_usage(out.memory_ids)
+    if record_usage is not None:
+        if out.memory_ids:
+            record_usage(out.memory_ids)
+        record_files(home, [e.path for e in out.manifest if e.included and e.path])  # prune-by-decay references
     return out, errors

@@ -129,6 +129,25 @@ def cmd_history(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_prune(args: argparse.Namespace) -> int:
+    """Seed 001 §8.5: knowledge files scoring below the floor and older than 30 days move to archive/."""
+    from memory_pipeline.journals.decay import prune
+
+    home = workspace_home()
+    today = args.as_of or date.today()
+    scored, moved = prune(home, today, args.dry_run, warn=lambda m: print(f"warning: {m}", file=sys.stderr))
+    for s in scored:
+        if s.evict:
+            verb = "would archive" if args.dry_run else "archived"
+            print(f"{verb} {s.path}  score {s.score:.4f}  {s.days_old} days  {s.references} reference(s)")
+    evicted = sum(1 for s in scored if s.evict)
+    if args.dry_run:
+        print(f"dry run: {evicted} of {len(scored)} knowledge file(s) would move to archive/; nothing moved")
+    else:
+        print(f"{len(moved)} of {len(scored)} knowledge file(s) moved to archive/ (still searchable, tier archive)")
+    return 0
+
+
 def import_locomo(path: Path, conversations: list[str] | None = None) -> int:
     from memory_pipeline.journals.locomo import LocomoError, locomo_to_transcripts
 
@@ -172,6 +191,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     hi.add_argument("--file", help="workspace-relative path: what changed, when, from which sessions")
     hi.add_argument("--at", metavar="TAG", help="point-in-time recall: print PATH as it was at TAG (or commit)")
     hi.set_defaults(fn=cmd_history)
+    pr = sub.add_parser("prune", help="move knowledge files nobody reads any more to archive/ (seed 001 §8.5)")
+    pr.add_argument("--dry-run", action="store_true", help="list the candidates and their scores; move nothing")
+    pr.add_argument("--as-of", type=_date, help="score as of this day, YYYY-MM-DD (default today)")
+    pr.set_defaults(fn=cmd_prune)
 
 
 def demo_journals(home: Path, sample_root: Path, in_process: bool = True) -> int:

@@ -133,6 +133,7 @@ FILE_SOURCES: tuple[tuple[str, str, str, str], ...] = (
     ("memory/semantic", "**/*.md", "note", "semantic"),
     ("memory/archive", "**/*.md", "note", "archive"),
     ("archive/journal", "*.md", "journal", "archive"),
+    ("archive", "**/*.md", "knowledge", "archive"),  # knowledge files pruned by decay (seed 001 §8.5)
     ("raw/conversations", "**/*.md", "transcript", "raw"),
 )
 

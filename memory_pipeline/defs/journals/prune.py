@@ -1,0 +1,39 @@
+"""Weekly prune by decay (seed 001 §8.5): knowledge files nobody reads move to archive/ (a dry run lists them)."""
+
+import dagster as dg
+import pandas as pd
+
+from memory_pipeline.defs.journals.assets import GROUP
+from memory_pipeline.journals import decay
+from memory_pipeline.resources import EngineConfig, MemoryStoreResource
+from memory_pipeline.resources.store import POOL
+
+
+class PruneConfig(dg.Config):
+    dry_run: bool = False  # list the candidates and their scores; move nothing
+
+
+@dg.asset(group_name=GROUP, pool=POOL, kinds={"markdown", "git"})
+def knowledge_prune(
+    context: dg.AssetExecutionContext, config: PruneConfig, store: MemoryStoreResource, engine: EngineConfig
+) -> dg.MaterializeResult:
+    """Seed 001 §8.5: knowledge files scoring exp(−0.05·days) × references < 0.01 and older than 30 days move to
+    archive/ (never deleted, still searchable; pinned files never move). `dry_run` lists them with scores."""
+    scored, moved = decay.prune(store.home_path, engine.now().date(), config.dry_run, warn=context.log.warning)
+    candidates = [s for s in scored if s.evict]
+    table = pd.DataFrame([vars(s) for s in scored[:50]])
+    return dg.MaterializeResult(
+        metadata={
+            "dry_run": config.dry_run,
+            "scored": len(scored),
+            "candidates": len(candidates),
+            "moved": len(moved),
+            "files": dg.MetadataValue.md(table.to_markdown(index=False)) if len(table) else "none",
+        }
+    )
+
+
+knowledge_prune_job = dg.define_asset_job("knowledge_prune_job", selection=[knowledge_prune])
+knowledge_prune_schedule = dg.ScheduleDefinition(
+    name="knowledge_prune_schedule", job=knowledge_prune_job, cron_schedule="0 3 * * 0"
+)  # Sunday 03:00, stopped by default like the other journal schedules
