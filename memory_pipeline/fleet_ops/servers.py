@@ -53,15 +53,15 @@ def redis_bin() -> str:
     return path
 
 
-def _as_postgres() -> dict[str, str]:
-    """Popen arguments that run a PostgreSQL binary as the `postgres` user when we are root (it refuses root)."""
+def _as_postgres() -> str | None:
+    """The user to run a PostgreSQL binary as: `postgres` when we are root (it refuses root), else ourselves."""
     if os.geteuid() != 0:
-        return {}
+        return None
     try:
         pwd.getpwnam("postgres")
     except KeyError as exc:
         raise UserError("running as root and there is no `postgres` system user to run PostgreSQL as") from exc
-    return {"user": "postgres", "group": "postgres"}
+    return "postgres"
 
 
 def _chown_postgres(path: Path) -> None:
@@ -124,7 +124,8 @@ def init_postgres(data: Path) -> None:
     data.chmod(0o700)
     cmd = [str(pg_bin() / "initdb"), "-D", str(data), "-U", "postgres", "-A", "trust",
            "-E", "UTF8", "--no-sync", "--no-instructions"]
-    done = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=data, **_as_postgres())
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=data, user=_as_postgres(),
+                          group=_as_postgres())
     if done.returncode != 0:
         raise UserError(f"initdb {data} failed: {(done.stderr or done.stdout).strip().splitlines()[-1:]}")
 
@@ -168,7 +169,8 @@ def start_postgres(directory: Path, port: int | None = None, fsync: bool = True)
     log = directory / "postgres.log"
     with log.open("ab") as out:
         proc = subprocess.Popen(postgres_command(data, port, fsync), stdout=out, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True, cwd=data, **_as_postgres())
+                                stdin=subprocess.DEVNULL, start_new_session=True, cwd=data, user=_as_postgres(),
+                                group=_as_postgres())
     server = Server("postgres", pg_url(port), port, proc, directory, log)
     try:
         wait_for_port(port, proc, "postgres", log)
@@ -215,17 +217,24 @@ def start_redis(directory: Path, port: int | None = None, persistent: bool = Fal
 @contextmanager
 def throwaway_servers(directory: Path) -> Iterator[tuple[Server, Server]]:
     """PostgreSQL and Redis for a test or a benchmark, stopped (whatever happens) on the way out."""
+    import tempfile
+
     directory.mkdir(parents=True, exist_ok=True)
-    _chown_postgres(directory)
-    pg = start_postgres(directory / "postgres", fsync=False)
+    # its own top-level temp directory: the `postgres` user cannot enter a root-only parent (pytest's tmp_path)
+    pg_dir = Path(tempfile.mkdtemp(prefix="memory-pipeline-pg-"))
     try:
-        redis = start_redis(directory / "redis")
+        _chown_postgres(pg_dir)
+        pg = start_postgres(pg_dir, fsync=False)
         try:
-            yield pg, redis
+            redis = start_redis(directory / "redis")
+            try:
+                yield pg, redis
+            finally:
+                redis.stop()
         finally:
-            redis.stop()
+            pg.stop()
     finally:
-        pg.stop()
+        shutil.rmtree(pg_dir, ignore_errors=True)
 
 
 # --- processes, for fixtures that must leave nothing behind and for the benchmark's memory figures ----------

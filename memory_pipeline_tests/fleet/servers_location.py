@@ -17,6 +17,7 @@ from memory_pipeline.definitions import defs_with
 from memory_pipeline.fleet_ops.executor import fleet_executor
 
 AGENT_TAG = "memory_pipeline/agent"
+NIGHT_TAG = "memory_pipeline/night"
 AS_OF = os.environ.get("FLEET_TEST_AS_OF", "2026-11-01T03:30:00+00:00")
 
 
@@ -47,24 +48,38 @@ agent_night = dg.define_asset_job(
     "agent_night",
     selection=dg.AssetSelection.groups("abstraction"),
     executor_def=fleet_executor(),
+    # A retried night runs whole: its first step takes over the dead run's lease and reconciles what it left.
+    tags={"dagster/retry_strategy": "ALL_STEPS"},
     description="One agent's nightly consolidation (its workspace from the run config).",
 )
 
 
+def night_id(context: dg.ScheduleEvaluationContext) -> str:
+    """Which night a tick belongs to: the tests name it in <fleet root>/night (the schedule ticks every minute;
+    each agent gets one run per night); else the tick's date."""
+    marker = fleet_root() / "night"
+    return marker.read_text().strip() if marker.is_file() else f"{context.scheduled_execution_time:%Y-%m-%d}"
+
+
 @dg.schedule(job=agent_night, cron_schedule="* * * * *", default_status=dg.DefaultScheduleStatus.RUNNING)
 def fleet_nights(context: dg.ScheduleEvaluationContext) -> list[dg.RunRequest]:
-    """One run per agent per tick (the tests tick it every minute)."""
-    tick = context.scheduled_execution_time.strftime("%Y%m%dT%H%M")
+    """One run per agent per night: a schedule's run key only dedupes within a tick, so agents whose night
+    already has a run (the tests tick every minute) are left out."""
+    night = night_id(context)
+    had = {r.dagster_run.tags.get(AGENT_TAG) for r in context.instance.get_run_records(
+        dg.RunsFilter(tags={NIGHT_TAG: night}))}
     return [
-        dg.RunRequest(run_key=f"{agent}:{tick}", run_config=agent_run_config(agent), tags={AGENT_TAG: agent})
-        for agent in agent_ids()
+        dg.RunRequest(run_key=f"{agent}:{night}", run_config=agent_run_config(agent),
+                      tags={AGENT_TAG: agent, NIGHT_TAG: night})
+        for agent in agent_ids() if agent not in had
     ]
 
 
 def _location() -> dg.Definitions:
     base = defs_with({})  # the project's assets, checks and resources, as the code location has them
+    resources = {**(base.resources or {}), "io_manager": dg.fs_io_manager}  # base_dir per agent: run config
     return dg.Definitions(assets=base.assets, asset_checks=base.asset_checks, jobs=[agent_night],
-                          schedules=[fleet_nights], resources={**(base.resources or {}), "io_manager": dg.fs_io_manager})
+                          schedules=[fleet_nights], resources=resources)
 
 
 defs = _location()
