@@ -99,7 +99,10 @@ def distributed(root: Path, scratch: Path, workers: int, max_runs: int, timeout:
                 deadline = time.monotonic() + timeout
                 records: list[Any] = []
                 nights = dg.RunsFilter(tags={"dagster/schedule_name": "fleet_nights"})
+                run_worker_rss = 0  # the largest single run-worker process (`dagster api execute_run`) seen
                 while time.monotonic() < deadline:
+                    for pid, _ in servers.processes_mentioning("execute_run"):
+                        run_worker_rss = max(run_worker_rss, servers.rss_bytes(pid))
                     records = list(instance.get_run_records(nights))
                     done = [r for r in records if r.dagster_run.status.value in ("SUCCESS", "FAILURE", "CANCELED")]
                     if len(records) >= agents and len(done) == len(records):
@@ -121,7 +124,8 @@ def distributed(root: Path, scratch: Path, workers: int, max_runs: int, timeout:
             memory = {"pg_rss": servers.tree_rss_bytes(pg.pid), "pg_db": db_bytes,
                       "redis_used": int(info["used_memory"]), "redis_rss": servers.rss_bytes(redis.pid),
                       "worker_rss": sum(servers.tree_rss_bytes(p.proc.pid) for p in procs.procs
-                                        if p.name.startswith("worker"))}
+                                        if p.name.startswith("worker")),
+                      "run_worker_rss": run_worker_rss, "pg_db_per_agent": db_bytes / max(agents, 1)}
         finally:
             left = procs.close()
             for k, v in saved.items():
@@ -185,10 +189,13 @@ def _report(rows: list[dict[str, Any]], args: argparse.Namespace, build_s: float
             fmt_s(per_agent), fmt_s(r["latency_p50"]), f"{overhead:.0%}",
             _mib(r["pg_rss"]) if "pg_rss" in r else "—", _mib(r["pg_db"]) if "pg_db" in r else "—",
             _mib(r["redis_used"]) + " / " + _mib(r["redis_rss"]) if "redis_used" in r else "—",
+            _mib(r["worker_rss"]) if "worker_rss" in r else "—",
+            _mib(r["run_worker_rss"]) if "run_worker_rss" in r else "—",
         ])
     lines.append(table(
         ["mode", "PASS", "wall s", "agents / h", "compute s / agent", "night p50 s", "overhead / compute",
-         "Postgres RSS MiB", "Postgres DB MiB", "Redis used / RSS MiB"], out))
+         "Postgres RSS MiB", "Postgres DB MiB", "Redis used / RSS MiB", "Celery workers RSS MiB",
+         "one run worker RSS MiB"], out))
     lines.append("")
     lines.append(f"Started {started}; stores built in {build_s:.0f} s (not timed above); max_concurrent_runs "
                  f"{args.max_runs}; Celery workers of concurrency 1, prefork; LLM offline (no API calls).")

@@ -92,8 +92,8 @@ def report_of(home: Path, run_id: str) -> dict[str, Any]:
     return json.loads(path.read_text()) if path.is_file() else {}
 
 
-@pytest.fixture(scope="module")
-def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
+@pytest.fixture(scope="module", name="fleet")
+def fleet_fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
     missing = servers_missing()
     if missing:
         pytest.skip(missing)

@@ -19,9 +19,9 @@ from memory_pipeline_tests.fleet.servers_fixtures import (
     DONE,
     Fleet,
     build_agent,
+    fleet_fixture,  # noqa: F401  (the fixture `fleet`)
     report_of,
 )
-from memory_pipeline_tests.fleet.servers_fixtures import fleet as fleet_fixture  # noqa: F401  (registers `fleet`)
 
 pytestmark = pytest.mark.slow
 
