@@ -99,10 +99,13 @@ def distributed(root: Path, scratch: Path, workers: int, max_runs: int, timeout:
                 deadline = time.monotonic() + timeout
                 records: list[Any] = []
                 nights = dg.RunsFilter(tags={"dagster/schedule_name": "fleet_nights"})
-                run_worker_rss = 0  # the largest single run-worker process (`dagster api execute_run`) seen
+                run_worker_rss = 0  # the largest single run-worker process seen
                 while time.monotonic() < deadline:
-                    for pid, _ in servers.processes_mentioning("execute_run"):
-                        run_worker_rss = max(run_worker_rss, servers.rss_bytes(pid))
+                    # the code server starts each run worker as a multiprocessing `spawn` child
+                    daemon = procs.procs[-1].proc.pid
+                    for pid, _cmd in servers.processes_mentioning("spawn_main"):
+                        if pid in servers.descendants(daemon):
+                            run_worker_rss = max(run_worker_rss, servers.rss_bytes(pid))
                     records = list(instance.get_run_records(nights))
                     done = [r for r in records if r.dagster_run.status.value in ("SUCCESS", "FAILURE", "CANCELED")]
                     if len(records) >= agents and len(done) == len(records):
