@@ -75,7 +75,8 @@ def _step_compute(instance: Any, run_id: str) -> float:
     return total
 
 
-def distributed(root: Path, scratch: Path, workers: int, max_runs: int, timeout: float) -> dict[str, Any]:
+def distributed(root: Path, scratch: Path, workers: int, max_runs: int, timeout: float, mode: str = "steps"
+                ) -> dict[str, Any]:
     import dagster as dg
     import psycopg2
     import redis as redis_client
@@ -83,6 +84,7 @@ def distributed(root: Path, scratch: Path, workers: int, max_runs: int, timeout:
     from memory_pipeline.fleet_ops import servers, stack
 
     agents = len(list((root / "agents").iterdir()))
+    os.environ["MEMORY_PIPELINE_CELERY_MODE"] = mode  # read by prepare_home and by the code location
     with servers.throwaway_servers(scratch / "servers") as (pg, redis):
         home = stack.prepare_home(root / "dagster_home", LOCATION)
         env = stack.fleet_env(home, pg.url, redis.url, root, max_runs=max_runs)
@@ -138,7 +140,8 @@ def distributed(root: Path, scratch: Path, workers: int, max_runs: int, timeout:
                     os.environ[k] = v
     if left:
         raise SystemExit(f"fleet benchmark: processes outlived it: {left}")
-    return {"mode": f"daemon + Celery, {workers} worker{'s' if workers > 1 else ''}", "workers": workers,
+    what = "a task per step" if mode == "steps" else "a task per night"
+    return {"mode": f"daemon + Celery ({what}), {workers} worker{'s' if workers > 1 else ''}", "workers": workers,
             "wall": wall, "compute": compute, "agents": len(records), "passed": verdicts.count("PASS"),
             "latency_p50": statistics.median(latencies), **memory}
 
@@ -155,6 +158,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--max-runs", type=int, default=4, help="max_concurrent_runs of the run queue")
     parser.add_argument("--timeout", type=float, default=7200.0, help="seconds per distributed mode")
     parser.add_argument("--skip-serial", action="store_true")
+    parser.add_argument("--celery-mode", default="steps",
+                        help="comma-separated: steps (celery_executor), runs (CeleryRunLauncher, a task per night)")
     args = parser.parse_args(argv)
     env, load_before = machine(), load_average()
     started = time.strftime("%H:%M UTC", time.gmtime())
@@ -169,11 +174,13 @@ def main(argv: list[str] | None = None) -> None:
             shutil.copytree(template, scratch / "serial")
             rows.append(serial(scratch / "serial"))
             print(rows[-1], flush=True)
-        for workers in (int(w) for w in args.workers.split(",") if w):
-            root = scratch / f"celery-{workers}"
-            shutil.copytree(template, root)
-            rows.append(distributed(root, scratch / f"run-{workers}", workers, args.max_runs, args.timeout))
-            print(rows[-1], flush=True)
+        for mode in (m for m in args.celery_mode.split(",") if m):
+            for workers in (int(w) for w in args.workers.split(",") if w):
+                root = scratch / f"celery-{mode}-{workers}"
+                shutil.copytree(template, root)
+                rows.append(distributed(root, scratch / f"run-{mode}-{workers}", workers, args.max_runs,
+                                        args.timeout, mode))
+                print(rows[-1], flush=True)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     body = _report(rows, args, build_s, started)

@@ -19,9 +19,13 @@ from memory_pipeline.settings import REPO_ROOT
 BROKER_ENV = "MEMORY_PIPELINE_CELERY_BROKER"  # redis://host:6379/0
 PG_URL_ENV = "MEMORY_PIPELINE_PG_URL"
 MAX_RUNS_ENV = "MEMORY_PIPELINE_MAX_CONCURRENT_RUNS"
+# `steps` (default): the run worker sends each step to the workers (celery_executor). `runs`: each night is one
+# Celery task (CeleryRunLauncher, deploy/fleet/dagster-runs-on-workers.yaml), its steps in-process there.
+MODE_ENV = "MEMORY_PIPELINE_CELERY_MODE"
 FLEET_ROOT_ENV = "MEMORY_PIPELINE_FLEET_ROOT"
 DEPLOY_DIR = REPO_ROOT / "deploy" / "fleet"
 INSTANCE_YAML = DEPLOY_DIR / "dagster.yaml"
+RUNS_ON_WORKERS_YAML = DEPLOY_DIR / "dagster-runs-on-workers.yaml"
 CELERY_YAML = DEPLOY_DIR / "celery.yaml"
 
 
@@ -36,11 +40,25 @@ def fleet_executor(environ: Mapping[str, str] | None = None) -> dg.ExecutorDefin
     instance's artifact storage (DAGSTER_HOME/storage, on the shared fleet root)."""
     environ = os.environ if environ is None else environ
     broker = environ.get(BROKER_ENV, "").strip()
-    if not broker:
+    if not broker or celery_mode(environ) == "runs":
         return dg.in_process_executor
     from dagster_celery import celery_executor
 
     return celery_executor.configured(celery_config(broker), name="celery_executor")
+
+
+def celery_mode(environ: Mapping[str, str] | None = None) -> str:
+    environ = os.environ if environ is None else environ
+    mode = environ.get(MODE_ENV, "steps").strip() or "steps"
+    if mode not in ("steps", "runs"):
+        from memory_pipeline.errors import UserError
+
+        raise UserError(f"{MODE_ENV}={mode!r}: expected `steps` (one Celery task per step) or `runs` (per night)")
+    return mode
+
+
+def instance_yaml(environ: Mapping[str, str] | None = None) -> Path:
+    return RUNS_ON_WORKERS_YAML if celery_mode(environ) == "runs" else INSTANCE_YAML
 
 
 def uses_celery(environ: Mapping[str, str] | None = None) -> bool:

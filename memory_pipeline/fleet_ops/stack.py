@@ -19,9 +19,9 @@ from memory_pipeline.fleet_ops.executor import (
     BROKER_ENV,
     CELERY_YAML,
     FLEET_ROOT_ENV,
-    INSTANCE_YAML,
     MAX_RUNS_ENV,
     PG_URL_ENV,
+    instance_yaml,
 )
 from memory_pipeline.fleet_ops.servers import group_members
 from memory_pipeline.settings import REPO_ROOT
@@ -33,7 +33,7 @@ WORKSPACE_YAML = "workspace.yaml"
 def prepare_home(home: Path, workspace_module: str = "memory_pipeline.definitions") -> Path:
     """DAGSTER_HOME with the fleet's dagster.yaml and a workspace.yaml naming the code location's module."""
     home.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(INSTANCE_YAML, home / "dagster.yaml")
+    shutil.copyfile(instance_yaml(), home / "dagster.yaml")
     (home / WORKSPACE_YAML).write_text(
         "load_from:\n"
         f"  - python_module:\n      module_name: {workspace_module}\n"

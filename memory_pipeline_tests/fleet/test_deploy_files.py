@@ -90,3 +90,32 @@ def test_helm_schema_subset_rejects_a_misspelt_key() -> None:
     schema = json.loads((Path(__file__).parent / "helm_schema_subset.json").read_text())
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(values, schema)
+
+
+def test_runs_on_workers_variant_launches_nights_as_celery_tasks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dagster._core.instance.config import dagster_instance_config
+    from dagster_celery.launcher import CeleryRunLauncher
+
+    from memory_pipeline.errors import UserError
+    from memory_pipeline.fleet_ops.executor import MODE_ENV, RUNS_ON_WORKERS_YAML, instance_yaml
+
+    monkeypatch.setenv(PG_URL_ENV, "postgresql+psycopg2://postgres@127.0.0.1:5432/dagster")
+    monkeypatch.setenv(MAX_RUNS_ENV, "3")
+    monkeypatch.setenv(BROKER_ENV, "redis://127.0.0.1:6399/0")
+    assert instance_yaml({MODE_ENV: "runs"}) == RUNS_ON_WORKERS_YAML and instance_yaml({}) == INSTANCE_YAML
+    shutil.copyfile(RUNS_ON_WORKERS_YAML, tmp_path / "dagster.yaml")
+    config, _ = dagster_instance_config(str(tmp_path))
+    launcher = config["run_launcher"]
+    assert launcher["class"] == "CeleryRunLauncher"
+    from dagster._config import process_config
+
+    resolved = process_config(CeleryRunLauncher.config_type(), launcher["config"])
+    assert resolved.success and resolved.value["broker"] == "redis://127.0.0.1:6399/0"
+    # the same per-agent limit as the default file
+    assert config["run_coordinator"] == yaml.safe_load(INSTANCE_YAML.read_text())["run_coordinator"]
+    # the steps then run in-process inside the worker's task
+    assert fleet_executor({BROKER_ENV: "redis://x:1/0", MODE_ENV: "runs"}) is dg.in_process_executor
+    with pytest.raises(UserError, match="expected `steps`"):
+        fleet_executor({BROKER_ENV: "redis://x:1/0", MODE_ENV: "tasks"})
