@@ -1,4 +1,4 @@
-"""`python -m benchmarks [clustering|incremental|nightly|embeddings|locomo-retention|screening|distill|all]
+"""`python -m benchmarks [clustering|incremental|nightly|embeddings|locomo-retention|screening|distill|fleet|all]
 [options]` — results are appended to benchmarks/RESULTS.md with the date, the machine, the BLAS kernel and
 the OPENBLAS_* variables."""
 
@@ -18,6 +18,7 @@ NAMES = (
     "search",
     "search-locomo",
     "context",
+    "fleet",
 )
 
 

@@ -40,6 +40,7 @@ DOMAIN_CLIS: tuple[str, ...] = (
     "memory_pipeline.context.cli",
     "memory_pipeline.embedding.cli",
     "memory_pipeline.search.cli",
+    "memory_pipeline.fleet_ops.cli",
 )
 
 

@@ -1,0 +1,119 @@
+"""`memory-pipeline fleet postgres|redis|daemon|webserver|worker`: each of the fleet's processes, one command,
+in the foreground (run each under systemd, supervisord or a terminal of its own). See notes on "Running a fleet".
+
+Every command reads the same variables: MEMORY_PIPELINE_FLEET_ROOT (the directory every machine shares),
+MEMORY_PIPELINE_PG_URL, MEMORY_PIPELINE_CELERY_BROKER, and optionally MEMORY_PIPELINE_MAX_CONCURRENT_RUNS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pwd
+from pathlib import Path
+from typing import NoReturn
+
+from memory_pipeline.errors import UserError
+from memory_pipeline.fleet_ops.executor import BROKER_ENV, FLEET_ROOT_ENV, MAX_RUNS_ENV, PG_URL_ENV, fleet_dagster_home
+
+DEFAULT_MAX_RUNS = "4"
+
+
+def _root() -> Path:
+    root = os.environ.get(FLEET_ROOT_ENV, "").strip()
+    if not root:
+        raise UserError(f"set {FLEET_ROOT_ENV} to the directory every fleet machine shares (agents, instance)")
+    return Path(root)
+
+
+def _need(name: str, example: str) -> str:
+    value = os.environ.get(name, "").strip()
+    if not value:
+        raise UserError(f"set {name} (e.g. {example}) — the same value on every fleet machine")
+    return value
+
+
+def _exec(cmd: list[str], env: dict[str, str]) -> NoReturn:
+    os.execvpe(cmd[0], cmd, env)  # the process becomes the server: signals and exit code are its own
+
+
+def _instance_env() -> dict[str, str]:
+    from memory_pipeline.fleet_ops.stack import fleet_env, prepare_home
+
+    root = _root()
+    pg = _need(PG_URL_ENV, "postgresql+psycopg2://postgres@db-host:5432/dagster")
+    broker = _need(BROKER_ENV, "redis://redis-host:6379/0")
+    home = prepare_home(fleet_dagster_home())
+    return fleet_env(home, pg, broker, root, int(os.environ.get(MAX_RUNS_ENV) or DEFAULT_MAX_RUNS))
+
+
+def cmd_postgres(args: argparse.Namespace) -> int:
+    from memory_pipeline.fleet_ops import servers
+
+    directory = Path(args.data) if args.data else _root() / "postgres"
+    data = directory / "data"
+    directory.mkdir(parents=True, exist_ok=True)
+    servers.init_postgres(data)
+    print(f"export {PG_URL_ENV}={servers.pg_url(args.port)}", flush=True)
+    if os.geteuid() == 0:  # PostgreSQL refuses root: become the `postgres` user it was initialised for
+        entry = pwd.getpwnam("postgres")
+        os.setgid(entry.pw_gid)
+        os.setuid(entry.pw_uid)
+    cmd = servers.postgres_command(data, args.port)
+    _exec(cmd, dict(os.environ))
+
+
+def cmd_redis(args: argparse.Namespace) -> int:
+    from memory_pipeline.fleet_ops import servers
+
+    directory = Path(args.data) if args.data else _root() / "redis"
+    directory.mkdir(parents=True, exist_ok=True)
+    print(f"export {BROKER_ENV}=redis://127.0.0.1:{args.port}/0", flush=True)
+    cmd = servers.redis_command(directory, args.port, persistent=True)
+    _exec(cmd, dict(os.environ))
+
+
+def cmd_daemon(args: argparse.Namespace) -> int:
+    from memory_pipeline.fleet_ops.stack import daemon_command
+
+    env = _instance_env()
+    _exec(daemon_command(Path(env["DAGSTER_HOME"])), env)
+
+
+def cmd_webserver(args: argparse.Namespace) -> int:
+    from memory_pipeline.fleet_ops.stack import webserver_command
+
+    env = _instance_env()
+    _exec(webserver_command(Path(env["DAGSTER_HOME"]), args.host, args.port), env)
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    import socket
+
+    from memory_pipeline.fleet_ops.stack import worker_command
+
+    env = _instance_env()
+    _exec(worker_command(args.name or f"worker-{socket.gethostname()}-{os.getpid()}", args.concurrency), env)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    fleet = sub.add_parser("fleet", help="run the fleet's servers: postgres, redis, daemon, webserver, worker")
+    cmds = fleet.add_subparsers(dest="fleet_command", required=True)
+    p = cmds.add_parser("postgres", help="a PostgreSQL server for the instance (initialised on first use)")
+    p.add_argument("--data", help="default: $MEMORY_PIPELINE_FLEET_ROOT/postgres")
+    p.add_argument("--port", type=int, default=5432)
+    p.set_defaults(fn=cmd_postgres)
+    p = cmds.add_parser("redis", help="the Celery broker (redis-server, append-only file)")
+    p.add_argument("--data", help="default: $MEMORY_PIPELINE_FLEET_ROOT/redis")
+    p.add_argument("--port", type=int, default=6379)
+    p.set_defaults(fn=cmd_redis)
+    p = cmds.add_parser("daemon", help="dagster-daemon: schedules, the run queue, run monitoring and retries")
+    p.set_defaults(fn=cmd_daemon)
+    p = cmds.add_parser("webserver", help="dagster-webserver on the fleet's instance")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=3000)
+    p.set_defaults(fn=cmd_webserver)
+    p = cmds.add_parser("worker", help="a dagster-celery worker (any machine that mounts the fleet root)")
+    p.add_argument("--name", help="the Celery node name (default: worker-<host>-<pid>)")
+    p.add_argument("--concurrency", type=int, default=1, help="steps this worker runs at once (default 1)")
+    p.set_defaults(fn=cmd_worker)

@@ -1,0 +1,129 @@
+"""A fleet on real servers for the tests: a throwaway PostgreSQL cluster (Debian's package, run as the `postgres`
+user when we are root), a real redis-server, dagster-daemon against the Postgres instance, and dagster-celery
+workers as real processes. Everything is stopped on the way out and the teardown fails if a process outlived it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memory_pipeline.fleet_ops import servers, stack
+
+LOCATION = "memory_pipeline_tests.fleet.servers_location"
+AGENT_TAG = "memory_pipeline/agent"
+DONE = ("SUCCESS", "FAILURE", "CANCELED")
+
+
+def servers_missing() -> str | None:
+    """Why these tests cannot run here (None when they can)."""
+    try:
+        servers.pg_bin()
+        servers.redis_bin()
+    except Exception as exc:  # UserError: names what to install
+        return str(exc)
+    return None
+
+
+@dataclass
+class Fleet:
+    root: Path
+    home: Path
+    stack: stack.Stack
+    env: dict[str, str]
+    instance: Any
+
+    @property
+    def agents_dir(self) -> Path:
+        return self.root / "agents"
+
+    def start_night(self, night: str) -> None:
+        (self.root / "night").write_text(night)
+
+    def archive_agents(self) -> None:
+        """Take every agent out of the schedule (what `agents remove` does: the workspace is kept)."""
+        archive = self.root / "archive"
+        archive.mkdir(exist_ok=True)
+        for agent in self.agents_dir.iterdir():
+            shutil.move(str(agent), archive / agent.name)
+
+    def runs(self, agent: str | None = None) -> list[Any]:
+        from dagster import RunsFilter
+
+        tags = {AGENT_TAG: agent} if agent else {"dagster/schedule_name": "fleet_nights"}
+        return list(self.instance.get_run_records(RunsFilter(tags=tags)))
+
+    def wait_runs(self, done: Any, timeout: float, what: str) -> list[Any]:
+        """Poll the Postgres instance until `done(records)` is true; fail naming the runs' states and the logs."""
+        deadline = time.monotonic() + timeout
+        records: list[Any] = []
+        while time.monotonic() < deadline:
+            records = self.runs()
+            if done(records):
+                return records
+            for proc in self.stack.procs:
+                assert proc.alive(), f"{proc.name} exited: {proc.log.read_text(errors='replace')[-2000:]}"
+            time.sleep(1.0)
+        states = {r.dagster_run.tags.get(AGENT_TAG): r.dagster_run.status.value for r in records}
+        raise AssertionError(f"timed out waiting for {what}: {states}\n{self.tail_logs()}")
+
+    def tail_logs(self) -> str:
+        return "\n".join(f"--- {p.name}\n{p.log.read_text(errors='replace')[-1500:]}" for p in self.stack.procs)
+
+
+def build_agent(home: Path, n: int, seed: int) -> None:
+    """A small generated store with embeddings (ids `bench-<seed>-…`: which agent a memory came from)."""
+    from benchmarks.nightly import build_store
+
+    home.mkdir(parents=True)
+    build_store(home, n, seed=seed)
+
+
+def report_of(home: Path, run_id: str) -> dict[str, Any]:
+    path = home / "reports" / f"compression-{run_id}.json"
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+@pytest.fixture(scope="module", name="fleet")
+def fleet_fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
+    missing = servers_missing()
+    if missing:
+        pytest.skip(missing)
+    base = tmp_path_factory.mktemp("fleet-servers")
+    marker = str(base)
+    root = base / "fleet"
+    (root / "agents").mkdir(parents=True)
+    with servers.throwaway_servers(base / "servers") as (pg, redis):
+        pg_marker = str(pg.directory)
+        home = stack.prepare_home(root / "dagster_home", LOCATION)
+        env = stack.fleet_env(home, pg.url, redis.url, root, max_runs=6)
+        env.update({"MEMORY_PIPELINE_LLM": "offline", "MEMORY_PIPELINE_PROGRESS": "log"})
+        procs = stack.Stack(env, base / "logs")
+        saved = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)  # this process reads the same instance
+        try:
+            import dagster as dg
+
+            with dg.DagsterInstance.get() as instance:
+                procs.start("worker-1", stack.worker_command("w1", 1))
+                procs.start("worker-2", stack.worker_command("w2", 1))
+                procs.start("daemon", stack.daemon_command(home))
+                yield Fleet(root, home, procs, env, instance)
+        finally:
+            left = procs.close()
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+    assert not left, f"processes outlived the fleet fixture: {left}"
+    leftover = servers.processes_mentioning(marker) + servers.processes_mentioning(pg_marker)
+    assert not leftover, f"processes outlived the fleet fixture: {leftover}"

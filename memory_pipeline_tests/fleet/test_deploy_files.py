@@ -1,0 +1,121 @@
+"""The fleet's deployment files, checked by the code that will read them: deploy/fleet/dagster.yaml by Dagster's
+own instance-config validation, celery.yaml by dagster-celery's worker loader, the Helm values against the part
+of the chart's schema we rely on (memory_pipeline_tests/fleet/helm_schema_subset.json). Fast: no server."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import dagster as dg
+import jsonschema
+import pytest
+import yaml
+
+from memory_pipeline.fleet_ops.executor import (
+    BROKER_ENV,
+    CELERY_YAML,
+    INSTANCE_YAML,
+    MAX_RUNS_ENV,
+    PG_URL_ENV,
+    fleet_executor,
+)
+from memory_pipeline.settings import REPO_ROOT
+
+HELM_VALUES = REPO_ROOT / "deploy" / "helm" / "values.yaml"
+
+
+def test_instance_yaml_is_valid_dagster_config_with_one_run_per_agent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dagster._core.instance.config import dagster_instance_config
+
+    monkeypatch.setenv(PG_URL_ENV, "postgresql+psycopg2://postgres@127.0.0.1:5432/dagster")
+    monkeypatch.setenv(MAX_RUNS_ENV, "7")
+    shutil.copyfile(INSTANCE_YAML, tmp_path / "dagster.yaml")
+    config, _ = dagster_instance_config(str(tmp_path))
+    assert "postgres" in config["storage"]
+    coordinator = config["run_coordinator"]
+    assert coordinator["class"] == "QueuedRunCoordinator"
+    limits = coordinator["config"]["tag_concurrency_limits"]
+    assert {"key": "memory_pipeline/agent", "value": {"applyLimitPerUniqueValue": True}, "limit": 1} in limits
+    assert config["run_retries"]["enabled"] and config["run_monitoring"]["enabled"]
+
+
+def test_instance_yaml_builds_the_queued_coordinator_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    from dagster._core.run_coordinator import QueuedRunCoordinator
+
+    monkeypatch.setenv(MAX_RUNS_ENV, "7")
+    raw = yaml.safe_load(INSTANCE_YAML.read_text())["run_coordinator"]["config"]
+    coordinator = QueuedRunCoordinator.from_config_value(None, _resolved(raw))  # type: ignore[arg-type]
+    assert coordinator.get_run_queue_config().max_concurrent_runs == 7
+
+
+def _resolved(raw: dict) -> dict:
+    from dagster._config import process_config
+    from dagster._core.run_coordinator import QueuedRunCoordinator
+
+    result = process_config(QueuedRunCoordinator.config_type(), raw)
+    assert result.success, result.errors
+    return dict(result.value)
+
+
+def test_celery_yaml_resolves_the_broker_the_code_location_uses(monkeypatch: pytest.MonkeyPatch) -> None:
+    from dagster_celery.cli import get_validated_config
+
+    monkeypatch.setenv(BROKER_ENV, "redis://127.0.0.1:6399/0")
+    config = get_validated_config(str(CELERY_YAML))
+    assert config["broker"] == config["backend"] == "redis://127.0.0.1:6399/0"
+    executor = fleet_executor({BROKER_ENV: "redis://127.0.0.1:6399/0"})
+    assert executor.name == "celery_executor"
+    assert fleet_executor({}) is dg.in_process_executor  # no broker: the single-machine behaviour
+
+
+def test_helm_values_parse_and_match_the_charts_schema() -> None:
+    values = yaml.safe_load(HELM_VALUES.read_text())
+    schema = json.loads((Path(__file__).parent / "helm_schema_subset.json").read_text())
+    jsonschema.validate(values, schema)
+    assert values["runLauncher"]["type"] == "K8sRunLauncher"
+    limits = values["dagsterDaemon"]["runCoordinator"]["config"]["queuedRunCoordinator"]["tagConcurrencyLimits"]
+    assert limits == [{"key": "memory_pipeline/agent", "value": {"applyLimitPerUniqueValue": True}, "limit": 1}]
+    (deployment,) = values["dagster-user-deployments"]["deployments"]
+    assert deployment["dagsterApiGrpcArgs"] == ["--module-name", "memory_pipeline.definitions"]
+
+
+def test_helm_schema_subset_rejects_a_misspelt_key() -> None:
+    """The check above can fail: a key the chart does not know is refused."""
+    values = yaml.safe_load(HELM_VALUES.read_text())
+    values["runLauncher"]["config"]["k8sRunLauncher"]["envVar"] = ["X=1"]
+    schema = json.loads((Path(__file__).parent / "helm_schema_subset.json").read_text())
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(values, schema)
+
+
+def test_runs_on_workers_variant_launches_nights_as_celery_tasks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dagster._core.instance.config import dagster_instance_config
+    from dagster_celery.launcher import CeleryRunLauncher
+
+    from memory_pipeline.errors import UserError
+    from memory_pipeline.fleet_ops.executor import MODE_ENV, RUNS_ON_WORKERS_YAML, instance_yaml
+
+    monkeypatch.setenv(PG_URL_ENV, "postgresql+psycopg2://postgres@127.0.0.1:5432/dagster")
+    monkeypatch.setenv(MAX_RUNS_ENV, "3")
+    monkeypatch.setenv(BROKER_ENV, "redis://127.0.0.1:6399/0")
+    assert instance_yaml({MODE_ENV: "runs"}) == RUNS_ON_WORKERS_YAML and instance_yaml({}) == INSTANCE_YAML
+    shutil.copyfile(RUNS_ON_WORKERS_YAML, tmp_path / "dagster.yaml")
+    config, _ = dagster_instance_config(str(tmp_path))
+    launcher = config["run_launcher"]
+    assert launcher["class"] == "CeleryRunLauncher"
+    from dagster._config import process_config
+
+    resolved = process_config(CeleryRunLauncher.config_type(), launcher["config"])
+    assert resolved.success and resolved.value["broker"] == "redis://127.0.0.1:6399/0"
+    # the same per-agent limit as the default file
+    assert config["run_coordinator"] == yaml.safe_load(INSTANCE_YAML.read_text())["run_coordinator"]
+    # the steps then run in-process inside the worker's task
+    assert fleet_executor({BROKER_ENV: "redis://x:1/0", MODE_ENV: "runs"}) is dg.in_process_executor
+    with pytest.raises(UserError, match="expected `steps`"):
+        fleet_executor({BROKER_ENV: "redis://x:1/0", MODE_ENV: "tasks"})

@@ -1,0 +1,169 @@
+"""The fleet on Dagster's production path with real servers (issue 21 part 4): PostgreSQL instance storage,
+the queued run coordinator (one run per agent), dagster-daemon ticking the schedule, and the Celery executor
+on Redis with two dagster-celery workers. Slow: about three minutes (the schedule ticks once a minute)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from typing import Any
+
+import duckdb
+import pytest
+
+from memory_pipeline.fleet_ops.servers import descendants
+from memory_pipeline.store import invariants
+from memory_pipeline_tests.fleet.servers_fixtures import (
+    AGENT_TAG,
+    DONE,
+    Fleet,
+    build_agent,
+    fleet_fixture,  # noqa: F401  (the fixture `fleet`)
+    report_of,
+)
+
+pytestmark = pytest.mark.slow
+
+AGENTS = 20
+
+
+def _agent(record: Any) -> str:
+    return str(record.dagster_run.tags[AGENT_TAG])
+
+
+def _status(record: Any) -> str:
+    return str(record.dagster_run.status.value)
+
+
+def _memory_ids(home: Any) -> tuple[list[str], list[list[str]]]:
+    """Every memory id in an agent's store, and the source ids of each summary."""
+    import json
+
+    con = duckdb.connect(str(home / "memory.duckdb"), read_only=True)
+    try:
+        ids = [r[0] for r in con.execute("SELECT id FROM memories").fetchall()]
+        lineage = [
+            json.loads(r[0])["source_ids"]
+            for r in con.execute("SELECT compressed_from FROM memories WHERE compressed_from IS NOT NULL").fetchall()
+        ]
+        pending = invariants.pending_rows(con)
+    finally:
+        con.close()
+    assert pending == [], f"{home.name}: pending summaries left: {pending[:3]}"
+    return ids, lineage
+
+
+def test_twenty_agents_nights_through_the_daemon(fleet: Fleet) -> None:
+    for i in range(AGENTS):
+        build_agent(fleet.agents_dir / f"agent-{i:02d}", 160, seed=i)
+    fleet.start_night("night-1")
+
+    records = fleet.wait_runs(
+        lambda rs: len({_agent(r) for r in rs}) == AGENTS and all(_status(r) in DONE for r in rs),
+        timeout=420, what=f"{AGENTS} agents' nights",
+    )
+
+    by_agent: dict[str, list[Any]] = {}
+    for r in records:
+        by_agent.setdefault(_agent(r), []).append(r)
+    assert sorted(by_agent) == [f"agent-{i:02d}" for i in range(AGENTS)]
+    for agent, runs in by_agent.items():
+        assert len(runs) == 1, f"{agent}: one night, one run (the run key): {[_status(r) for r in runs]}"
+        run = runs[0]
+        assert _status(run) == "SUCCESS", f"{agent}: {_status(run)}\n{fleet.tail_logs()}"
+        report = report_of(fleet.agents_dir / agent, run.dagster_run.run_id)
+        assert report.get("verdict") == "PASS", f"{agent}: verdict {report.get('verdict')}"
+        assert report.get("clusters_compressed", 0) > 0  # the night did real work on this agent's store
+
+        # isolation: only this agent's memories (its seed's ids), and summaries made only of them
+        ids, lineage = _memory_ids(fleet.agents_dir / agent)
+        seed = int(agent.split("-")[1])
+        originals = [i for i in ids if i.startswith("bench-")]
+        assert len(originals) == 160 and all(i.startswith(f"bench-{seed:02d}-") for i in originals), agent
+        assert lineage and all(s.startswith(f"bench-{seed:02d}-") for sources in lineage for s in sources), agent
+
+    # the runs really ran on the Celery workers, several at a time (max_concurrent_runs), one per agent at most
+    starts = sorted((r.start_time, r.end_time) for r in records)
+    overlapping = max(sum(1 for s, e in starts if s <= t < e) for t, _ in starts)
+    assert overlapping >= 2, "the queue ran the agents' nights one after another"
+    assert overlapping <= 6, "more runs at once than max_concurrent_runs"
+    fleet.archive_agents()
+
+
+def _celery_worker_of(fleet: Fleet, run_id: str, step: str) -> str | None:
+    """The Celery worker (its node name) executing `step` of a run, from the engine event the worker writes."""
+    for entry in fleet.instance.all_logs(run_id):
+        ev = entry.dagster_event
+        if ev is None or ev.event_type_value != "ENGINE_EVENT" or entry.step_key != step:
+            continue
+        worker = ev.engine_event_data.metadata.get("Celery worker")
+        if worker is not None:
+            return str(getattr(worker, "value", worker))
+    return None
+
+
+def _kill_step_process(fleet: Fleet, worker: str) -> int:
+    """SIGKILL the pool process of the named worker (w1@host → the `worker-1` process group): the process
+    that executes the step, as when the kernel kills it for memory or the machine reboots it."""
+    proc = next(p for p in fleet.stack.procs if p.name == f"worker-{worker.split('@')[0][1:]}")
+    children = [pid for pid in descendants(proc.proc.pid) if b"celery" in _cmdline(pid)]
+    pool = children[-1]  # dagster-celery → celery main → its prefork pool process (the youngest)
+    os.kill(pool, signal.SIGKILL)
+    return pool
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return fh.read()
+    except OSError:
+        return b""
+
+
+def test_killed_worker_is_retried_and_reconciled_and_a_slow_agent_holds_nobody_back(fleet: Fleet) -> None:
+    build_agent(fleet.agents_dir / "slow", 6000, seed=40)
+    fast = [f"fast-{i}" for i in range(3)]
+    for i, agent in enumerate(fast):
+        build_agent(fleet.agents_dir / agent, 160, seed=41 + i)
+    fleet.start_night("night-2")
+
+    # wait for the slow agent's night to reach phase 1 (compressed_memories writes pending summaries), then kill
+    # the worker process running it
+    deadline = time.monotonic() + 240
+    killed = None
+    while killed is None and time.monotonic() < deadline:
+        slow = [r for r in fleet.runs("slow") if r.dagster_run.tags.get("dagster/parent_run_id") is None]
+        if slow:
+            worker = _celery_worker_of(fleet, slow[0].dagster_run.run_id, "compressed_memories")
+            if worker:
+                killed = _kill_step_process(fleet, worker)
+                break
+        time.sleep(0.1)
+    assert killed, f"the slow agent's night never reached compressed_memories\n{fleet.tail_logs()}"
+
+    def finished(records: list[Any]) -> bool:
+        slow_runs = [r for r in records if _agent(r) == "slow"]
+        return (
+            {_agent(r) for r in records} >= {"slow", *fast}
+            and all(_status(r) in DONE for r in records)
+            and any(_status(r) == "SUCCESS" for r in slow_runs)
+        )
+
+    records = fleet.wait_runs(finished, timeout=300, what="the killed night's retry")
+    slow_runs = sorted((r for r in records if _agent(r) == "slow"), key=lambda r: r.create_timestamp)
+    first, retry = slow_runs[0], slow_runs[-1]
+    assert _status(first) == "FAILURE", "the night whose worker was killed is marked failed"
+    assert retry.dagster_run.tags.get("dagster/parent_run_id") == first.dagster_run.run_id  # run_retries
+    assert _status(retry) == "SUCCESS"
+    report = report_of(fleet.agents_dir / "slow", retry.dagster_run.run_id)
+    assert report.get("verdict") == "PASS"
+    _memory_ids(fleet.agents_dir / "slow")  # no pending summary survived: the retry reconciled the dead run's
+
+    # the slow agent held nobody back: every fast agent's night started before the slow agent's first night
+    # ended and finished, successfully, before the slow agent's retry did
+    for agent in fast:
+        (run,) = [r for r in records if _agent(r) == agent]
+        assert _status(run) == "SUCCESS", agent
+        assert run.start_time < first.end_time and run.end_time < retry.end_time, agent
+    fleet.archive_agents()
