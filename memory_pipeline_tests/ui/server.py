@@ -30,7 +30,10 @@ class DagsterDev:
         self.base = f"http://127.0.0.1:{self.port}"
         self.log_path = log_path
         self._log = log_path.open("w")
-        full_env = {**os.environ, **env, "MEMORY_PIPELINE_HOME": str(home), "DAGSTER_HOME": str(dagster_home)}
+        # the sample store is built around the seed's 0.82 (as in conftest.resources_for): pinned, so MiniLM's
+        # shipped default can move without changing what the UI tests look for
+        full_env = {"COMPRESSION_SIMILARITY_THRESHOLD": "0.82", **os.environ, **env,
+                    "MEMORY_PIPELINE_HOME": str(home), "DAGSTER_HOME": str(dagster_home)}  # fmt: skip
         for name in ("ANTHROPIC_API_KEY", "MEMORY_PIPELINE_WEBHOOK_URL"):
             full_env.pop(name, None)
         # its own session, so that stop() can end dagster dev's webserver, daemon, code server and runs together
