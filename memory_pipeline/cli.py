@@ -41,6 +41,7 @@ DOMAIN_CLIS: tuple[str, ...] = (
     "memory_pipeline.embedding.cli",
     "memory_pipeline.search.cli",
     "memory_pipeline.fleet_ops.cli",
+    "memory_pipeline.fleet.cli",
 )
 
 

@@ -4,7 +4,7 @@
     lower       store, resources, embedding, llm, similarity, operator
     domain      every other sub-package: abstraction, journals, rollups, compaction, graph, search, context, …
     defs        memory_pipeline.defs.<domain>: Dagster objects
-    entry       definitions, cli, mcp_server, <domain>.cli and the runners that launch Dagster runs
+    entry       definitions, fleet_definitions, cli, mcp_server, <domain>.cli and the runners that launch Dagster runs
 
 An import never goes up a layer; a domain (or its defs) reaches another domain only through that domain's public
 surface — its package, or a module its `__init__.py` lists in `__all__`; and the units never import in a circle.
@@ -76,7 +76,7 @@ def layer(module: str) -> tuple[str, str]:
         return "base", "memory_pipeline"
     top = parts[0]
     rest = ".".join(parts)
-    if top in ("definitions", "cli", "mcp_server") or parts[-1] == "cli" or rest in RUNNERS:
+    if top in ("definitions", "fleet_definitions", "cli", "mcp_server") or parts[-1] == "cli" or rest in RUNNERS:
         return "entry", module
     if top == "defs":
         return "defs", ".".join(parts[:2])

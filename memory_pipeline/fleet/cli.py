@@ -1,0 +1,76 @@
+"""`memory-pipeline agents add|list|remove ID`: the fleet's agents (issue 21 part 1). The folder under
+<fleet root>/agents is the registry; the instance's `agents` partitions follow it at once here, and the
+`agents_registry` sensor catches up whatever this could not reach (an instance that was down)."""
+
+from __future__ import annotations
+
+import argparse
+from datetime import UTC, datetime
+from typing import Any
+
+from memory_pipeline.fleet import registry
+
+PARTITIONS = "agents"  # memory_pipeline.fleet_definitions.AGENTS
+
+
+def _sync_instance(add: list[str], delete: list[str]) -> str:
+    """Apply the change to the fleet's instance; '' when done, else one line saying the sensor will."""
+    try:
+        import dagster as dg
+
+        from memory_pipeline.fleet_ops.executor import fleet_dagster_home
+
+        home = fleet_dagster_home()
+        if not (home / "dagster.yaml").is_file():
+            return f"note: no instance at {home} yet: the agents_registry sensor adds the partition once it runs"
+        with dg.DagsterInstance.from_config(str(home)) as instance:
+            if add:
+                instance.add_dynamic_partitions(PARTITIONS, add)
+            for key in delete:
+                instance.delete_dynamic_partition(PARTITIONS, key)
+        return ""
+    except Exception as exc:  # the folder changed either way; the sensor reconciles
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return f"note: the instance was not updated ({first}): the agents_registry sensor will"
+
+
+def cmd_add(args: argparse.Namespace) -> int:
+    home = registry.add_agent(registry.fleet_root(), args.agent, datetime.now(UTC))
+    print(f"added {args.agent}: {home}")
+    print(f"  fill its store: MEMORY_PIPELINE_HOME={home} memory-pipeline import FILE")
+    note = _sync_instance([args.agent], [])
+    if note:
+        print(note)
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    root = registry.fleet_root()
+    agents = registry.list_agents(root)
+    for agent in agents:
+        print(f"{agent}\t{registry.agents_dir(root) / agent}")
+    if not agents:
+        print(f"no agents in {registry.agents_dir(root)}: `memory-pipeline agents add ID`")
+    return 0
+
+
+def cmd_remove(args: argparse.Namespace) -> int:
+    target = registry.remove_agent(registry.fleet_root(), args.agent, datetime.now(UTC))
+    print(f"removed {args.agent}: its workspace is kept in {target}")
+    note = _sync_instance([], [args.agent])
+    if note:
+        print(note)
+    return 0
+
+
+def register(sub: Any) -> None:
+    agents = sub.add_parser("agents", help="the fleet's agents: add | list | remove (MEMORY_PIPELINE_FLEET_ROOT)")
+    cmds = agents.add_subparsers(dest="agents_command", required=True)
+    p = cmds.add_parser("add", help="a new agent: an empty workspace and an `agents` partition")
+    p.add_argument("agent", help="the id: lower-case letters, digits, - and _")
+    p.set_defaults(fn=cmd_add)
+    p = cmds.add_parser("list", help="the registered agents and their workspaces")
+    p.set_defaults(fn=cmd_list)
+    p = cmds.add_parser("remove", help="archive the agent's workspace (never deleted) and drop its partition")
+    p.add_argument("agent")
+    p.set_defaults(fn=cmd_remove)

@@ -1,0 +1,327 @@
+"""The fleet code location (issue 21): agents as dynamic partitions, per-agent nights that touch only their own
+workspace, the fleet's nightly cost cap, the fleet report with its 48-hour rule, the schedule and the sensor."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import multiprocessing
+import os
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from memory_pipeline.errors import UserError
+from memory_pipeline.fleet import budget, registry
+from memory_pipeline.fleet import report as fleet_report
+from memory_pipeline.resources.llm import LLMResource
+from memory_pipeline_tests.llm.fake_api import TEST_KEY, FakeAnthropicAPI
+
+NIGHT_AS_OF = "2026-11-01T03:30:00+00:00"  # benchmarks.nightly.AS_OF: the generated stores' clock
+
+
+@pytest.fixture
+def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    fleet = tmp_path / "fleet"
+    monkeypatch.setenv(registry.FLEET_ROOT_ENV, str(fleet))
+    monkeypatch.setenv("MEMORY_PIPELINE_FLEET_AS_OF", NIGHT_AS_OF)
+    monkeypatch.setenv("MEMORY_PIPELINE_LLM", "offline")
+    monkeypatch.delenv(budget.FLEET_CAP_ENV, raising=False)
+    monkeypatch.delenv("MEMORY_PIPELINE_CELERY_BROKER", raising=False)
+    return fleet
+
+
+def _agent_with_memories(root: Path, agent: str, seed: int, n: int = 160) -> Path:
+    from benchmarks.nightly import build_store
+
+    home = registry.add_agent(root, agent, datetime.now(UTC))
+    build_store(home, n, seed=seed)
+    return home
+
+
+def _digest(home: Path) -> dict[str, str]:
+    return {str(p.relative_to(home)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(home.rglob("*")) if p.is_file()}
+
+
+# ------------------------------------------------------------------ registry
+
+
+def test_agents_add_list_remove_keeps_the_workspace(root: Path) -> None:
+    now = datetime(2026, 11, 2, 12, 0, tzinfo=UTC)
+    home = _agent_with_memories(root, "ada", seed=1)
+    registry.add_agent(root, "bob", now)
+    (registry.agents_dir(root) / ".adding-eve-123").mkdir()  # an interrupted add: not an agent
+    assert registry.list_agents(root) == ["ada", "bob"]
+    before = _digest(home)
+    target = registry.remove_agent(root, "ada", now)
+    assert registry.list_agents(root) == ["bob"]
+    assert target == root / "archive" / "ada@20261102T120000Z" and _digest(target) == before  # nothing lost
+    with pytest.raises(UserError, match="already exists"):
+        registry.add_agent(root, "bob", now)
+    with pytest.raises(UserError, match="not registered"):
+        registry.remove_agent(root, "ada", now)
+    for bad in ("", "../x", "Ada", "a/b", "-x", "x" * 64):
+        with pytest.raises(UserError, match="agent id"):
+            registry.add_agent(root, bad, now)
+    assert not (root / "x").exists() and sorted(p.name for p in registry.agents_dir(root).iterdir()) == [
+        ".adding-eve-123", "bob"]
+
+
+def test_agents_cli_one_line_errors(root: Path, capsys: pytest.CaptureFixture[str],
+                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    from memory_pipeline.cli import main
+
+    monkeypatch.setenv("DAGSTER_HOME", str(root / "no-instance"))
+    assert main(["agents", "add", "ada"]) == 0
+    out = capsys.readouterr().out
+    assert "added ada" in out and "agents_registry sensor" in out  # no instance yet: the sensor will catch up
+    assert main(["agents", "list"]) == 0 and capsys.readouterr().out.startswith("ada\t")
+    assert main(["agents", "add", "../evil"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "agent id '../evil'" in err and "Traceback" not in err
+    assert main(["agents", "remove", "zed"]) == 2 and "not registered" in capsys.readouterr().err
+    monkeypatch.delenv(registry.FLEET_ROOT_ENV)
+    assert main(["agents", "list"]) == 2 and registry.FLEET_ROOT_ENV in capsys.readouterr().err
+
+
+def test_agents_cli_keeps_the_instance_partitions_in_step(root: Path, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from memory_pipeline.cli import main
+
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    assert main(["agents", "add", "ada"]) == 0 and main(["agents", "add", "bob"]) == 0
+    assert main(["agents", "remove", "ada"]) == 0
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        assert instance.get_dynamic_partitions("agents") == ["bob"]
+
+
+# ------------------------------------------------------------------ budget
+
+
+def test_fleet_cap_reservations_never_overcommit_and_count_real_spend() -> None:
+    spent: dict[str, float] = {}
+    lookup = lambda agent, run: spent.get(run)  # noqa: E731
+    with _tmp_root() as r:
+        first = budget.reserve(r, "2026-11-01", "run-a", "a", 0.25, 0.5, lookup)
+        assert budget.reserve(r, "2026-11-01", "run-a", "a", 0.25, 0.5, lookup) == first  # every step, one answer
+        second = budget.reserve(r, "2026-11-01", "run-b", "b", 0.25, 0.5, lookup)
+        third = budget.reserve(r, "2026-11-01", "run-c", "c", 0.25, 0.5, lookup)
+        assert (first.allowance_usd, second.allowance_usd, third.allowance_usd) == (0.25, 0.25, 0.0)
+        assert third.limited_by_fleet and not first.limited_by_fleet
+        spent["run-a"] = 0.05  # a finished: counted at what it spent, not what it held
+        fourth = budget.reserve(r, "2026-11-01", "run-d", "d", 0.25, 0.5, lookup)
+        assert fourth.allowance_usd == pytest.approx(0.2)
+        assert budget.reserve(r, "2026-11-02", "run-e", "e", 0.25, 0.5, lookup).allowance_usd == 0.25  # new night
+        assert budget.reserve(r, "2026-11-02", "run-f", "f", 0.25, None, lookup).fleet_left_usd is None
+
+
+def _reserve_in_child(args: tuple[str, int]) -> float:
+    root, i = args
+    return budget.reserve(Path(root), "n", f"run-{i}", f"a{i}", 0.1, 1.0, lambda a, r: None).allowance_usd
+
+
+def test_concurrent_nights_in_many_processes_stay_under_the_fleet_cap() -> None:
+    with _tmp_root() as r, multiprocessing.get_context("spawn").Pool(4) as pool:
+        allowances = pool.map(_reserve_in_child, [(str(r), i) for i in range(24)])
+        assert sum(allowances) == pytest.approx(1.0)  # 10 nights got 0.1, the rest nothing; never more
+        assert sorted(allowances, reverse=True)[:10] == [0.1] * 10
+        assert len(json.loads(budget.ledger_path(r, "n").read_text())) == 24
+
+
+def _tmp_root():  # type: ignore[no-untyped-def]
+    import contextlib
+    import tempfile
+
+    @contextlib.contextmanager
+    def cm():  # type: ignore[no-untyped-def]
+        with tempfile.TemporaryDirectory() as d:
+            yield Path(d)
+
+    return cm()
+
+
+def test_fleet_cap_setting_is_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+    from memory_pipeline.settings import SettingsError
+
+    assert budget.fleet_cap({}) is None and budget.fleet_cap({budget.FLEET_CAP_ENV: "2.5"}) == 2.5
+    for bad in ("lots", "-1", "nan"):
+        with pytest.raises(SettingsError, match=budget.FLEET_CAP_ENV):
+            budget.fleet_cap({budget.FLEET_CAP_ENV: bad})
+
+
+# ------------------------------------------------------------------ the location, end to end
+
+
+def _instance_with(agents: list[str]) -> dg.DagsterInstance:
+    instance = dg.DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions("agents", agents)
+    return instance
+
+
+def _night(defs: dg.Definitions, instance: dg.DagsterInstance, agent: str) -> dg.ExecuteInProcessResult:
+    job = defs.resolve_job_def("agent_night")
+    return job.execute_in_process(instance=instance, partition_key=agent, raise_on_error=False,
+                                  tags={"memory_pipeline/agent": agent, "memory_pipeline/night": "2026-11-01"})
+
+
+def test_each_agents_night_touches_only_its_own_workspace_and_the_fleet_report_sees_both(root: Path) -> None:
+    from memory_pipeline.fleet_definitions import location
+
+    a = _agent_with_memories(root, "ada", seed=3)
+    b = _agent_with_memories(root, "bob", seed=4)
+    b_before = _digest(b)
+    defs = location()
+    instance = _instance_with(["ada", "bob"])
+    first = _night(defs, instance, "ada")
+    assert first.success
+    assert _digest(b) == b_before  # agent B's workspace is byte-identical after agent A's night
+    report = json.loads((a / "reports" / f"compression-{first.run_id}.json").read_text())
+    assert report["verdict"] == "PASS" and report["clusters_compressed"] > 0
+    second = _night(defs, instance, "bob")
+    assert second.success
+    import duckdb
+
+    for home, seed in ((a, 3), (b, 4)):
+        con = duckdb.connect(str(home / "memory.duckdb"), read_only=True)
+        sources = [json.loads(r[0])["source_ids"] for r in con.execute(
+            "SELECT compressed_from FROM memories WHERE compressed_from IS NOT NULL").fetchall()]
+        ids = [r[0] for r in con.execute("SELECT id FROM memories WHERE compressed_from IS NULL").fetchall()]
+        con.close()
+        assert sources and all(s.startswith(f"bench-{seed:02d}-") for group in sources for s in group)
+        assert all(i.startswith(f"bench-{seed:02d}-") for i in ids)
+    # the instance records each agent's materialisations under its own partition
+    mats = instance.fetch_materializations(dg.AssetRecordsFilter(
+        asset_key=dg.AssetKey("report"), asset_partitions=["bob"]), limit=5).records
+    assert [m.run_id for m in mats] == [second.run_id]
+
+    result = dg.materialize([defs.get_assets_def("fleet_report")], instance=instance,
+                            resources={"fleet_notifier": defs.resources["fleet_notifier"]})
+    mat = result.asset_materializations_for_node("fleet_report")[0]
+    assert mat.metadata["agents"].value == 2 and mat.metadata["agents_pass"].value == 2
+    (check,) = result.get_asset_check_evaluations()
+    assert check.passed
+    written = json.loads(Path(str(mat.metadata["report_path"].value)).read_text())
+    assert [row["agent"] for row in written["agents"]] == ["ada", "bob"]
+    assert all(row["last_success"] and not row["stale"] for row in written["agents"])
+
+
+def test_a_night_for_an_unknown_agent_fails_with_one_line(root: Path) -> None:
+    from memory_pipeline.fleet_definitions import location
+
+    registry.add_agent(root, "ada", datetime.now(UTC))
+    instance = _instance_with(["ada", "ghost"])
+    result = _night(location(), instance, "ghost")
+    assert not result.success
+    failure = next(e for e in result.all_events if e.event_type_value == "RESOURCE_INIT_FAILURE")
+    assert "agent 'ghost' is not registered" in str(failure.event_specific_data)  # before any step ran
+    assert not result.get_step_success_events()
+
+
+def test_the_fleet_cap_defers_an_agents_clusters_and_the_report_says_why(root: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from memory_pipeline.fleet_definitions import location
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", TEST_KEY)
+    monkeypatch.setenv(budget.FLEET_CAP_ENV, "0.26")  # bob's whole night costs ~$0.0104
+    monkeypatch.setenv("COMPRESSION_MAX_COST_USD", "0.25")
+    monkeypatch.setenv("COMPRESSION_RATE_LIMIT_PER_MIN", "100000")
+    _agent_with_memories(root, "ada", seed=5)
+    b = _agent_with_memories(root, "bob", seed=6)
+    instance = _instance_with(["ada", "bob"])
+    fake = FakeAnthropicAPI()
+    with fake.serve() as base_url:
+        llm = LLMResource(api_key=dg.EnvVar("ANTHROPIC_API_KEY"), mode="anthropic", base_url=base_url,
+                          timeout_s=2.0, min_interval_s=0.0, retry_base_delay_s=0.001)
+        defs = location({"llm": llm})
+        # ada's night is still running (reserved, no report yet): bob may spend what the fleet has left
+        held = budget.reserve(root, "2026-11-01", "ada-still-running", "ada", 0.25, 0.26, lambda a, r: None)
+        assert held.allowance_usd == 0.25
+        result = _night(defs, instance, "bob")
+    assert result.success
+    report = json.loads((b / "reports" / f"compression-{result.run_id}.json").read_text())
+    assert report["llm"]["max_cost_usd"] == pytest.approx(0.01)  # min(0.25, 0.26 - 0.25)
+    assert report["estimated_cost_usd"] <= 0.01 + 1e-9
+    assert report["llm"]["clusters_deferred"] > 0 and "cost cap $0.01 reached" in report["verdict_reason"]
+    rows = fleet_report.agent_row(
+        "bob",
+        [fleet_report.night_from_report(b / "reports" / f"compression-{result.run_id}.json", result.run_id,
+                                        datetime.now(UTC), {"verdict": report["verdict"]})],
+        datetime.now(UTC), datetime.now(UTC), budget.recent_reservations(root))
+    assert "fleet cap $0.26 for the night reached (allowance $0.01 of the agent's $0.25)" in rows.deferred
+
+
+def test_the_48_hour_rule_and_the_alert(root: Path) -> None:
+    from memory_pipeline.fleet_definitions import location
+
+    now = datetime.now(UTC)
+    registry.add_agent(root, "new", now)  # joined just now: not stale yet
+    old = registry.add_agent(root, "old", now)
+    past = (now - timedelta(hours=49)).timestamp()
+    os.utime(old / registry.MARKER, (past, past))  # joined 49 h ago and never had a night
+    defs = location()
+    result = dg.materialize([defs.get_assets_def("fleet_report")], instance=_instance_with(["new", "old"]),
+                            resources={"fleet_notifier": defs.resources["fleet_notifier"]})
+    (check,) = result.get_asset_check_evaluations()
+    assert not check.passed and check.metadata["stale_agents"].value == "old"
+    alerts = [json.loads(line) for line in (root / "reports" / "alerts.jsonl").read_text().splitlines()]
+    assert alerts[-1]["details"]["agents"] == ["old"] and "48 h" in alerts[-1]["subject"]
+
+    # the rule itself: counted from the last successful night, a FAIL night does not reset it
+    def night(hours_ago: float, verdict: str) -> fleet_report.Night:
+        return fleet_report.Night("r", now - timedelta(hours=hours_ago), verdict, 10.0, 0.0, 1.0)
+
+    assert fleet_report.agent_row("x", [night(50, "PASS"), night(1, "FAIL")], now - timedelta(days=9), now).stale
+    assert not fleet_report.agent_row("x", [night(47, "PARTIAL"), night(1, "FAIL")], now - timedelta(days=9),
+                                      now).stale
+
+
+# ------------------------------------------------------------------ schedule and sensor
+
+
+def test_the_schedule_requests_one_night_per_agent_and_never_a_second(root: Path) -> None:
+
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions("agents", ["ada", "bob", "cy"])
+        _schedule_twice(instance)
+
+
+def _schedule_twice(instance: dg.DagsterInstance) -> None:
+    from memory_pipeline.fleet_definitions import fleet_nights
+
+    when = datetime(2026, 11, 3, 3, 30, tzinfo=UTC)
+    requests = fleet_nights(dg.build_schedule_context(instance=instance, scheduled_execution_time=when))
+    assert [(r.partition_key, r.tags["memory_pipeline/agent"], r.tags["memory_pipeline/night"]) for r in requests] == [
+        ("ada", "ada", "2026-11-03"), ("bob", "bob", "2026-11-03"), ("cy", "cy", "2026-11-03")]
+    instance.create_run_for_job(  # ada's night was launched (any run with its tags counts)
+        job_def=_launched_job(), tags={"memory_pipeline/agent": "ada", "memory_pipeline/night": "2026-11-03"})
+    again = fleet_nights(dg.build_schedule_context(instance=instance, scheduled_execution_time=when))
+    assert [r.partition_key for r in again] == ["bob", "cy"]
+
+
+def _launched_job() -> dg.JobDefinition:
+    @dg.op
+    def noop() -> None: ...
+
+    @dg.job
+    def stand_in() -> None:
+        noop()
+
+    return stand_in
+
+
+def test_the_registry_sensor_brings_the_partitions_in_step_with_the_folders(root: Path) -> None:
+    from memory_pipeline.fleet_definitions import agents_registry
+
+    registry.add_agent(root, "ada", datetime.now(UTC))
+    registry.add_agent(root, "bob", datetime.now(UTC))
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions("agents", ["bob", "gone"])
+        result = agents_registry(dg.build_sensor_context(instance=instance))
+    requests = {type(r).__name__: sorted(r.partition_keys) for r in result.dynamic_partitions_requests}
+    assert requests == {"AddDynamicPartitionsRequest": ["ada"], "DeleteDynamicPartitionsRequest": ["gone"]}
