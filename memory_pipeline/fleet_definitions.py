@@ -8,13 +8,16 @@ single-agent location (`memory_pipeline.definitions`) is untouched. Loaded by `d
 
 
 import os
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import dagster as dg
 
 from memory_pipeline.definitions import _assembled, _loaded_once
+from memory_pipeline.defs.compaction.partitions import partition_for as compaction_week
+from memory_pipeline.defs.journals.assets import DAILY_ASSETS
+from memory_pipeline.defs.journals.partitions import journal_timezone
 from memory_pipeline.fleet import budget, registry
 from memory_pipeline.fleet import report as fleet_report_rows
 from memory_pipeline.fleet_ops.executor import fleet_executor
@@ -25,7 +28,12 @@ from memory_pipeline.resources.store import MemoryStoreResource
 
 AGENT_TAG = "memory_pipeline/agent"  # deploy/fleet/dagster.yaml: one run per value at a time
 NIGHT_TAG = "memory_pipeline/night"
-PER_AGENT_GROUPS = ("abstraction",)  # see README "Running a fleet": what is per agent so far
+# Per agent: the nightly engine, the journals (agent × day, agent × week) and tiered compaction (agent × week).
+# Rollups, graph, search and context stay per workspace: see README "Running a fleet".
+PER_AGENT_GROUPS = ("abstraction", "journals", "compaction")
+TIME_DIMENSIONS: dict[type, str] = {
+    dg.DailyPartitionsDefinition: "day", dg.WeeklyPartitionsDefinition: "week", dg.MonthlyPartitionsDefinition: "month",
+}
 FLEET_CRON = os.environ.get("MEMORY_PIPELINE_FLEET_CRON", "30 3 * * *")
 FLEET_TZ = os.environ.get("NIGHTLY_CONSOLIDATION_TZ", "America/New_York")
 AS_OF_ENV = "MEMORY_PIPELINE_FLEET_AS_OF"  # a fixed clock for every night (tests, replays); empty = now
@@ -59,17 +67,18 @@ def agent_notifier(context: dg.InitResourceContext) -> NotifierResource:
                             webhook_url=os.environ.get("MEMORY_PIPELINE_WEBHOOK_URL") or None)
 
 
-def _spent(root: Path) -> Any:
-    """What a finished night really spent (its usage ledger × the price table); None while it has no report."""
+def _spent(root: Path, instance: dg.DagsterInstance) -> Any:
+    """What a finished run really spent (its usage ledger × the price table); None while the instance does not
+    know it as finished — it then counts at its whole reservation."""
     from memory_pipeline.resources.llm import LLMResource
 
     llm = LLMResource(mode=os.environ.get("MEMORY_PIPELINE_LLM", "auto"))
 
     def spent(agent: str, run_id: str) -> float | None:
-        reports = registry.agents_dir(root) / agent / "reports"
-        if not (reports / f"compression-{run_id}.json").is_file():
+        run = instance.get_run_by_id(run_id)
+        if run is None or not run.is_finished:
             return None
-        return float(llm.usage_summary(reports, run_id).cost(llm.prices()))
+        return float(llm.usage_summary(registry.agents_dir(root) / agent / "reports", run_id).cost(llm.prices()))
 
     return spent
 
@@ -79,9 +88,9 @@ def agent_engine(context: dg.InitResourceContext) -> EngineConfig:
     base = EngineConfig.from_env(as_of=os.environ.get(AS_OF_ENV, ""))
     root, agent = registry.fleet_root(), run_agent(context)
     tags = context.dagster_run.tags if context.dagster_run else {}
-    night = tags.get(NIGHT_TAG) or f"{base.now():%Y-%m-%d}"
+    night = tags.get(NIGHT_TAG) or f"{datetime.now(UTC):%Y-%m-%d}"  # the budget's night: when it runs
     reservation = budget.reserve(root, night, str(context.run_id), agent, base.max_cost_usd, budget.fleet_cap(),
-                                 _spent(root))
+                                 _spent(root, context.instance or dg.DagsterInstance.get()))
     if reservation.limited_by_fleet:
         context.log.warning(  # type: ignore[union-attr]
             f"fleet cap ${reservation.fleet_cap_usd:g} for {night}: {agent}'s night may spend "
@@ -93,30 +102,92 @@ def agent_engine(context: dg.InitResourceContext) -> EngineConfig:
 AGENT_RESOURCES: dict[str, Any] = {"store": agent_store, "engine": agent_engine, "notifier": agent_notifier}
 
 
+def _per_agent_partitions(partitions: dg.PartitionsDefinition | None) -> dg.PartitionsDefinition:
+    """agents, or agents × the asset's own time partitions (one object per time partitions, so the assets of
+    one job share it)."""
+    if partitions is None:
+        return agents
+    if id(partitions) not in _MULTI:
+        name = next((n for cls, n in TIME_DIMENSIONS.items() if isinstance(partitions, cls)), "time")
+        _MULTI[id(partitions)] = dg.MultiPartitionsDefinition({"agent": agents, name: partitions})
+    return _MULTI[id(partitions)]
+
+
+_MULTI: dict[int, dg.MultiPartitionsDefinition] = {}
+# A retried run runs whole: its first step takes over the dead run's lease and reconciles what it left.
+RETRY_WHOLE = {"dagster/retry_strategy": "ALL_STEPS"}
+
 agent_night = dg.define_asset_job(
-    "agent_night",
-    selection=dg.AssetSelection.groups(*PER_AGENT_GROUPS),
-    partitions_def=agents,
-    executor_def=fleet_executor(),
-    # A retried night runs whole: its first step takes over the dead run's lease and reconciles what it left.
-    tags={"dagster/retry_strategy": "ALL_STEPS"},
-    description="One agent's nightly consolidation: the agent is the partition.",
-)
+    "agent_night", selection=dg.AssetSelection.groups("abstraction"), executor_def=fleet_executor(),
+    tags=RETRY_WHOLE, description="One agent's nightly consolidation: the agent is the partition.")
+agent_journal_day = dg.define_asset_job(
+    "agent_journal_day", selection=dg.AssetSelection.assets(*DAILY_ASSETS),
+    executor_def=fleet_executor(), tags=RETRY_WHOLE, description="One agent's day: transcripts → journal.")
+agent_journal_week = dg.define_asset_job(
+    "agent_journal_week", selection=dg.AssetSelection.assets("memory_md"), executor_def=fleet_executor(),
+    tags=RETRY_WHOLE, description="One agent's week: its journals → MEMORY.md.")
+agent_compaction_week = dg.define_asset_job(
+    "agent_compaction_week", selection=dg.AssetSelection.groups("compaction"), executor_def=fleet_executor(),
+    tags=RETRY_WHOLE, description="One agent's tiered compaction for a week (evaluates first, acts on a threshold).")
+
+
+def per_agent_requests(
+    context: dg.ScheduleEvaluationContext, job: str, period: str | None, run_config: dict[str, Any] | None = None,
+) -> list[dg.RunRequest]:
+    """One run of `job` per agent for `period` (a day or week key; None: the agent alone). A schedule's run key
+    dedupes only within a tick, so agents that already have such a run are left out: a cron that ticks more
+    often never starts a second one. Runs are not batched: a run per agent measured 8-9 % over compute."""
+    night = f"{context.scheduled_execution_time:%Y-%m-%d}"
+    label = period or night
+    had = {r.dagster_run.tags.get(AGENT_TAG) for r in context.instance.get_run_records(
+        dg.RunsFilter(job_name=job, tags={PERIOD_TAG: label}))}
+    return [
+        dg.RunRequest(
+            run_key=f"{job}:{agent}:{label}",
+            partition_key=dg.MultiPartitionKey({"agent": agent, DIMENSION_OF_JOB[job]: period}) if period else agent,
+            run_config=run_config or {},
+            tags={AGENT_TAG: agent, NIGHT_TAG: night, PERIOD_TAG: label},
+        )
+        for agent in context.instance.get_dynamic_partitions(AGENTS) if agent not in had
+    ]
+
+
+def _days_before(context: dg.ScheduleEvaluationContext, days: int) -> str:
+    return f"{context.scheduled_execution_time - timedelta(days=days):%Y-%m-%d}"
+
+
+PERIOD_TAG = "memory_pipeline/period"
+DIMENSION_OF_JOB = {"agent_journal_day": "day", "agent_journal_week": "week", "agent_compaction_week": "week"}
 
 
 @dg.schedule(job=agent_night, cron_schedule=FLEET_CRON, execution_timezone=FLEET_TZ,
              default_status=dg.DefaultScheduleStatus.RUNNING)
 def fleet_nights(context: dg.ScheduleEvaluationContext) -> list[dg.RunRequest]:
-    """One run per agent per night (measured: a run per agent costs 8-9 % over compute, so agents are not
-    batched). A schedule's run key dedupes only within a tick, so agents whose night already has a run are
-    left out: a cron that ticks more often never starts a second night."""
-    night = f"{context.scheduled_execution_time:%Y-%m-%d}"
-    had = {r.dagster_run.tags.get(AGENT_TAG)
-           for r in context.instance.get_run_records(dg.RunsFilter(tags={NIGHT_TAG: night}))}
-    return [
-        dg.RunRequest(run_key=f"{agent}:{night}", partition_key=agent, tags={AGENT_TAG: agent, NIGHT_TAG: night})
-        for agent in context.instance.get_dynamic_partitions(AGENTS) if agent not in had
-    ]
+    """Every agent's nightly consolidation."""
+    return per_agent_requests(context, "agent_night", None)
+
+
+@dg.schedule(job=agent_journal_day, cron_schedule="15 0 * * *", execution_timezone=journal_timezone(),
+             default_status=dg.DefaultScheduleStatus.RUNNING)
+def fleet_journal_days(context: dg.ScheduleEvaluationContext) -> list[dg.RunRequest]:
+    """00:15: every agent's day that just closed (today is a partition too, for the flush)."""
+    return per_agent_requests(context, "agent_journal_day", _days_before(context, 1))
+
+
+@dg.schedule(job=agent_journal_week, cron_schedule="0 1 * * 0", execution_timezone=journal_timezone(),
+             default_status=dg.DefaultScheduleStatus.RUNNING)
+def fleet_journal_weeks(context: dg.ScheduleEvaluationContext) -> list[dg.RunRequest]:
+    """Sunday 01:00: every agent's week (Sunday–Saturday) that just closed."""
+    return per_agent_requests(context, "agent_journal_week", _days_before(context, 7))
+
+
+@dg.schedule(job=agent_compaction_week, cron_schedule="0 3 * * 0", execution_timezone="UTC",
+             default_status=dg.DefaultScheduleStatus.RUNNING)
+def fleet_compaction_weeks(context: dg.ScheduleEvaluationContext) -> list[dg.RunRequest]:
+    """Sunday 03:00 UTC, as the single-agent schedule: each agent's run evaluates its own tiers first."""
+    now = context.scheduled_execution_time
+    config = {"ops": {"tier_volumes": {"config": {"trigger": "weekly", "as_of": now.isoformat()}}}}
+    return per_agent_requests(context, "agent_compaction_week", compaction_week(now), config)
 
 
 @dg.sensor(minimum_interval_seconds=30, default_status=dg.DefaultSensorStatus.RUNNING)
@@ -189,15 +260,17 @@ fleet_report_schedule = dg.ScheduleDefinition(
 
 
 def _per_agent(spec: dg.AssetSpec) -> dg.AssetSpec:
-    return spec.replace_attributes(partitions_def=agents) if spec.group_name in PER_AGENT_GROUPS else spec
+    return spec.replace_attributes(partitions_def=_per_agent_partitions(spec.partitions_def))
 
 
-def _per_agent_check(checks: dg.AssetsDefinition) -> dg.AssetsDefinition:
-    """A check of a per-agent asset runs per agent too: unpartitioned, it would load every agent's partition of
-    its inputs. (`AssetCheckSpec.partitions_def` is a preview in Dagster 1.13; there is no public mapper yet.)"""
+def _per_agent_check(checks: dg.AssetsDefinition, partitions: dict[dg.AssetKey, Any]) -> dg.AssetsDefinition:
+    """A check of a per-agent asset runs per agent too (with its asset's partitions): unpartitioned, it would
+    load every agent's partition of its inputs. (`AssetCheckSpec.partitions_def` is a preview in Dagster 1.13,
+    with no public mapper yet.)"""
     attrs = checks.get_attributes_dict()
     specs = attrs["check_specs_by_output_name"]
-    attrs["check_specs_by_output_name"] = {n: s._replace(partitions_def=agents) for n, s in specs.items()}
+    attrs["check_specs_by_output_name"] = {
+        n: s._replace(partitions_def=partitions[s.asset_key]) for n, s in specs.items()}
     return checks.__class__.dagster_internal_init(**attrs)
 
 
@@ -208,17 +281,20 @@ def location(resources: dict[str, Any] | None = None) -> dg.Definitions:
                  and any(s.group_name in PER_AGENT_GROUPS for s in a.specs)]
     keys = {k for a in per_agent for k in a.keys}
     checks = [c for c in base.asset_checks or [] if all(k.asset_key in keys for k in c.check_keys)]
-    shared = {k: v for k, v in (base.resources or {}).items() if k in ("embedder", "llm")}
     fleet = {"fleet_notifier": NotifierResource(
         alerts_path=str(registry.fleet_root() / "reports" / "alerts.jsonl"),
         webhook_url=os.environ.get("MEMORY_PIPELINE_WEBHOOK_URL") or None)}
+    mapped = [a.map_asset_specs(_per_agent) for a in per_agent]
+    partitions = {spec.key: spec.partitions_def for a in mapped for spec in a.specs}
     return dg.Definitions(
-        assets=[a.map_asset_specs(_per_agent) for a in per_agent] + [fleet_report],
-        asset_checks=[_per_agent_check(c) for c in checks],
-        jobs=[agent_night, fleet_report_job],
-        schedules=[fleet_nights, fleet_report_schedule],
+        assets=[*mapped, fleet_report],
+        asset_checks=[_per_agent_check(c, partitions) for c in checks],
+        jobs=[agent_night, agent_journal_day, agent_journal_week, agent_compaction_week, fleet_report_job],
+        schedules=[fleet_nights, fleet_journal_days, fleet_journal_weeks, fleet_compaction_weeks,
+                   fleet_report_schedule],
         sensors=[agents_registry],
-        resources={**shared, **AGENT_RESOURCES, **fleet, **(resources or {})},
+        # the base's own (embedder, llm, the journals' IO manager, which follows `store`), per-agent ones on top
+        resources={**(base.resources or {}), **AGENT_RESOURCES, **fleet, **(resources or {})},
     )
 
 

@@ -292,23 +292,27 @@ def test_the_schedule_requests_one_night_per_agent_and_never_a_second(root: Path
 
 
 def _schedule_twice(instance: dg.DagsterInstance) -> None:
-    from memory_pipeline.fleet_definitions import fleet_nights
+    from memory_pipeline.fleet_definitions import PERIOD_TAG, fleet_journal_days, fleet_nights
 
     when = datetime(2026, 11, 3, 3, 30, tzinfo=UTC)
     requests = fleet_nights(dg.build_schedule_context(instance=instance, scheduled_execution_time=when))
     assert [(r.partition_key, r.tags["memory_pipeline/agent"], r.tags["memory_pipeline/night"]) for r in requests] == [
         ("ada", "ada", "2026-11-03"), ("bob", "bob", "2026-11-03"), ("cy", "cy", "2026-11-03")]
-    instance.create_run_for_job(  # ada's night was launched (any run with its tags counts)
-        job_def=_launched_job(), tags={"memory_pipeline/agent": "ada", "memory_pipeline/night": "2026-11-03"})
+    instance.create_run_for_job(  # ada's night was launched
+        job_def=_launched("agent_night"), tags={"memory_pipeline/agent": "ada", PERIOD_TAG: "2026-11-03"})
     again = fleet_nights(dg.build_schedule_context(instance=instance, scheduled_execution_time=when))
     assert [r.partition_key for r in again] == ["bob", "cy"]
+    # the journals: each agent's day that just closed, as an agent × day key; ada's night does not count here
+    days = fleet_journal_days(dg.build_schedule_context(instance=instance, scheduled_execution_time=when))
+    assert [r.partition_key for r in days] == [
+        dg.MultiPartitionKey({"agent": a, "day": "2026-11-02"}) for a in ("ada", "bob", "cy")]
 
 
-def _launched_job() -> dg.JobDefinition:
+def _launched(name: str) -> dg.JobDefinition:
     @dg.op
     def noop() -> None: ...
 
-    @dg.job
+    @dg.job(name=name)
     def stand_in() -> None:
         noop()
 
@@ -325,3 +329,43 @@ def test_the_registry_sensor_brings_the_partitions_in_step_with_the_folders(root
         result = agents_registry(dg.build_sensor_context(instance=instance))
     requests = {type(r).__name__: sorted(r.partition_keys) for r in result.dynamic_partitions_requests}
     assert requests == {"AddDynamicPartitionsRequest": ["ada"], "DeleteDynamicPartitionsRequest": ["gone"]}
+
+
+def _transcripts(home: Path, seed: int) -> None:
+    from datetime import date
+
+    from memory_pipeline.journals.sample_transcripts import generate_sessions
+
+    for rel, text in generate_sessions(seed, start=date(2026, 9, 14), days=7):
+        (home / rel).parent.mkdir(parents=True, exist_ok=True)
+        (home / rel).write_text(text, encoding="utf-8")
+
+
+def test_journals_run_per_agent_and_day_and_compaction_per_agent_and_week(root: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    from memory_pipeline.fleet_definitions import location
+
+    monkeypatch.setenv("MEMORY_PIPELINE_JOURNAL_GIT", "0")
+    ada = registry.add_agent(root, "ada", datetime.now(UTC))
+    bob = registry.add_agent(root, "bob", datetime.now(UTC))
+    _transcripts(ada, seed=1)
+    _transcripts(bob, seed=2)
+    bob_before = _digest(bob)
+    defs = location()
+    instance = _instance_with(["ada", "bob"])
+
+    def run(job: str, key: dg.MultiPartitionKey) -> dg.ExecuteInProcessResult:
+        return defs.resolve_job_def(job).execute_in_process(instance=instance, partition_key=key)
+
+    day = run("agent_journal_day", dg.MultiPartitionKey({"agent": "ada", "day": "2026-09-15"}))
+    assert day.success
+    journal = ada / "knowledge" / "journal" / "2026-09-15.md"
+    assert journal.is_file() and "## 2026-09-15" in journal.read_text()
+    assert (ada / "parquet" / "sessions" / "2026-09-15" / "turns.parquet").is_file()  # the day names the folder
+    mats = instance.fetch_materializations(dg.AssetKey("journals"), limit=5).records
+    assert [str(m.partition_key) for m in mats] == ["ada|2026-09-15"]
+    week = run("agent_journal_week", dg.MultiPartitionKey({"agent": "ada", "week": "2026-09-13"}))
+    assert week.success and (ada / "knowledge" / "memory" / "MEMORY.md").is_file()
+    compaction = run("agent_compaction_week", dg.MultiPartitionKey({"agent": "ada", "week": "2026-09-13"}))
+    assert compaction.success
+    assert _digest(bob) == bob_before  # nothing of bob's was read into, or written by, ada's runs

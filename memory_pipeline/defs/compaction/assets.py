@@ -12,6 +12,7 @@ from memory_pipeline.compaction import report
 from memory_pipeline.compaction.routing import validate_vocabulary
 from memory_pipeline.compaction.tiers import DEFAULT_SEMANTIC_FILE, measure
 from memory_pipeline.defs.compaction.partitions import clamp_to_window, weekly_partitions
+from memory_pipeline.operator.partition_keys import time_part
 from memory_pipeline.resources import EngineConfig, LLMResource, MemoryStoreResource
 from memory_pipeline.store.records import parse_timestamp
 
@@ -40,7 +41,7 @@ class CompactionConfig(dg.Config):
 def _clock(context: dg.AssetExecutionContext, config: CompactionConfig, engine_config: EngineConfig) -> datetime:
     clock = parse_timestamp(config.as_of, "tier_volumes config", "as_of") if config.as_of else engine_config.now()
     try:
-        return clamp_to_window(clock, context.partition_key)
+        return clamp_to_window(clock, time_part(context.partition_key))
     except ValueError as exc:
         raise dg.Failure(str(exc)) from None
 

@@ -39,6 +39,7 @@ from memory_pipeline.journals.llm_extractors import (
     version_for,
 )
 from memory_pipeline.journals.transcript import day_folder
+from memory_pipeline.operator.partition_keys import time_part
 from memory_pipeline.resources import EngineConfig, LLMResource, MemoryStoreResource
 from memory_pipeline.resources.store import POOL
 from memory_pipeline.store.db import MemoryStore, atomic, utcnow
@@ -65,8 +66,9 @@ def knowledge_root(home: Path) -> Path:
 
 
 def _days(context: dg.AssetExecutionContext) -> list[tuple[str, date]]:
-    """The run's days in order: one for a one-day run, the whole range for a single-run backfill."""
-    return [(key, date.fromisoformat(key)) for key in context.partition_keys]
+    """The run's days in order: one for a one-day run, the whole range for a single-run backfill (each with its
+    partition key, which in a fleet is agent × day)."""
+    return [(key, date.fromisoformat(time_part(key))) for key in context.partition_keys]
 
 
 @contextmanager
@@ -197,7 +199,7 @@ def session_memories(
     db = store.open()
     kept_by_name: dict[str, list[str]] = {name: [] for name in selected}
     for key, transcripts in days:
-        with _failing_as("session_memories", key, day_folder(raw_root(store.home_path), date.fromisoformat(key))):
+        with _failing_as("session_memories", key, day_folder(raw_root(store.home_path), date.fromisoformat(time_part(key)))):
             runs = [_extract(context, name, transcripts, asker) for name in selected]
             now = utcnow()
             outcomes = []
@@ -401,7 +403,7 @@ def memory_md(context: dg.AssetExecutionContext, store: MemoryStoreResource) -> 
     path = knowledge_root(home) / "memory" / "MEMORY.md"
     for key in context.partition_keys:
         with _failing_as("memory_md", key, path):
-            metadata = _rollup_week(context, home, key, path)
+            metadata = _rollup_week(context, home, time_part(key), path)
         context.add_asset_metadata(metadata, partition_key=key)
     return dg.MaterializeResult()
 

@@ -15,6 +15,8 @@ import dagster as dg
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from memory_pipeline.operator.partition_keys import time_part
+
 UNPARTITIONED = "all"
 
 
@@ -26,7 +28,8 @@ class ParquetIOManager(dg.ConfigurableIOManager):
     base_dir: str
 
     def _dir(self, context: dg.OutputContext | dg.InputContext, partition: str) -> Path:
-        return Path(self.base_dir).joinpath(*context.asset_key.path, partition)
+        # base_dir is the agent's workspace in a fleet: the folder is named by the day alone
+        return Path(self.base_dir).joinpath(*context.asset_key.path, time_part(partition))
 
     def handle_output(self, context: dg.OutputContext, obj: dict[str, dict[str, pa.Table]]) -> None:
         keys = _keys(context)
