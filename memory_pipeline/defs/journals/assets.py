@@ -199,7 +199,8 @@ def session_memories(
     db = store.open()
     kept_by_name: dict[str, list[str]] = {name: [] for name in selected}
     for key, transcripts in days:
-        with _failing_as("session_memories", key, day_folder(raw_root(store.home_path), date.fromisoformat(time_part(key)))):
+        folder = day_folder(raw_root(store.home_path), date.fromisoformat(time_part(key)))
+        with _failing_as("session_memories", key, folder):
             runs = [_extract(context, name, transcripts, asker) for name in selected]
             now = utcnow()
             outcomes = []
