@@ -4,7 +4,7 @@ serial in-process vs dagster-daemon + the Celery executor (Redis) on a Postgres 
 Each agent gets its own generated store (benchmarks.nightly.build_store, seed = the agent's number, vectors
 included so the night does not embed). Every mode starts from a fresh copy of the same stores. Distributed
 modes use the real servers of the fleet tests (throwaway PostgreSQL and redis-server, dagster-daemon ticking
-the stand-in fleet schedule of memory_pipeline_tests/fleet/servers_location.py, dagster-celery workers of
+the fleet location's own schedule (memory_pipeline/fleet_definitions.py), dagster-celery workers of
 concurrency 1) and stop them all afterwards.
 
 Measures: wall time from the first night's start to the last night's end; agents per hour; compute = the sum of
@@ -22,21 +22,25 @@ import shutil
 import statistics
 import tempfile
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from benchmarks.common import append_results, fmt_s, load_average, machine, table
 
-LOCATION = "memory_pipeline_tests.fleet.servers_location"
+LOCATION = "memory_pipeline.fleet_definitions"
+# The fleet's schedule ticks every minute here (its night is the tick's date: one run per agent), on the
+# generated stores' clock.
+BENCH_ENV = {"MEMORY_PIPELINE_FLEET_CRON": "* * * * *", "MEMORY_PIPELINE_FLEET_AS_OF": "2026-11-01T03:30:00+00:00"}
 AGENT_TAG = "memory_pipeline/agent"
 
 
 def build_fleet(root: Path, agents: int, memories: int) -> None:
     from benchmarks.nightly import build_store
+    from memory_pipeline.fleet import registry
 
     for i in range(agents):
-        home = root / "agents" / f"agent-{i:04d}"
-        home.mkdir(parents=True)
+        home = registry.add_agent(root, f"agent-{i:04d}", datetime.now(UTC))  # as `memory-pipeline agents add`
         build_store(home, memories, seed=i)
 
 
@@ -88,7 +92,7 @@ def distributed(root: Path, scratch: Path, workers: int, max_runs: int, timeout:
     with servers.throwaway_servers(scratch / "servers") as (pg, redis):
         home = stack.prepare_home(root / "dagster_home", LOCATION)
         env = stack.fleet_env(home, pg.url, redis.url, root, max_runs=max_runs)
-        env.update({"MEMORY_PIPELINE_LLM": "offline", "MEMORY_PIPELINE_PROGRESS": "log"})
+        env.update({"MEMORY_PIPELINE_LLM": "offline", "MEMORY_PIPELINE_PROGRESS": "log", **BENCH_ENV})
         procs = stack.Stack(env, scratch / "logs")
         saved = {k: os.environ.get(k) for k in env}
         os.environ.update(env)
@@ -96,7 +100,6 @@ def distributed(root: Path, scratch: Path, workers: int, max_runs: int, timeout:
             for w in range(workers):
                 procs.start(f"worker-{w + 1}", stack.worker_command(f"w{w + 1}", 1))
             procs.start("daemon", stack.daemon_command(home))
-            (root / "night").write_text("bench")
             with dg.DagsterInstance.get() as instance:
                 deadline = time.monotonic() + timeout
                 records: list[Any] = []

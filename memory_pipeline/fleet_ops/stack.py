@@ -30,7 +30,7 @@ BIN = Path(sys.executable).parent
 WORKSPACE_YAML = "workspace.yaml"
 
 
-def prepare_home(home: Path, workspace_module: str = "memory_pipeline.definitions") -> Path:
+def prepare_home(home: Path, workspace_module: str = "memory_pipeline.fleet_definitions") -> Path:
     """DAGSTER_HOME with the fleet's dagster.yaml and a workspace.yaml naming the code location's module."""
     home.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(instance_yaml(), home / "dagster.yaml")

@@ -16,9 +16,10 @@ from typing import Any
 
 import pytest
 
+from benchmarks.fleet import BENCH_ENV
 from memory_pipeline.fleet_ops import servers, stack
 
-LOCATION = "memory_pipeline_tests.fleet.servers_location"
+LOCATION = "memory_pipeline.fleet_definitions"
 AGENT_TAG = "memory_pipeline/agent"
 DONE = ("SUCCESS", "FAILURE", "CANCELED")
 
@@ -44,9 +45,6 @@ class Fleet:
     @property
     def agents_dir(self) -> Path:
         return self.root / "agents"
-
-    def start_night(self, night: str) -> None:
-        (self.root / "night").write_text(night)
 
     def archive_agents(self) -> None:
         """Take every agent out of the schedule (what `agents remove` does: the workspace is kept)."""
@@ -80,10 +78,14 @@ class Fleet:
 
 
 def build_agent(home: Path, n: int, seed: int) -> None:
-    """A small generated store with embeddings (ids `bench-<seed>-…`: which agent a memory came from)."""
-    from benchmarks.nightly import build_store
+    """`agents add` (the registry sensor gives the daemon its partition), then a small generated store with
+    embeddings (ids `bench-<seed>-…`: which agent a memory came from)."""
+    from datetime import UTC, datetime
 
-    home.mkdir(parents=True)
+    from benchmarks.nightly import build_store
+    from memory_pipeline.fleet import registry
+
+    registry.add_agent(home.parent.parent, home.name, datetime.now(UTC))
     build_store(home, n, seed=seed)
 
 
@@ -105,7 +107,7 @@ def fleet_fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
         pg_marker = str(pg.directory)
         home = stack.prepare_home(root / "dagster_home", LOCATION)
         env = stack.fleet_env(home, pg.url, redis.url, root, max_runs=6)
-        env.update({"MEMORY_PIPELINE_LLM": "offline", "MEMORY_PIPELINE_PROGRESS": "log"})
+        env.update({"MEMORY_PIPELINE_LLM": "offline", "MEMORY_PIPELINE_PROGRESS": "log", **BENCH_ENV})
         procs = stack.Stack(env, base / "logs")
         saved = {k: os.environ.get(k) for k in env}
         os.environ.update(env)  # this process reads the same instance

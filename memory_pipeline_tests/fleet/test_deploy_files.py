@@ -80,7 +80,7 @@ def test_helm_values_parse_and_match_the_charts_schema() -> None:
     limits = values["dagsterDaemon"]["runCoordinator"]["config"]["queuedRunCoordinator"]["tagConcurrencyLimits"]
     assert limits == [{"key": "memory_pipeline/agent", "value": {"applyLimitPerUniqueValue": True}, "limit": 1}]
     (deployment,) = values["dagster-user-deployments"]["deployments"]
-    assert deployment["dagsterApiGrpcArgs"] == ["--module-name", "memory_pipeline.definitions"]
+    assert deployment["dagsterApiGrpcArgs"] == ["--module-name", "memory_pipeline.fleet_definitions"]
 
 
 def test_helm_schema_subset_rejects_a_misspelt_key() -> None:

@@ -1,6 +1,7 @@
-"""The fleet on Dagster's production path with real servers (issue 21 part 4): PostgreSQL instance storage,
-the queued run coordinator (one run per agent), dagster-daemon ticking the schedule, and the Celery executor
-on Redis with two dagster-celery workers. Slow: about three minutes (the schedule ticks once a minute)."""
+"""The fleet location (memory_pipeline.fleet_definitions) on Dagster's production path with real servers (issue 21
+part 4): PostgreSQL instance storage, the queued run coordinator (one run per agent), dagster-daemon running the
+registry sensor (agents → partitions) and ticking the fleet's schedule, and the Celery executor on Redis with two
+dagster-celery workers. Slow: several minutes (the schedule ticks once a minute)."""
 
 from __future__ import annotations
 
@@ -57,7 +58,6 @@ def _memory_ids(home: Any) -> tuple[list[str], list[list[str]]]:
 def test_twenty_agents_nights_through_the_daemon(fleet: Fleet) -> None:
     for i in range(AGENTS):
         build_agent(fleet.agents_dir / f"agent-{i:02d}", 160, seed=i)
-    fleet.start_night("night-1")
 
     records = fleet.wait_runs(
         lambda rs: len({_agent(r) for r in rs}) == AGENTS and all(_status(r) in DONE for r in rs),
@@ -126,7 +126,6 @@ def test_killed_worker_is_retried_and_reconciled_and_a_slow_agent_holds_nobody_b
     fast = [f"fast-{i}" for i in range(3)]
     for i, agent in enumerate(fast):
         build_agent(fleet.agents_dir / agent, 160, seed=41 + i)
-    fleet.start_night("night-2")
 
     # wait for the slow agent's night to reach phase 1 (compressed_memories writes pending summaries), then kill
     # the worker process running it
