@@ -326,6 +326,8 @@ def plan(home: Path, month: str, as_of: date, reviewer: Reviewer | None = None,
 
 def _stage(path: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
+    for stale in path.parent.glob(f".{path.name}.tmp-*"):  # a staged copy a killed run left: never content
+        stale.unlink()
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     with open(tmp, "w", encoding="utf-8") as fh:
         fh.write(text)

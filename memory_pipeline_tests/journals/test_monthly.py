@@ -256,6 +256,10 @@ def test_a_fault_between_files_leaves_each_file_whole_and_every_line_somewhere(h
     assert all((home / rel).read_text(encoding="utf-8") in (old, news[rel]) for rel, old in olds.items())
     assert original <= lines_of(home, "knowledge") | lines_of(home, "archive")
     assert tree(home) != pristine and not (home / "reports").exists()  # killed after the first file, before the report
+    # the next run completes the month; the copies the killed run had staged are gone, nothing else
+    _, report = monthly.distill(home, MONTH, AS_OF, dry_run=False)
+    assert all((home / rel).read_text(encoding="utf-8") == news[rel] for rel in olds)
+    assert not [p for p in home.rglob(".*.tmp-*")] and report["journals_archived"] == 2
 
 
 def resources(home: Path, llm: LLMResource | None = None) -> dict:
