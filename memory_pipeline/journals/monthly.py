@@ -361,8 +361,13 @@ def apply(home: Path, p: Plan, crash: Callable[[str], None] = crash_point) -> li
         os.replace(tmp, path)
         done.append(path.relative_to(home).as_posix())
         crash("inside_phase2")
-    for rel in p.journals:
-        moved = knowledge.archive_journal(home / rel, home / "archive" / "journal")
+    for rel in list(p.journals):
+        try:
+            moved = knowledge.archive_journal(home / rel, home / "archive" / "journal")
+        except (FileExistsError, FileNotFoundError) as exc:  # an archived journal of that day differs: keep both
+            p.warnings.append(f"{rel} not archived: {exc}")
+            p.journals.remove(rel)
+            continue
         done += [rel, moved.relative_to(home).as_posix()]
         crash("inside_phase2")
     return done
@@ -413,7 +418,9 @@ def distill(home: Path, month: str, as_of: date, dry_run: bool, reviewer: Review
     if dry_run:
         return p, report(p, True, mode)
     written = apply(home, p)
+    for line in p.warnings:
+        warn(line)
     committed = bool(written) and commit_knowledge(Path(home), commit_message(p), tag=None, log=log)
-    out = report(p, False, mode, written, committed)
+    out = report(p, False, mode, written, committed) | {"llm_calls": reviewer.calls if reviewer else 0}
     knowledge.write_atomic(report_path(home, month), json.dumps(out, indent=2, ensure_ascii=False) + "\n")
     return p, out

@@ -158,6 +158,16 @@ def test_old_journals_move_to_the_archive_and_stay_searchable(home: Path) -> Non
     assert found.tier == "archive"
 
 
+def test_a_journal_whose_archived_copy_differs_stays_where_it_is(home: Path) -> None:
+    put(home, "archive/journal/2026-07-01.md", "an older archived version\n")
+    warnings: list[str] = []
+    plan, report = monthly.distill(home, MONTH, AS_OF, dry_run=False, warn=warnings.append)
+    assert report["journals"] == ["knowledge/journal/2026-08-02.md"] and report["journals_archived"] == 1
+    assert (home / "knowledge/journal/2026-07-01.md").read_text(encoding="utf-8") == journal(date(2026, 7, 1))
+    assert (home / "archive/journal/2026-07-01.md").read_text(encoding="utf-8") == "an older archived version\n"
+    assert len(warnings) == 1 and warnings[0].startswith("knowledge/journal/2026-07-01.md not archived: ")
+
+
 def staleness(line: str, section: str) -> Fraction:
     return Fraction((AS_OF - date.fromisoformat(line[2:12])).days, knowledge.SECTION_RETENTION_DAYS[section])
 
@@ -331,7 +341,7 @@ def test_the_claude_path_sends_the_review_prompt_and_applies_the_answer(
     assert report["fallbacks"]["knowledge/projects/fleet/context.md"].startswith("headings changed")
     assert report["review"] == "anthropic:claude-haiku-4-5"
     meta = result.asset_materializations_for_node("monthly_distillation")[0].metadata
-    assert meta["llm_fallbacks"].value == 1
+    assert meta["llm_fallbacks"].value == 1 and meta["llm_calls"].value == 2 and report["llm_calls"] == 2
 
 
 @pytest.mark.parametrize(

@@ -74,7 +74,8 @@ def monthly_distillation(
                                rate_limit_per_min=engine.rate_limit_per_min)  # fmt: skip
     metadata: dict[str, Any] = {**plan.metadata(), "dry_run": config.dry_run, "month": month,
                                    "as_of": plan.as_of.isoformat(), "review": report["review"],
-                                   "committed": report["committed"], "plan": dg.MetadataValue.json(report)}  # fmt: skip
+                                   "committed": report["committed"], "llm_calls": report.get("llm_calls", 0),
+                                   "plan": dg.MetadataValue.json(report)}  # fmt: skip
     if not config.dry_run:
         metadata["report"] = dg.MetadataValue.path(str(monthly.report_path(store.home_path, month)))
     return dg.MaterializeResult(metadata=metadata)
