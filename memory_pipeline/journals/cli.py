@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from datetime import date, datetime
 from pathlib import Path
@@ -155,24 +156,31 @@ def _last_closed_month(today: date) -> str:
 
 def cmd_monthly(args: argparse.Namespace) -> int:
     """Seed 001 §8.4: the month's distillation through the asset's own helper (`run_monthly`)."""
+    from zoneinfo import ZoneInfo
+
     from memory_pipeline.journals.monthly import parse_month
 
-    home = workspace_home()
-    today = date.today()
-    month = args.month or _last_closed_month(today)
     try:
-        first, _ = parse_month(month)
+        parse_month(args.month or "2000-01")  # a bad month is one line before anything else loads
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    home = workspace_home()
+    # the partitions' calendar (defs.journals.partitions.journal_timezone, without importing Dagster yet)
+    tz = os.environ.get("MEMORY_PIPELINE_JOURNAL_TZ") or "UTC"
+    try:
+        today = datetime.now(ZoneInfo(tz)).date()
+    except (ValueError, KeyError):  # ZoneInfoNotFoundError is a KeyError
+        print(f"error: MEMORY_PIPELINE_JOURNAL_TZ={tz!r} is not a time zone", file=sys.stderr)
+        return 2
+    month = args.month or _last_closed_month(today)
+    first, _ = parse_month(month)
     if first > today:
         print(f"error: {month} has not started yet (today is {today})", file=sys.stderr)
         return 2
     if not (home / "knowledge").is_dir():
         print(f"error: no knowledge folder in {home} (set MEMORY_PIPELINE_HOME to a workspace)", file=sys.stderr)
         return 2
-    import os
-
     from memory_pipeline.defs.journals.monthly import run_monthly
     from memory_pipeline.resources import EngineConfig, LLMResource
 
