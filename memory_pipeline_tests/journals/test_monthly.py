@@ -367,3 +367,16 @@ def test_a_missing_workspace_is_one_line(tmp_path: Path, monkeypatch: pytest.Mon
     err = capsys.readouterr().err
     assert err.startswith("error: no knowledge folder in ") and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "nowhere").exists()
+
+
+def test_the_monthly_schedule_is_stopped_and_targets_the_month_that_just_closed() -> None:
+    from datetime import UTC, datetime
+
+    from memory_pipeline.defs.journals.monthly import monthly_distillation_schedule as schedule
+
+    assert schedule.default_status == dg.DefaultScheduleStatus.STOPPED and schedule.cron_schedule == "0 4 1 * *"
+    with dg.instance_for_test() as instance:
+        tick = schedule.evaluate_tick(
+            dg.build_schedule_context(instance=instance, scheduled_execution_time=datetime(2026, 11, 1, 4, tzinfo=UTC))
+        )
+    assert [r.partition_key for r in tick.run_requests or []] == ["2026-10-01"]
