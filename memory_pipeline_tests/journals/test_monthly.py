@@ -380,3 +380,20 @@ def test_the_monthly_schedule_is_stopped_and_targets_the_month_that_just_closed(
             dg.build_schedule_context(instance=instance, scheduled_execution_time=datetime(2026, 11, 1, 4, tzinfo=UTC))
         )
     assert [r.partition_key for r in tick.run_requests or []] == ["2026-10-01"]
+
+
+SEED = sorted(Path("/work/shared/seeds").glob("001_*.txt")) if Path("/work/shared/seeds").exists() else []
+
+
+@pytest.mark.skipif(not SEED, reason="seed 001 not on this machine")
+def test_the_review_prompt_takes_its_steps_from_seed_001s_pruning_prompt() -> None:
+    import re
+
+    seed = SEED[0].read_text(encoding="utf-8")
+    quoted = re.search(r'async def prune_memory.*?prompt = f"""(.*?)"""', seed, re.S)
+    assert quoted is not None
+    seed_steps = [ln.split(". ", 1)[1] for ln in quoted.group(1).split("\n") if re.match(r"^\d\. ", ln)]
+    ours = [ln.split(". ", 1)[1] for ln in ml.PROMPTS["review"].split("\n") if re.match(r"^\d\. ", ln)]
+    assert ours == seed_steps[1:]  # steps 2-4 word for word; step 1 is about MEMORY.md itself
+    assert "Current content:\n{content}\n\nOutput the reviewed {path} content." in ml.PROMPTS["review"]
+    assert "Current content:\n{content}\n\nOutput the pruned MEMORY.md content." in quoted.group(1)
