@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from datetime import date, datetime
 from pathlib import Path
@@ -148,6 +149,72 @@ def cmd_prune(args: argparse.Namespace) -> int:
     return 0
 
 
+def _last_closed_month(today: date) -> str:
+    first = today.replace(day=1)
+    return (first.fromordinal(first.toordinal() - 1)).strftime("%Y-%m")
+
+
+def cmd_monthly(args: argparse.Namespace) -> int:
+    """Seed 001 §8.4: the month's distillation through the asset's own helper (`run_monthly`)."""
+    from zoneinfo import ZoneInfo
+
+    from memory_pipeline.journals.monthly import parse_month
+
+    try:
+        parse_month(args.month or "2000-01")  # a bad month is one line before anything else loads
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    home = workspace_home()
+    # the partitions' calendar (defs.journals.partitions.journal_timezone, without importing Dagster yet)
+    tz = os.environ.get("MEMORY_PIPELINE_JOURNAL_TZ") or "UTC"
+    try:
+        today = datetime.now(ZoneInfo(tz)).date()
+    except (ValueError, KeyError):  # ZoneInfoNotFoundError is a KeyError
+        print(f"error: MEMORY_PIPELINE_JOURNAL_TZ={tz!r} is not a time zone", file=sys.stderr)
+        return 2
+    month = args.month or _last_closed_month(today)
+    first, _ = parse_month(month)
+    if first > today:
+        print(f"error: {month} has not started yet (today is {today})", file=sys.stderr)
+        return 2
+    if not (home / "knowledge").is_dir():
+        print(f"error: no knowledge folder in {home} (set MEMORY_PIPELINE_HOME to a workspace)", file=sys.stderr)
+        return 2
+    from memory_pipeline.defs.journals.monthly import run_monthly
+    from memory_pipeline.resources import EngineConfig, LLMResource
+
+    # the code location's `llm` resource (resources.defaults), with the key's value rather than a dg.EnvVar
+    llm = LLMResource(api_key=os.environ.get("ANTHROPIC_API_KEY") or None,
+                      mode=os.environ.get("MEMORY_PIPELINE_LLM", "auto"))  # fmt: skip
+    try:
+        llm.uses_anthropic()
+        engine = EngineConfig.from_env()
+    except ValueError as exc:
+        print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2
+    plan, report = run_monthly(home, month, today, args.dry_run, llm,
+                               warn=lambda m: print(f"warning: {m}", file=sys.stderr),
+                               reports_dir=home / "reports", max_cost_usd=engine.max_cost_usd,
+                               rate_limit_per_min=engine.rate_limit_per_min)  # fmt: skip
+    verb = "would " if args.dry_run else ""
+    for rel in plan.journals:
+        print(f"{verb}archive {rel}")
+    for f in report["files"]:
+        print(f"{verb}merge {f['path']}: {f['bullets_before']} → {f['bullets_after']} bullets ({f['mode']})")
+    if report["memory_md"]:
+        print(f"{verb}trim knowledge/memory/MEMORY.md: {plan.memory_lines_before} → {plan.memory_lines_after} lines")
+    m = plan.metadata()
+    summary = (f"{month}: {m['journals_archived']} journal(s) archived, {m['bullets_merged']} bullet(s) merged in "
+               f"{m['files_changed']} of {m['files_reviewed']} file(s), MEMORY.md {m['memory_md_lines_before']} → "
+               f"{m['memory_md_lines_after']} lines")  # fmt: skip
+    if args.dry_run:
+        print(f"dry run: {summary}; nothing written")
+    else:
+        print(f"{summary}; moved lines in archive/monthly/{month}/; report reports/monthly/{month}.json")
+    return 0
+
+
 def import_locomo(path: Path, conversations: list[str] | None = None) -> int:
     from memory_pipeline.journals.locomo import LocomoError, locomo_to_transcripts
 
@@ -195,6 +262,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     pr.add_argument("--dry-run", action="store_true", help="list the candidates and their scores; move nothing")
     pr.add_argument("--as-of", type=_date, help="score as of this day, YYYY-MM-DD (default today)")
     pr.set_defaults(fn=cmd_prune)
+    mo = sub.add_parser(
+        "monthly", help="monthly distillation: archive old journals, merge repeats, cap MEMORY.md (seed 001 §8.4)"
+    )
+    mo.add_argument("--month", help="YYYY-MM (default: the last closed month)")
+    mo.add_argument("--dry-run", action="store_true", help="list the plan; write nothing")
+    mo.set_defaults(fn=cmd_monthly)
 
 
 def demo_journals(home: Path, sample_root: Path, in_process: bool = True) -> int:

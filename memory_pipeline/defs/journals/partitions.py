@@ -1,4 +1,4 @@
-"""Daily and weekly partitions of the journal pipeline; timezone and first day from the environment."""
+"""Daily, weekly and monthly partitions of the journal pipeline; timezone and first day from the environment."""
 
 from __future__ import annotations
 
@@ -25,3 +25,6 @@ daily_partitions = dg.DailyPartitionsDefinition(start_date=journal_start(), time
 weekly_partitions = dg.WeeklyPartitionsDefinition(
     start_date=journal_start(), timezone=journal_timezone(), end_offset=1
 )
+# Months of the monthly distillation (seed 001 §8.4): closed months only (end_offset=0), so the schedule's
+# "latest partition" on the 1st is the month that just ended.
+monthly_partitions = dg.MonthlyPartitionsDefinition(start_date=journal_start(), timezone=journal_timezone())
