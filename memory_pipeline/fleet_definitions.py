@@ -126,6 +126,9 @@ agent_journal_day = dg.define_asset_job(
 agent_journal_week = dg.define_asset_job(
     "agent_journal_week", selection=dg.AssetSelection.assets("memory_md"), executor_def=fleet_executor(),
     tags=RETRY_WHOLE, description="One agent's week: its journals → MEMORY.md.")
+agent_journal_month = dg.define_asset_job(
+    "agent_journal_month", selection=dg.AssetSelection.assets("monthly_distillation"), executor_def=fleet_executor(),
+    tags=RETRY_WHOLE, description="One agent's monthly distillation (seed 001 §8.4).")
 agent_compaction_week = dg.define_asset_job(
     "agent_compaction_week", selection=dg.AssetSelection.groups("compaction"), executor_def=fleet_executor(),
     tags=RETRY_WHOLE, description="One agent's tiered compaction for a week (evaluates first, acts on a threshold).")
@@ -157,7 +160,8 @@ def _days_before(context: dg.ScheduleEvaluationContext, days: int) -> str:
 
 
 PERIOD_TAG = "memory_pipeline/period"
-DIMENSION_OF_JOB = {"agent_journal_day": "day", "agent_journal_week": "week", "agent_compaction_week": "week"}
+DIMENSION_OF_JOB = {"agent_journal_day": "day", "agent_journal_week": "week", "agent_journal_month": "month",
+                    "agent_compaction_week": "week"}
 
 
 @dg.schedule(job=agent_night, cron_schedule=FLEET_CRON, execution_timezone=FLEET_TZ,
@@ -179,6 +183,14 @@ def fleet_journal_days(context: dg.ScheduleEvaluationContext) -> list[dg.RunRequ
 def fleet_journal_weeks(context: dg.ScheduleEvaluationContext) -> list[dg.RunRequest]:
     """Sunday 01:00: every agent's week (Sunday–Saturday) that just closed."""
     return per_agent_requests(context, "agent_journal_week", _days_before(context, 7))
+
+
+@dg.schedule(job=agent_journal_month, cron_schedule="0 4 1 * *", execution_timezone=journal_timezone(),
+             default_status=dg.DefaultScheduleStatus.RUNNING)
+def fleet_journal_months(context: dg.ScheduleEvaluationContext) -> list[dg.RunRequest]:
+    """04:00 on the 1st: every agent's month that just closed."""
+    last_day = context.scheduled_execution_time - timedelta(days=1)
+    return per_agent_requests(context, "agent_journal_month", f"{last_day:%Y-%m}-01")
 
 
 @dg.schedule(job=agent_compaction_week, cron_schedule="0 3 * * 0", execution_timezone="UTC",
@@ -289,9 +301,10 @@ def location(resources: dict[str, Any] | None = None) -> dg.Definitions:
     return dg.Definitions(
         assets=[*mapped, fleet_report],
         asset_checks=[_per_agent_check(c, partitions) for c in checks],
-        jobs=[agent_night, agent_journal_day, agent_journal_week, agent_compaction_week, fleet_report_job],
-        schedules=[fleet_nights, fleet_journal_days, fleet_journal_weeks, fleet_compaction_weeks,
-                   fleet_report_schedule],
+        jobs=[agent_night, agent_journal_day, agent_journal_week, agent_journal_month, agent_compaction_week,
+              fleet_report_job],
+        schedules=[fleet_nights, fleet_journal_days, fleet_journal_weeks, fleet_journal_months,
+                   fleet_compaction_weeks, fleet_report_schedule],
         sensors=[agents_registry],
         # the base's own (embedder, llm, the journals' IO manager, which follows `store`), per-agent ones on top
         resources={**(base.resources or {}), **AGENT_RESOURCES, **fleet, **(resources or {})},

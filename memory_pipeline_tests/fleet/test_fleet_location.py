@@ -292,7 +292,7 @@ def test_the_schedule_requests_one_night_per_agent_and_never_a_second(root: Path
 
 
 def _schedule_twice(instance: dg.DagsterInstance) -> None:
-    from memory_pipeline.fleet_definitions import PERIOD_TAG, fleet_journal_days, fleet_nights
+    from memory_pipeline.fleet_definitions import PERIOD_TAG, fleet_journal_days, fleet_journal_months, fleet_nights
 
     when = datetime(2026, 11, 3, 3, 30, tzinfo=UTC)
     requests = fleet_nights(dg.build_schedule_context(instance=instance, scheduled_execution_time=when))
@@ -306,6 +306,9 @@ def _schedule_twice(instance: dg.DagsterInstance) -> None:
     days = fleet_journal_days(dg.build_schedule_context(instance=instance, scheduled_execution_time=when))
     assert [r.partition_key for r in days] == [
         dg.MultiPartitionKey({"agent": a, "day": "2026-11-02"}) for a in ("ada", "bob", "cy")]
+    first = datetime(2026, 11, 1, 4, 0, tzinfo=UTC)
+    months = fleet_journal_months(dg.build_schedule_context(instance=instance, scheduled_execution_time=first))
+    assert [r.partition_key for r in months][0] == dg.MultiPartitionKey({"agent": "ada", "month": "2026-10-01"})
 
 
 def _launched(name: str) -> dg.JobDefinition:
@@ -366,6 +369,8 @@ def test_journals_run_per_agent_and_day_and_compaction_per_agent_and_week(root: 
     assert [str(m.partition_key) for m in mats] == ["ada|2026-09-15"]
     week = run("agent_journal_week", dg.MultiPartitionKey({"agent": "ada", "week": "2026-09-13"}))
     assert week.success and (ada / "knowledge" / "memory" / "MEMORY.md").is_file()
+    month = run("agent_journal_month", dg.MultiPartitionKey({"agent": "ada", "month": "2026-09-01"}))
+    assert month.success and (ada / "reports" / "monthly" / "2026-09.json").is_file()
     compaction = run("agent_compaction_week", dg.MultiPartitionKey({"agent": "ada", "week": "2026-09-13"}))
     assert compaction.success
     assert _digest(bob) == bob_before  # nothing of bob's was read into, or written by, ada's runs

@@ -12,6 +12,7 @@ from memory_pipeline.defs.journals.assets import GROUP
 from memory_pipeline.defs.journals.partitions import monthly_partitions
 from memory_pipeline.journals import monthly
 from memory_pipeline.journals.monthly_llm import ClaudeReviewer
+from memory_pipeline.operator.partition_keys import time_part
 from memory_pipeline.resources import EngineConfig, LLMResource, MemoryStoreResource
 from memory_pipeline.resources.store import POOL
 
@@ -67,7 +68,7 @@ def monthly_distillation(
     llm: LLMResource,
     engine: EngineConfig,
 ) -> dg.MaterializeResult:
-    month = context.partition_key[:7]
+    month = time_part(context.partition_key)[:7]  # agent × month in a fleet
     plan, report = run_monthly(store.home_path, month, engine.now().date(), config.dry_run, llm, log=context.log,
                                warn=context.log.warning, reports_dir=store.reports_dir,
                                run_id=context.run.run_id, max_cost_usd=engine.max_cost_usd,
