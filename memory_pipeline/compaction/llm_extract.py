@@ -15,7 +15,6 @@ from typing import Any
 from memory_pipeline.compaction import extract
 from memory_pipeline.compaction.governance import MAX_TITLE_CHARS, SemanticEntry, forbidden_content
 from memory_pipeline.llm.distill import DistillationRejected, parse_json_object
-from memory_pipeline.llm.pricing import prompt_tokens_bound
 
 _NEVER = (
     "Never include governance rules, execution tier definitions, approval logs, debug notes or log lines, cron "
@@ -132,21 +131,12 @@ class LLMExtractor:
         self.name = f"anthropic:{distiller.model}"
 
     def _ask(self, stage: str, key: str, system: str, user: str, max_tokens: int) -> str:
-        from memory_pipeline.llm.anthropic_distiller import CostCapReached
+        from memory_pipeline.llm.anthropic_distiller import AskFailed
 
-        d = self.distiller
-        bound = d.prices.worst_case(prompt_tokens_bound(system, user), max_tokens)
         try:
-            d.guard.check(bound)
-        except CostCapReached as exc:
-            raise LLMExtractionFailed(f"{exc} (spent ${d.guard.spent_usd:.4f}, next call up to ${bound:.4f})") from None
-        try:
-            text, _usage, _latency, stop = d._call(stage, key, system, user, max_tokens)
-        except Exception as exc:  # noqa: BLE001 - LLMCallFailed and SDK errors: the engine falls back
-            raise LLMExtractionFailed(f"LLM call failed: {exc}") from None
-        if stop == "max_tokens":
-            raise LLMExtractionFailed(f"reply cut at max_tokens={max_tokens}")
-        return text
+            return str(self.distiller.ask(stage, key, system, user, max_tokens))
+        except AskFailed as exc:  # the engine falls back
+            raise LLMExtractionFailed(str(exc)) from None
 
     def summarise(self, name: str, text: str) -> extract.EpisodicSummary:
         reply = self._ask("compaction_summary", name, SUMMARY_SYSTEM_PROMPT, user_message(name, text),

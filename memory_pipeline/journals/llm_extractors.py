@@ -252,22 +252,14 @@ class LLMSessionExtractor:
         return f"journal_{name}"
 
     def _ask(self, stage: str, key: str, user: str) -> str:
-        from memory_pipeline.llm.anthropic_distiller import CostCapReached
-        from memory_pipeline.llm.pricing import prompt_tokens_bound
+        from memory_pipeline.llm.anthropic_distiller import AskFailed
 
-        d = self.distiller
-        bound = d.prices.worst_case(prompt_tokens_bound(SYSTEM_PROMPT, user), MAX_TOKENS)
         try:
-            d.guard.check(bound)
-        except CostCapReached as exc:
-            raise LLMExtractionFailed(f"{exc} (spent ${d.guard.spent_usd:.4f}, next call up to ${bound:.4f})") from None
+            text = str(self.distiller.ask(stage, key, SYSTEM_PROMPT, user, MAX_TOKENS))
+        except AskFailed as exc:  # the session falls back
+            self.calls += exc.attempted
+            raise LLMExtractionFailed(str(exc)) from None
         self.calls += 1
-        try:
-            text, _usage, _latency, stop = d._call(stage, key, SYSTEM_PROMPT, user, MAX_TOKENS)
-        except Exception as exc:  # noqa: BLE001 - LLMCallFailed and SDK errors: the session falls back
-            raise LLMExtractionFailed(f"LLM call failed: {exc}") from None
-        if stop == "max_tokens":
-            raise LLMExtractionFailed(f"reply cut at max_tokens={MAX_TOKENS}")
         return text
 
     def find(self, name: str, t: Transcript) -> list[Candidate]:

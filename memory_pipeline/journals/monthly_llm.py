@@ -59,23 +59,14 @@ class ClaudeReviewer:
         self.calls = 0
 
     def review(self, path: str, kind: str, body: str) -> str:
-        from memory_pipeline.llm.anthropic_distiller import CostCapReached
-        from memory_pipeline.llm.pricing import prompt_tokens_bound
+        from memory_pipeline.llm.anthropic_distiller import AskFailed
 
         if len(body) > MAX_FILE_CHARS:
             raise ReviewFailed(f"{len(body)} characters, more than the review's {MAX_FILE_CHARS}")
-        d = self.distiller
-        user = review_prompt(path, kind, body)
-        bound = d.prices.worst_case(prompt_tokens_bound(SYSTEM_PROMPT, user), MAX_TOKENS)
         try:
-            d.guard.check(bound)
-        except CostCapReached as exc:
-            raise ReviewFailed(f"{exc} (spent ${d.guard.spent_usd:.4f}, next call up to ${bound:.4f})") from None
+            text = str(self.distiller.ask(STAGE, path, SYSTEM_PROMPT, review_prompt(path, kind, body), MAX_TOKENS))
+        except AskFailed as exc:  # the file is merged offline
+            self.calls += exc.attempted
+            raise ReviewFailed(str(exc)) from None
         self.calls += 1
-        try:
-            text, _usage, _latency, stop = d._call(STAGE, path, SYSTEM_PROMPT, user, MAX_TOKENS)
-        except Exception as exc:  # noqa: BLE001 - LLMCallFailed and SDK errors: the file is merged offline
-            raise ReviewFailed(f"LLM call failed: {exc}") from None
-        if stop == "max_tokens":
-            raise ReviewFailed(f"reply cut at max_tokens={MAX_TOKENS}")
         return accept(body, text)

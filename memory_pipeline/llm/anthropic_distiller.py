@@ -40,6 +40,15 @@ class CostCapReached(Exception):
     """The next call could cross the run's cost cap; the message is the reason the work is deferred."""
 
 
+class AskFailed(Exception):
+    """A plain prompt (`AnthropicDistiller.ask`) got no usable reply: the cap, the call, or a reply cut short.
+    The message says which; callers fall back offline. `attempted`: a request was sent (not the cap)."""
+
+    def __init__(self, message: str, attempted: bool = True) -> None:
+        super().__init__(message)
+        self.attempted = attempted
+
+
 @dataclass(frozen=True)
 class DistillRequest:
     key: str  # the cluster id
@@ -190,6 +199,23 @@ class AnthropicDistiller:
         return self._atom_bound_for_tokens(estimate_tokens(text))
 
     # ------------------------------------------------------------------ one Messages call
+
+    def ask(self, stage: str, key: str, system: str, user: str, max_tokens: int) -> str:
+        """One plain prompt under the run's cost cap, rate limit, retries and usage ledger (the journals'
+        extractors, compaction, the monthly review); AskFailed says why there is no usable reply."""
+        bound = self.prices.worst_case(prompt_tokens_bound(system, user), max_tokens)
+        try:
+            self.guard.check(bound)
+        except CostCapReached as exc:
+            raise AskFailed(f"{exc} (spent ${self.guard.spent_usd:.4f}, next call up to ${bound:.4f})",
+                            attempted=False) from None
+        try:
+            text, _usage, _latency, stop = self._call(stage, key, system, user, max_tokens)
+        except Exception as exc:  # noqa: BLE001 - LLMCallFailed and SDK errors: the caller falls back
+            raise AskFailed(f"LLM call failed: {exc}") from None
+        if stop == "max_tokens":
+            raise AskFailed(f"reply cut at max_tokens={max_tokens}")
+        return text
 
     def _call(
         self, stage: str, key: str, system: str, user: str, max_tokens: int
