@@ -1,9 +1,11 @@
-"""The fleet code location (issue 21): the project's nightly consolidation with one partition per agent.
+"""The fleet code location (issue 21): the nightly engine, the journals and tiered compaction, one partition per
+agent (agents; agent × day, week or month where the asset is time-partitioned).
 
-The assets are the single-agent location's own (`definitions._load`), given the `agents` dynamic partitions with
-`map_asset_specs`; the resources that name a workspace (store, engine, notifier) are built for each run from the
-run's agent partition, so every step of agent A's night reads and writes only `<fleet root>/agents/A/`. The
-single-agent location (`memory_pipeline.definitions`) is untouched. Loaded by `deploy/fleet/workspace.yaml`.
+The assets and checks are the single-agent location's own, given these partitions with `map_asset_specs`; the
+resources that name a workspace (store, engine, notifier) are built for each run from the run's agent, so every
+step of agent A's run reads and writes only `<fleet root>/agents/A/`. The single-agent location
+(`memory_pipeline.definitions`) is untouched. `memory-pipeline fleet daemon|webserver|worker`, the Helm values and
+the Dockerfile load this module.
 """
 
 
