@@ -30,9 +30,9 @@ from memory_pipeline.resources.store import MemoryStoreResource
 
 AGENT_TAG = "memory_pipeline/agent"  # deploy/fleet/dagster.yaml: one run per value at a time
 NIGHT_TAG = "memory_pipeline/night"
-# Per agent: the nightly engine, the journals (agent × day, agent × week) and tiered compaction (agent × week).
-# Rollups, graph, search and context stay per workspace: see README "Running a fleet".
-PER_AGENT_GROUPS = ("abstraction", "journals", "compaction")
+# Per agent: the nightly engine, the journals (agent × day, week, month), tiered compaction (agent × week) and
+# the search index (kept current per agent by its eager condition). Rollups and graph: see README.
+PER_AGENT_GROUPS = ("abstraction", "journals", "compaction", "search")
 TIME_DIMENSIONS: dict[type, str] = {
     dg.DailyPartitionsDefinition: "day", dg.WeeklyPartitionsDefinition: "week", dg.MonthlyPartitionsDefinition: "month",
 }
@@ -120,8 +120,13 @@ _MULTI: dict[int, dg.MultiPartitionsDefinition] = {}
 RETRY_WHOLE = {"dagster/retry_strategy": "ALL_STEPS"}
 
 agent_night = dg.define_asset_job(
-    "agent_night", selection=dg.AssetSelection.groups("abstraction"), executor_def=fleet_executor(),
-    tags=RETRY_WHOLE, description="One agent's nightly consolidation: the agent is the partition.")
+    "agent_night", selection=dg.AssetSelection.groups("abstraction") | dg.AssetSelection.assets("search_usage"),
+    executor_def=fleet_executor(), tags=RETRY_WHOLE,
+    description="One agent's nightly consolidation (and its search-usage spool): the agent is the partition.")
+# The search index follows every agent's writes by its own eager condition (one run per agent partition).
+fleet_automation = dg.AutomationConditionSensorDefinition(
+    "fleet_automation", target=dg.AssetSelection.groups("search"), default_status=dg.DefaultSensorStatus.RUNNING,
+    minimum_interval_seconds=60)
 agent_journal_day = dg.define_asset_job(
     "agent_journal_day", selection=dg.AssetSelection.assets(*DAILY_ASSETS),
     executor_def=fleet_executor(), tags=RETRY_WHOLE, description="One agent's day: transcripts → journal.")
@@ -307,7 +312,7 @@ def location(resources: dict[str, Any] | None = None) -> dg.Definitions:
               fleet_report_job],
         schedules=[fleet_nights, fleet_journal_days, fleet_journal_weeks, fleet_journal_months,
                    fleet_compaction_weeks, fleet_report_schedule],
-        sensors=[agents_registry],
+        sensors=[agents_registry, fleet_automation],
         # the base's own (embedder, llm, the journals' IO manager, which follows `store`), per-agent ones on top
         resources={**(base.resources or {}), **AGENT_RESOURCES, **fleet, **(resources or {})},
     )

@@ -178,11 +178,15 @@ def test_each_agents_night_touches_only_its_own_workspace_and_the_fleet_report_s
     b_before = _digest(b)
     defs = location()
     instance = _instance_with(["ada", "bob"])
+    before = dg.evaluate_automation_conditions(defs=defs, instance=instance)  # the automation sensor's cursor
     first = _night(defs, instance, "ada")
     assert first.success
     assert _digest(b) == b_before  # agent B's workspace is byte-identical after agent A's night
     report = json.loads((a / "reports" / f"compression-{first.run_id}.json").read_text())
     assert report["verdict"] == "PASS" and report["clusters_compressed"] > 0
+    # Dagster keeps each agent's search index current: ada's night makes ada's index (only) stale
+    evaluated = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=before.cursor)
+    assert set(evaluated.get_requested_partitions(dg.AssetKey("search_index"))) == {"ada"}
     second = _night(defs, instance, "bob")
     assert second.success
     import duckdb
@@ -199,6 +203,10 @@ def test_each_agents_night_touches_only_its_own_workspace_and_the_fleet_report_s
     mats = instance.fetch_materializations(dg.AssetRecordsFilter(
         asset_key=dg.AssetKey("report"), asset_partitions=["bob"]), limit=5).records
     assert [m.run_id for m in mats] == [second.run_id]
+
+    index = defs.resolve_implicit_global_asset_job_def().execute_in_process(
+        instance=instance, partition_key="ada", asset_selection=[dg.AssetKey("search_index")])
+    assert index.success and (a / "index" / "CURRENT").is_file() and not (b / "index").exists()
 
     result = dg.materialize([defs.get_assets_def("fleet_report")], instance=instance,
                             resources={"fleet_notifier": defs.resources["fleet_notifier"]})
