@@ -2,7 +2,8 @@
 
 Only when `git` is on PATH and MEMORY_PIPELINE_JOURNAL_GIT is not "0"; a failure is logged, never raised —
 the pipeline never needs git. Commits carry the seed's types (conversation:, memory:, extract:, maintenance:);
-journals get `memory/daily/YYYY-MM-DD` tags. Only raw/, knowledge/ and archive/ are tracked.
+journals get `memory/daily/YYYY-MM-DD` tags (never from a branch's worktree, see branches.py). Only raw/,
+knowledge/ and archive/ are tracked.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ def commit_knowledge(home: Path, message: str, tag: str | None, log: Any = None)
             done = _git(home, "commit", "-q", "-m", message)
             if done.returncode != 0:
                 raise RuntimeError(done.stderr.strip())
-            if tag:
+            if tag and (home / ".git").is_dir():  # not in an extract/NAME worktree: tags are the repo's, main's
                 _git(home, "tag", "-f", tag)
             return True
     except (OSError, RuntimeError, subprocess.SubprocessError) as exc:
