@@ -15,6 +15,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from memory_pipeline.journals.commit_messages import KnowledgeChange, template
+
 _IGNORE = "/*\n!/raw/\n!/knowledge/\n!/archive/\n!/.gitignore\n*.tmp*\n"
 
 
@@ -39,9 +41,12 @@ def commit_knowledge(home: Path, message: str, tag: str | None, log: Any = None)
                 (home / ".gitignore").write_text(_IGNORE, encoding="utf-8")
                 if _git(home, "init", "-q").returncode != 0:
                     return False
-            if _git(home, "ls-files", "--others", "--exclude-standard", "raw").stdout.strip():
+            new = _git(home, "ls-files", "--others", "--exclude-standard", "raw").stdout.split("\n")
+            if any(new):
                 _git(home, "add", "raw", ".gitignore")
-                _git(home, "commit", "-q", "-m", "conversation: new transcripts")
+                files = tuple(p for p in new if p)
+                _git(home, "commit", "-q", "-m", template(KnowledgeChange("conversation", f"{len(files)} new "
+                                                                          "transcript(s)", files=files)))  # fmt: skip
             _git(home, "add", "-A", "knowledge", "archive") if (home / "archive").exists() else _git(
                 home, "add", "-A", "knowledge"
             )

@@ -69,6 +69,10 @@ def test_a_branch_reconstruction_leaves_main_byte_identical_and_adopt_brings_it_
 ) -> None:
     assert main(["reconstruct", *DAYS]) == 0  # main: all extractors, git on
     assert "tagged memory/extract/decisions@1+facts@1+lessons@1+people@1+procedures@1" in capsys.readouterr().out
+    log = git(home, "log", "--reverse", "--format=%B%x00").split("\x00")
+    assert log[0].strip().startswith("conversation: ") and "new transcript(s)\n\nFiles:\n- raw/conversations/" in log[0]
+    [journal] = [m.strip() for m in log if m.strip().startswith("extract: journal 2026-09-15")]
+    assert "\n\nFiles:\n- knowledge/journal/2026-09-15.md\n\nSessions: " in journal  # the §3.2 template
     old_branch(home, "stale", days_ago=9)
     old_branch(home, "recent", days_ago=2)
     before, head, tags = snapshot(home), git(home, "rev-parse", "HEAD"), git(home, "tag", "--list")
