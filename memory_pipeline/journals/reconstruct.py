@@ -284,6 +284,19 @@ def extractor_versions(extractors: Sequence[str] | None) -> list[tuple[str, str]
     return [(e.name, version_for(e.name, use_llm)) for e in select(extractors)]
 
 
+def fresh_derived_state(where: Path, weekly: bool) -> None:
+    """Before each replay on a branch: no store, no Parquet (the replay builds them from the transcripts with
+    only the chosen extractors, even when the branch ran before with others) and, with the weekly rollup, no
+    MEMORY.md (rebuilt from the replayed weeks' journals rather than merged into main's)."""
+    import shutil
+
+    for name in ("memory.duckdb", "memory.duckdb.wal"):
+        (where / name).unlink(missing_ok=True)
+    shutil.rmtree(where / "parquet", ignore_errors=True)
+    if weekly:
+        (where / "knowledge" / "memory" / "MEMORY.md").unlink(missing_ok=True)
+
+
 @dataclass
 class BranchRun:
     name: str
@@ -321,8 +334,7 @@ def reconstruct_branch(
     if commit_pending_transcripts(home):
         echo("  committed new transcripts on the workspace's branch first (conversation:)")
     where = open_worktree(home, name)
-    if weekly:
-        (where / "knowledge" / "memory" / "MEMORY.md").unlink(missing_ok=True)
+    fresh_derived_state(where, weekly)
     with workspace_env(where), dg.DagsterInstance.get() as instance:
         result = reconstruct(instance, start, end, extractors, multiprocess=multiprocess, weekly=weekly, echo=echo)
     label = extractor_label(extractor_versions(extractors))

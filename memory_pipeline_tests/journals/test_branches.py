@@ -14,6 +14,7 @@ from memory_pipeline.journals import branches
 from memory_pipeline.journals.gitlog import commit_knowledge
 from memory_pipeline.journals.retention import compare
 from memory_pipeline.settings import REPO_ROOT
+from memory_pipeline.store import MemoryStore
 
 DAYS = ["--from", "2026-09-15", "--to", "2026-09-15", "--in-process", "--no-weekly"]
 
@@ -46,6 +47,11 @@ def snapshot(home: Path) -> dict[str, bytes]:
         for p in sorted(home.rglob("*"))
         if p.is_file() and not any(p.is_relative_to(s) for s in skip)
     }
+
+
+def sources(home: Path) -> set[str]:
+    with MemoryStore(home / "memory.duckdb").connect() as con:
+        return {r[0] for r in con.execute("SELECT DISTINCT source FROM memories").fetchall()}
 
 
 def extract_branches(home: Path) -> list[str]:
@@ -93,14 +99,23 @@ def test_a_branch_reconstruction_leaves_main_byte_identical_and_adopt_brings_it_
     assert "Extractors: decisions@1" in tip and "Range: 2026-09-15..2026-09-15" in tip
     branch_journal = git(home, "show", "extract/dec:knowledge/journal/2026-09-15.md")
     assert branch_journal != before["knowledge/journal/2026-09-15.md"].decode()
-    assert (home / ".branches" / "dec" / "memory.duckdb").exists()  # the branch's own store
+    assert sources(home / ".branches" / "dec") == {"extract:decisions@1"}  # the branch's own store
+
+    # the same branch again with another extractor: a fresh store, so only that extractor's memories
+    assert main(["reconstruct", "--branch", "dec", "--extractor", "facts", *DAYS]) == 0
+    capsys.readouterr()
+    assert sources(home / ".branches" / "dec") == {"extract:facts@1"} and snapshot(home) == before
+    subject = git(home, "log", "-1", "--format=%s", "extract/dec").strip()
+    assert subject == "extract: facts@1 over 2026-09-15..2026-09-15"
+    assert git(home, "show", "extract/dec:knowledge/journal/2026-09-15.md") != branch_journal
+    branch_journal = git(home, "show", "extract/dec:knowledge/journal/2026-09-15.md")
 
     assert main(["reconstruct", "--adopt", "dec"]) == 0
     out = capsys.readouterr().out
     assert (home / "knowledge" / "journal" / "2026-09-15.md").read_text() == branch_journal
-    assert "tagged memory/extract/decisions@1" in out
-    assert "memory/extract/decisions@1" in git(home, "tag", "--list", "memory/extract/*").split()
-    assert git(home, "log", "-1", "--format=%s").startswith("extract: adopt extract/dec (decisions@1)")
+    assert "tagged memory/extract/facts@1" in out
+    assert "memory/extract/facts@1" in git(home, "tag", "--list", "memory/extract/*").split()
+    assert git(home, "log", "-1", "--format=%s").startswith("extract: adopt extract/dec (facts@1)")
     assert git(home, "branch", "--list", "extract/dec") == "" and not (home / ".branches" / "dec").exists()
     assert (home / "memory.duckdb").read_bytes() == before["memory.duckdb"]  # the store is main's (see notes)
 
