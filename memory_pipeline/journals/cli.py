@@ -172,8 +172,9 @@ def _adopt(home: Path, name: str) -> int:
     print(f"deleted {branches.PREFIX}{name} and its worktree (merged)")
     if span:
         start, _, end = span.partition("..")
-        print(f"the store's session memories are still main's: rebuild them with `memory-pipeline reconstruct "
-              f"--from {start} --to {end}`" + "".join(f" --extractor {n.split('@')[0]}" for n in label.split("+")))
+        print(f"note: memory.duckdb is unchanged (main's extractor memories): a later main reconstruct of {span} "
+              f"writes journals from them again; `memory-pipeline reconstruct --from {start} --to {end}` with "
+              "the branch's extractors refreshes theirs (other extractors' memories stay)")  # fmt: skip
     return 0
 
 

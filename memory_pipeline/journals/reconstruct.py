@@ -344,7 +344,8 @@ def reconstruct_branch(
         "extract",
         f"{label} over {start}..{end}",
         files=tuple(files),
-        detail=f"Replayed the transcripts of {start}..{end} on {PREFIX}{name} (A/B against {base}).",
+        detail=f"Replayed the transcripts of {start}..{end} on {PREFIX}{name} (A/B against {base}); the files "
+        f"below differ from {base}.",
         trailers=(("Extractors", label), ("Range", f"{start}..{end}")),
         diff_stat=_git(where, "diff", "--cached", "--stat", base, "--", "knowledge").stdout,
     )
