@@ -170,7 +170,8 @@ def adopt(home: Path, name: str, message: str) -> str:
     done = _git(home, "merge", "--no-ff", "-m", message, f"{PREFIX}{name}")
     if done.returncode != 0:
         _git(home, "merge", "--abort")
-        reason = (done.stderr.strip() or done.stdout.strip() or "?").splitlines()[0]
+        said = [line.strip() for line in (done.stdout + "\n" + done.stderr).splitlines() if line.strip()]
+        reason = next((line for line in said if line.startswith(("CONFLICT", "error:"))), said[0] if said else "?")
         raise BranchError(f"cannot merge {PREFIX}{name} into {main_branch(home)}: {reason}; nothing changed")
     return _ok(home, "rev-parse", "HEAD").strip()
 

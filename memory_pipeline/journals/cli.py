@@ -33,6 +33,9 @@ def cmd_reconstruct(args: argparse.Namespace) -> int:
         print("error: reconstruct needs --from and --to (or --branch NAME, --adopt NAME, --prune-branches)",
               file=sys.stderr)  # fmt: skip
         return 2
+    if args.questions is not None:
+        print("error: --questions compares a branch with main: give --branch NAME too", file=sys.stderr)
+        return 2
     if not (home / "raw" / "conversations").is_dir():
         print(f"no transcripts in {home / 'raw' / 'conversations'}", file=sys.stderr)
         return 2

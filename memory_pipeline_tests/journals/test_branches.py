@@ -207,3 +207,26 @@ def test_the_retention_comparison_scores_answer_support_on_main_and_the_branch(t
     result = compare(main_home, branch_home, _locomo(tmp_path))
     assert (result.main, result.branch, result.questions) == (1.0, 0.5, 2)
     assert result.line() == "retention (answer support@10, 2 question(s)): main 100.0 %, branch 50.0 %"
+
+
+def test_an_adoption_that_conflicts_is_aborted_and_changes_nothing(home: Path) -> None:
+    (home / "knowledge").mkdir()
+    (home / "knowledge" / "a.md").write_text("- a\n")
+    assert commit_knowledge(home, "memory: a", tag=None)
+    where = branches.open_worktree(home, "x")
+    (where / "knowledge" / "a.md").write_text("- from the branch\n")
+    branches.record(where, "extract: x\n")
+    (home / "knowledge" / "a.md").write_text("- from main\n")
+    assert commit_knowledge(home, "memory: main moved on", tag=None)
+    head, before = git(home, "rev-parse", "HEAD"), snapshot(home)
+    conflict = r"cannot merge extract/x into \w+: CONFLICT \(content\): .*knowledge/a.md; nothing changed"
+    with pytest.raises(branches.BranchError, match=conflict):
+        branches.adopt(home, "x", "extract: adopt x\n")
+    assert git(home, "rev-parse", "HEAD") == head and snapshot(home) == before
+    assert git(home, "status", "--porcelain") == "" and not (home / ".git" / "MERGE_HEAD").exists()
+    assert branches.exists(home, "x")  # kept: nothing was adopted
+
+
+def test_questions_without_a_branch_is_refused(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["reconstruct", "--from", "2026-09-15", "--to", "2026-09-15", "--questions", "q.json"]) == 2
+    assert capsys.readouterr().err.strip() == "error: --questions compares a branch with main: give --branch NAME too"
