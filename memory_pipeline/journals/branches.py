@@ -15,6 +15,7 @@ Everything here needs git; without it, `require_git` says so in one line.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import shutil
@@ -87,9 +88,11 @@ def commit_pending_transcripts(home: Path) -> bool:
     new = [p for p in _ok(home, "ls-files", "--others", "--exclude-standard", "raw").splitlines() if p]
     if not new:
         return False
-    _ok(home, "add", "--", *new)
     change = KnowledgeChange("conversation", f"{len(new)} new transcript(s)", files=tuple(new))
-    _ok(home, "commit", "-q", "-m", template(change), "--", *new)
+    with open(home / ".git-memory.lock", "a") as lock:  # the journal pipeline's commits take the same lock
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        _ok(home, "add", "--", *new)
+        _ok(home, "commit", "-q", "-m", template(change), "--", *new)
     return True
 
 

@@ -230,3 +230,22 @@ def test_an_adoption_that_conflicts_is_aborted_and_changes_nothing(home: Path) -
 def test_questions_without_a_branch_is_refused(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["reconstruct", "--from", "2026-09-15", "--to", "2026-09-15", "--questions", "q.json"]) == 2
     assert capsys.readouterr().err.strip() == "error: --questions compares a branch with main: give --branch NAME too"
+
+
+def test_transcripts_not_yet_committed_are_committed_on_main_before_branching(home: Path) -> None:
+    (home / "knowledge").mkdir()
+    (home / "knowledge" / "a.md").write_text("- a\n")
+    assert commit_knowledge(home, "memory: a", tag=None)  # commits the sample transcripts too
+    new = home / "raw" / "conversations" / "2026" / "11" / "20" / "late.md"
+    new.parent.mkdir(parents=True)
+    new.write_text("---\nsession_id: late\n---\n")
+    before = snapshot(home)
+    assert branches.commit_pending_transcripts(home)
+    assert not branches.commit_pending_transcripts(home)  # nothing left
+    assert snapshot(home) == before  # git's metadata only
+    assert git(home, "log", "-1", "--format=%B") == (
+        "conversation: 1 new transcript(s)\n\nFiles:\n- raw/conversations/2026/11/20/late.md\n\n"
+    )
+    where = branches.open_worktree(home, "late")
+    assert (where / "raw" / "conversations" / "2026" / "11" / "20" / "late.md").read_text() == new.read_text()
+    assert git(home, "status", "--porcelain") == ""  # the worktree under .branches/ is ignored by main
