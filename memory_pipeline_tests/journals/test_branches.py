@@ -73,6 +73,8 @@ def old_branch(home: Path, name: str, days_ago: int) -> None:
 def test_a_branch_reconstruction_leaves_main_byte_identical_and_adopt_brings_it_in(
     home: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """The retention line's scores are 0 here (the sample is not LoCoMo's conversation); the retention test
+    below checks the scoring itself."""
     assert main(["reconstruct", *DAYS]) == 0  # main: all extractors, git on
     assert "tagged memory/extract/decisions@1+facts@1+lessons@1+people@1+procedures@1" in capsys.readouterr().out
     log = git(home, "log", "--reverse", "--format=%B%x00").split("\x00")
@@ -102,8 +104,9 @@ def test_a_branch_reconstruction_leaves_main_byte_identical_and_adopt_brings_it_
     assert sources(home / ".branches" / "dec") == {"extract:decisions@1"}  # the branch's own store
 
     # the same branch again with another extractor: a fresh store, so only that extractor's memories
-    assert main(["reconstruct", "--branch", "dec", "--extractor", "facts", *DAYS]) == 0
-    capsys.readouterr()
+    questions = _locomo(home.parent)
+    assert main(["reconstruct", "--branch", "dec", "--extractor", "facts", "--questions", str(questions), *DAYS]) == 0
+    assert "retention (answer support@10, 2 question(s)): main 0.0 %, branch 0.0 %" in capsys.readouterr().out
     assert sources(home / ".branches" / "dec") == {"extract:facts@1"} and snapshot(home) == before
     subject = git(home, "log", "-1", "--format=%s", "extract/dec").strip()
     assert subject == "extract: facts@1 over 2026-09-15..2026-09-15"
