@@ -81,10 +81,12 @@ def _commit_ask() -> Callable[[str], str] | None:
 def tag_main(home: Path, extractors: list[str] | None) -> None:
     """After a reconstruction on main: `memory/extract/<label>` when the extractor set/versions changed."""
     from memory_pipeline.journals import branches
+    from memory_pipeline.journals.gitlog import git_enabled
     from memory_pipeline.journals.reconstruct import extractor_versions
 
+    if not git_enabled() or not (home / ".git").is_dir():
+        return  # optional, like the knowledge commits themselves
     try:
-        branches.require_git(home, "the memory/extract tag")
         tag = branches.tag_extractors(home, branches.extractor_label(extractor_versions(extractors)))
     except branches.BranchError as exc:
         print(f"note: {exc}", file=sys.stderr)

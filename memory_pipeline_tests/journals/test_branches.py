@@ -180,6 +180,7 @@ def test_without_git_the_branch_commands_say_so_in_one_line_and_reconstruct_work
     assert main(["reconstruct", "--from", "2026-09-15", "--to", "2026-09-15", "--extractor", "decisions",
                  "--in-process", "--no-weekly"]) == 0  # fmt: skip
     assert (home / "knowledge" / "journal" / "2026-09-15.md").exists() and not (home / ".git").exists()
+    assert "memory/extract" not in capsys.readouterr().err  # the optional tag says nothing without git
 
 
 def _locomo(tmp_path: Path) -> Path:
