@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable
 from datetime import date, datetime
 from pathlib import Path
 
@@ -27,6 +28,15 @@ def cmd_reconstruct(args: argparse.Namespace) -> int:
     from memory_pipeline.operator.instance import recover_dead_cli_runs as _recover_dead_cli_runs
 
     home = workspace_home()
+    if args.adopt is not None or args.prune_branches or args.branch is not None:
+        return cmd_branch(args, home)
+    if args.start is None or args.end is None:
+        print("error: reconstruct needs --from and --to (or --branch NAME, --adopt NAME, --prune-branches)",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    if args.questions is not None:
+        print("error: --questions compares a branch with main: give --branch NAME too", file=sys.stderr)
+        return 2
     if not (home / "raw" / "conversations").is_dir():
         print(f"no transcripts in {home / 'raw' / 'conversations'}", file=sys.stderr)
         return 2
@@ -56,7 +66,122 @@ def cmd_reconstruct(args: argparse.Namespace) -> int:
         print(f"failed: transcript {line}", file=sys.stderr)
     for line in result.warnings:
         print(f"warning: {line}", file=sys.stderr)
+    if not failed:
+        tag_main(home, args.extractor)
     return 1 if failed else 0
+
+
+def _commit_ask() -> Callable[[str], str] | None:
+    """The `llm` resource (as the environment configures it) writing commit summaries; None offline."""
+    from memory_pipeline.journals.commit_messages import llm_ask
+    from memory_pipeline.resources.defaults import default_resources
+
+    return llm_ask(default_resources()["llm"])
+
+
+def tag_main(home: Path, extractors: list[str] | None) -> None:
+    """After a reconstruction on main: `memory/extract/<label>` when the extractor set/versions changed."""
+    from memory_pipeline.journals import branches
+    from memory_pipeline.journals.gitlog import git_enabled
+    from memory_pipeline.journals.reconstruct import extractor_versions
+
+    if not git_enabled() or not (home / ".git").is_dir():
+        return  # optional, like the knowledge commits themselves
+    try:
+        tag = branches.tag_extractors(home, branches.extractor_label(extractor_versions(extractors)))
+    except branches.BranchError as exc:
+        print(f"note: {exc}", file=sys.stderr)
+        return
+    if tag:
+        print(f"tagged {tag} (extractor change)")
+
+
+def cmd_branch(args: argparse.Namespace, home: Path) -> int:
+    """`reconstruct --branch NAME [--questions FILE]`, `--adopt NAME`, `--prune-branches` (seed 001 §3.3, §10.4)."""
+    from memory_pipeline.journals import branches
+    from memory_pipeline.journals.extractors import select
+    from memory_pipeline.journals.reconstruct import reconstruct_branch
+
+    try:
+        if args.prune_branches and args.branch is None and args.adopt is None:
+            branches.require_git(home, "reconstruct --prune-branches")
+            pruned = branches.prune(home)
+            for b in pruned:
+                print(f"pruned {branches.PREFIX}{b.name} (last commit {b.last_commit:%Y-%m-%d})")
+            print(f"{len(pruned)} extract/* branch(es) older than 7 days pruned; {len(branches.branches(home))} kept")
+            return 0
+        if args.adopt is not None:
+            return _adopt(home, branches.check_name(args.adopt))
+        name = branches.check_name(args.branch)
+        branches.require_git(home)
+        select(args.extractor)
+        span = (args.start, args.end) if args.start and args.end else branches.transcript_days(home)
+        if span is None:
+            raise branches.BranchError(f"no transcripts in {home / 'raw' / 'conversations'}")
+        start, end = args.start or span[0], args.end or span[1]
+        which = ", ".join(args.extractor) if args.extractor else "all extractors"
+        where = branches.branch_dir(home, name)
+        print(f"reconstructing {start}..{end} ({which}) on {branches.PREFIX}{name} in {where}")
+        run = reconstruct_branch(home, name, start, end, args.extractor, multiprocess=not args.in_process,
+                                 weekly=not args.no_weekly, ask=_commit_ask())  # fmt: skip
+    except (branches.BranchError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    failed = len(run.result.failed) + len(run.result.rejected)
+    print(f"{len(run.result.days)} day(s), {len(run.result.weeks)} week(s) rebuilt on {branches.PREFIX}{name}; "
+          f"{failed} failed; commit {run.commit[:10]} (message by {run.written_by})")  # fmt: skip
+    for key in run.result.failed:
+        print(f"failed: {key}: {run.result.errors.get(key, '')}", file=sys.stderr)
+    print(f"git diff --stat {branches.main_branch(home)} {branches.PREFIX}{name} -- knowledge archive:")
+    print(run.diff_stat.rstrip() or " (no difference)")
+    print(_retention(home, run.where, args.questions))
+    print(f"adopt it: memory-pipeline reconstruct --adopt {name}")
+    return 1 if failed else 0
+
+
+def _retention(home: Path, where: Path, questions: Path | None) -> str:
+    if questions is None:
+        return "retention comparison skipped: no --questions FILE (LoCoMo format)"
+    from memory_pipeline.journals.retention import RetentionError, compare
+
+    try:
+        return compare(home, where, questions).line()
+    except RetentionError as exc:
+        return str(exc)
+
+
+def _adopt(home: Path, name: str) -> int:
+    """Merge extract/NAME (its files become main's), tag an extractor change, delete the merged branch."""
+    from memory_pipeline.journals import branches
+    from memory_pipeline.journals.commit_messages import KnowledgeChange, compose
+
+    branches.require_git(home, "reconstruct --adopt")
+    if not branches.exists(home, name):
+        raise branches.BranchError(f"no branch {branches.PREFIX}{name} to adopt")
+    facts = branches.trailers(home, f"{branches.PREFIX}{name}")
+    files = branches.changed_files(home, name)
+    label, span = facts.get("Extractors", ""), facts.get("Range", "")
+    change = KnowledgeChange(
+        "extract", f"adopt {branches.PREFIX}{name}" + (f" ({label})" if label else ""), files=tuple(files),
+        detail=f"Merged the A/B reconstruction {branches.PREFIX}{name}" + (f" of {span}" if span else "") + ".",
+        trailers=tuple((k, v) for k, v in (("Extractors", label), ("Range", span)) if v),
+        diff_stat=branches.diff_stat(home, name),
+    )  # fmt: skip
+    composed = compose(change, _commit_ask())
+    commit = branches.adopt(home, name, composed.message)
+    print(f"adopted {branches.PREFIX}{name}: merge {commit[:10]}, {len(files)} file(s) changed "
+          f"(message by {composed.written_by})")  # fmt: skip
+    tag = branches.tag_extractors(home, label) if label else None
+    if tag:
+        print(f"tagged {tag} (extractor change)")
+    branches.remove(home, name)
+    print(f"deleted {branches.PREFIX}{name} and its worktree (merged)")
+    if span:
+        start, _, end = span.partition("..")
+        print(f"note: memory.duckdb is unchanged (main's extractor memories): a later main reconstruct of {span} "
+              f"writes journals from them again; `memory-pipeline reconstruct --from {start} --to {end}` with "
+              "the branch's extractors refreshes theirs (other extractors' memories stay)")  # fmt: skip
+    return 0
 
 
 def flush_session(home: Path, turns: list, now: datetime | None = None) -> dict[str, object]:
@@ -239,11 +364,18 @@ def register(sub: argparse._SubParsersAction) -> None:
         "reconstruct",
         help="replay transcripts through the extractors for a date range (a backfill of the journal pipeline)",
     )
-    rec.add_argument("--from", dest="start", type=_date, required=True, help="first day, YYYY-MM-DD")
-    rec.add_argument("--to", dest="end", type=_date, required=True, help="last day, YYYY-MM-DD")
+    rec.add_argument("--from", dest="start", type=_date, help="first day, YYYY-MM-DD (with --branch: default the "
+                     "first transcript's)")  # fmt: skip
+    rec.add_argument("--to", dest="end", type=_date, help="last day, YYYY-MM-DD (with --branch: default the last)")
     rec.add_argument("--extractor", action="append", help="only this extractor (repeatable); default all")
     rec.add_argument("--in-process", action="store_true", help="run the steps in this process (default: one each)")
     rec.add_argument("--no-weekly", action="store_true", help="skip the weekly MEMORY.md rollup")
+    rec.add_argument("--branch", metavar="NAME", help="A/B: replay into the knowledge repository's branch "
+                     "extract/NAME (its own worktree and store), report the diff against main")  # fmt: skip
+    rec.add_argument("--questions", type=Path, metavar="FILE",
+                     help="with --branch: LoCoMo-format questions; compare answer support on main and the branch")
+    rec.add_argument("--adopt", metavar="NAME", help="merge extract/NAME into the workspace's branch, then delete it")
+    rec.add_argument("--prune-branches", action="store_true", help="delete extract/* branches older than 7 days")
     rec.set_defaults(fn=cmd_reconstruct)
     fl = sub.add_parser(
         "flush",

@@ -113,6 +113,7 @@ def prune(
     home: Path, today: date, dry_run: bool, warn: Callable[[str], None] = print
 ) -> tuple[list[Scored], list[str]]:
     """Score, then (unless `dry_run`) move the evicted files and commit the move; (scores, moved paths)."""
+    from memory_pipeline.journals.commit_messages import KnowledgeChange, template
     from memory_pipeline.journals.gitlog import commit_knowledge
 
     scored = score_files(home, today, DecaySettings.from_env(), warn)
@@ -120,5 +121,6 @@ def prune(
         return scored, []
     moved = evict(home, scored)
     if moved:
-        commit_knowledge(home, f"maintenance: prune by decay ({len(moved)} files)\n\n" + "\n".join(moved), tag=None)
+        change = KnowledgeChange("maintenance", f"prune by decay ({len(moved)} files)", files=tuple(moved))
+        commit_knowledge(home, template(change), tag=None)
     return scored, moved

@@ -2,7 +2,8 @@
 
 Only when `git` is on PATH and MEMORY_PIPELINE_JOURNAL_GIT is not "0"; a failure is logged, never raised —
 the pipeline never needs git. Commits carry the seed's types (conversation:, memory:, extract:, maintenance:);
-journals get `memory/daily/YYYY-MM-DD` tags. Only raw/, knowledge/ and archive/ are tracked.
+journals get `memory/daily/YYYY-MM-DD` tags (never from a branch's worktree, see branches.py). Only raw/,
+knowledge/ and archive/ are tracked.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
+
+from memory_pipeline.journals.commit_messages import KnowledgeChange, template
 
 _IGNORE = "/*\n!/raw/\n!/knowledge/\n!/archive/\n!/.gitignore\n*.tmp*\n"
 
@@ -38,9 +41,12 @@ def commit_knowledge(home: Path, message: str, tag: str | None, log: Any = None)
                 (home / ".gitignore").write_text(_IGNORE, encoding="utf-8")
                 if _git(home, "init", "-q").returncode != 0:
                     return False
-            if _git(home, "ls-files", "--others", "--exclude-standard", "raw").stdout.strip():
+            new = _git(home, "ls-files", "--others", "--exclude-standard", "raw").stdout.split("\n")
+            if any(new):
                 _git(home, "add", "raw", ".gitignore")
-                _git(home, "commit", "-q", "-m", "conversation: new transcripts")
+                files = tuple(p for p in new if p)
+                _git(home, "commit", "-q", "-m", template(KnowledgeChange("conversation", f"{len(files)} new "
+                                                                          "transcript(s)", files=files)))  # fmt: skip
             _git(home, "add", "-A", "knowledge", "archive") if (home / "archive").exists() else _git(
                 home, "add", "-A", "knowledge"
             )
@@ -49,7 +55,7 @@ def commit_knowledge(home: Path, message: str, tag: str | None, log: Any = None)
             done = _git(home, "commit", "-q", "-m", message)
             if done.returncode != 0:
                 raise RuntimeError(done.stderr.strip())
-            if tag:
+            if tag and (home / ".git").is_dir():  # not in an extract/NAME worktree: tags are the repo's, main's
                 _git(home, "tag", "-f", tag)
             return True
     except (OSError, RuntimeError, subprocess.SubprocessError) as exc:

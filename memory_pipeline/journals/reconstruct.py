@@ -12,15 +12,33 @@ in its own process and waits for DuckDB's single writer (the store pool).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import os
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import date, timedelta
+from pathlib import Path
 from typing import Any
 
 import dagster as dg
 
 from memory_pipeline.defs.journals.assets import EXTRACTOR_KEYS, FAILED_PARTITION, SESSIONS
+from memory_pipeline.journals.branches import (
+    PREFIX,
+    check_name,
+    commit_pending_transcripts,
+    diff_stat,
+    extractor_label,
+    main_branch,
+    open_worktree,
+    prune,
+    record,
+    require_git,
+    staged_against,
+)
+from memory_pipeline.journals.commit_messages import Ask, KnowledgeChange, compose
 from memory_pipeline.journals.extractors import select
+from memory_pipeline.journals.gitlog import _git
 from memory_pipeline.journals.intake import DATE_MISMATCHES, REJECTED
 
 RANGE_START_TAG = "dagster/asset_partition_range_start"  # dagster._core.storage.tags.ASSET_PARTITION_RANGE_*
@@ -236,3 +254,101 @@ def reconstruct(
             out.errors.update(errors)
             out.run_ids += run_ids
     return out
+
+
+@contextmanager
+def workspace_env(home: Path) -> Iterator[None]:
+    """MEMORY_PIPELINE_HOME = `home` and DAGSTER_HOME = `home/.dagster` while inside (a branch's worktree is a
+    whole workspace of its own: store, Parquet, reports, run history); the previous values come back after."""
+    from memory_pipeline.operator.instance import dagster_home
+
+    saved = {k: os.environ.get(k) for k in ("MEMORY_PIPELINE_HOME", "DAGSTER_HOME")}
+    os.environ["MEMORY_PIPELINE_HOME"] = str(home)
+    os.environ["DAGSTER_HOME"] = str(home / ".dagster")
+    try:
+        dagster_home(home)  # copies the instance config (pool limits) into the new DAGSTER_HOME
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def extractor_versions(extractors: Sequence[str] | None) -> list[tuple[str, str]]:
+    """(name, version) of the extractors a run uses: the LLM versions when the `llm` resource will use Claude."""
+    from memory_pipeline.journals.llm_extractors import llm_configured, version_for
+
+    use_llm = llm_configured()
+    return [(e.name, version_for(e.name, use_llm)) for e in select(extractors)]
+
+
+def fresh_derived_state(where: Path, weekly: bool) -> None:
+    """Before each replay on a branch: no store, no Parquet (the replay builds them from the transcripts with
+    only the chosen extractors, even when the branch ran before with others) and, with the weekly rollup, no
+    MEMORY.md (rebuilt from the replayed weeks' journals rather than merged into main's)."""
+    import shutil
+
+    for name in ("memory.duckdb", "memory.duckdb.wal"):
+        (where / name).unlink(missing_ok=True)
+    shutil.rmtree(where / "parquet", ignore_errors=True)
+    if weekly:
+        (where / "knowledge" / "memory" / "MEMORY.md").unlink(missing_ok=True)
+
+
+@dataclass
+class BranchRun:
+    name: str
+    where: Path
+    result: ReconstructResult
+    pruned: list[str]
+    label: str
+    commit: str
+    written_by: str  # who wrote the closing commit's summary: template or llm
+    diff_stat: str
+    files: list[str]
+
+
+def reconstruct_branch(
+    home: Path,
+    name: str,
+    start: date,
+    end: date,
+    extractors: Sequence[str] | None = None,
+    multiprocess: bool = True,
+    weekly: bool = True,
+    ask: Ask | None = None,
+    echo: Callable[[str], object] = print,
+) -> BranchRun:
+    """Seed 001 §10.4 on `extract/NAME` without touching main: prune week-old branches, check out the branch in
+    its worktree, replay [start, end] there with `extractors` into a store of its own (MEMORY.md rebuilt from
+    the replayed weeks), close with an `extract:` commit naming extractors and range, diff against main."""
+    check_name(name)
+    require_git(home)
+    if end < start:
+        raise ValueError(f"--to {end} is before --from {start}")
+    pruned = [b.name for b in prune(home)]
+    for old in pruned:
+        echo(f"  pruned {PREFIX}{old} (last commit older than 7 days)")
+    if commit_pending_transcripts(home):
+        echo("  committed new transcripts on the workspace's branch first (conversation:)")
+    where = open_worktree(home, name)
+    fresh_derived_state(where, weekly)
+    with workspace_env(where), dg.DagsterInstance.get() as instance:
+        result = reconstruct(instance, start, end, extractors, multiprocess=multiprocess, weekly=weekly, echo=echo)
+    label = extractor_label(extractor_versions(extractors))
+    base = main_branch(home)
+    files = staged_against(where, base)
+    change = KnowledgeChange(
+        "extract",
+        f"{label} over {start}..{end}",
+        files=tuple(files),
+        detail=f"Replayed the transcripts of {start}..{end} on {PREFIX}{name} (A/B against {base}); the files "
+        f"below differ from {base}.",
+        trailers=(("Extractors", label), ("Range", f"{start}..{end}")),
+        diff_stat=_git(where, "diff", "--cached", "--stat", base, "--", "knowledge").stdout,
+    )
+    composed = compose(change, ask)
+    commit = record(where, composed.message)
+    return BranchRun(name, where, result, pruned, label, commit, composed.written_by, diff_stat(home, name), files)

@@ -22,6 +22,7 @@ import dagster as dg
 
 from memory_pipeline.defs.journals.partitions import daily_partitions, weekly_partitions
 from memory_pipeline.journals import knowledge, tables
+from memory_pipeline.journals.commit_messages import KnowledgeChange, template
 from memory_pipeline.journals.extractors import EXTRACTORS, Extractor, category_of
 from memory_pipeline.journals.gitlog import commit_knowledge
 from memory_pipeline.journals.intake import (
@@ -369,9 +370,9 @@ def _journal_of_day(
     text = knowledge.journal_text(day, [t.session_id for t in transcripts], items)
     changed = knowledge.write_atomic(path, text)
     if changed:
-        sessions = ", ".join(t.session_id for t in transcripts)
-        commit_knowledge(home, f"extract: journal {day}\n\nSessions: {sessions}", tag=f"memory/daily/{day}",
-                         log=context.log)  # fmt: skip
+        change = KnowledgeChange("extract", f"journal {day}", files=(path.relative_to(home).as_posix(),),
+                                 sessions=tuple(t.session_id for t in transcripts))  # fmt: skip
+        commit_knowledge(home, template(change), tag=f"memory/daily/{day}", log=context.log)
     return {
         "path": dg.MetadataValue.path(str(path)),
         "sessions": len(transcripts),
@@ -426,7 +427,8 @@ def _rollup_week(context: dg.AssetExecutionContext, home: Path, key: str, path: 
     changed = knowledge.write_atomic(path, text)
     if changed:
         year, week, _ = days[-1].isocalendar()  # the ISO week of the week's Saturday
-        commit_knowledge(home, f"memory: weekly rollup {key}", tag=f"memory/weekly/{year}-W{week:02d}", log=context.log)
+        change = KnowledgeChange("memory", f"weekly rollup {key}", files=(path.relative_to(home).as_posix(),))
+        commit_knowledge(home, template(change), tag=f"memory/weekly/{year}-W{week:02d}", log=context.log)
     return {
         "path": dg.MetadataValue.path(str(path)),
         "journals": len(found),
@@ -477,8 +479,9 @@ def journal_archive(
     old = knowledge.journals_to_archive(knowledge_root(home) / "journal", today, config.retention_days)
     moved = [knowledge.archive_journal(p, home / "archive" / "journal") for p in old]
     if moved:
-        message = f"maintenance: archive {len(moved)} journal(s) before {today}"
-        commit_knowledge(home, message, tag=None, log=context.log)
+        change = KnowledgeChange("maintenance", f"archive {len(moved)} journal(s) before {today}",
+                                 files=tuple(p.relative_to(home).as_posix() for p in moved))  # fmt: skip
+        commit_knowledge(home, template(change), tag=None, log=context.log)
     return dg.MaterializeResult(
         metadata={
             "moved": len(moved),
