@@ -10,13 +10,14 @@ from memory_pipeline.settings import REPO_ROOT
 from memory_pipeline.store import MemoryStore
 
 
-def _workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def _workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, git: bool = False) -> Path:
+    """The committed sample transcripts in a fresh workspace, its own DAGSTER_HOME, the hashing embedder."""
     home = tmp_path / "ws"
     shutil.copytree(REPO_ROOT / "data" / "sample" / "raw", home / "raw")
     monkeypatch.setenv("MEMORY_PIPELINE_HOME", str(home))
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster_home"))
     monkeypatch.setenv("MEMORY_PIPELINE_EMBEDDER", "hashing-bow-256")
-    monkeypatch.setenv("MEMORY_PIPELINE_JOURNAL_GIT", "0")
+    monkeypatch.setenv("MEMORY_PIPELINE_JOURNAL_GIT", "1" if git else "0")
     (tmp_path / "dagster_home").mkdir()
     shutil.copyfile(REPO_ROOT / "dagster.yaml", tmp_path / "dagster_home" / "dagster.yaml")  # pool limit 1
     return home

@@ -2,7 +2,6 @@
 
 import json
 import os
-import shutil
 import subprocess
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -13,24 +12,16 @@ from memory_pipeline.cli import main
 from memory_pipeline.journals import branches
 from memory_pipeline.journals.gitlog import commit_knowledge
 from memory_pipeline.journals.retention import compare
-from memory_pipeline.settings import REPO_ROOT
 from memory_pipeline.store import MemoryStore
+from memory_pipeline_tests.journals.test_backfill import _workspace
 
 DAYS = ["--from", "2026-09-15", "--to", "2026-09-15", "--in-process", "--no-weekly"]
 
 
 @pytest.fixture
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "ws"
-    shutil.copytree(REPO_ROOT / "data" / "sample" / "raw", home / "raw")
-    monkeypatch.setenv("MEMORY_PIPELINE_HOME", str(home))
-    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster_home"))
-    monkeypatch.setenv("MEMORY_PIPELINE_EMBEDDER", "hashing-bow-256")
-    monkeypatch.setenv("MEMORY_PIPELINE_JOURNAL_GIT", "1")
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    (tmp_path / "dagster_home").mkdir()
-    shutil.copyfile(REPO_ROOT / "dagster.yaml", tmp_path / "dagster_home" / "dagster.yaml")
-    return home
+    return _workspace(tmp_path, monkeypatch, git=True)
 
 
 def git(home: Path, *args: str, env: dict[str, str] | None = None) -> str:
