@@ -27,7 +27,8 @@ from typing import Any
 import numpy as np
 
 from benchmarks import common
-from benchmarks.locomo import (
+from memory_pipeline.journals.locomo import default_locomo_path
+from memory_pipeline.journals.locomo_scoring import (
     ADVERSARIAL_CATEGORY,
     HEADLINE_CATEGORIES,
     Conversation,
@@ -37,7 +38,6 @@ from benchmarks.locomo import (
     score_questions,
     write_jsonl,
 )
-from memory_pipeline.journals.locomo import default_locomo_path
 
 DEFAULT_DATA = default_locomo_path()
 RESULTS_DIR = common.HERE / "results"

@@ -2,28 +2,26 @@
 
 Each side's knowledge is its bullets (`- …` lines of knowledge/**/*.md: journals and MEMORY.md). Every question
 retrieves its `K` nearest bullets by the deterministic `hashing-bow-256` embedding (lexical, no model to load,
-the same on both sides) and is scored with the benchmarks' answer support (`benchmarks.locomo`: ≥ 2/3 of the
-gold answer's content words in the retrieved text) — the project's one definition, not a second one. Headline
-categories 1–4, like the benchmarks. It needs the repository checkout (benchmarks/ is not in the wheel).
+the same on both sides) and is scored with the benchmarks' answer support (`locomo_scoring`: ≥ 2/3 of the gold
+answer's content words in the retrieved text) — the project's one definition, not a second one. Headline
+categories 1–4, like the benchmarks.
 """
 
 from __future__ import annotations
 
-import importlib
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from memory_pipeline.embedding.hashing import hashing_embed
 from memory_pipeline.errors import UserError
-from memory_pipeline.settings import REPO_ROOT
+from memory_pipeline.journals import locomo_scoring as scoring
 
 K = 10
 
 
 class RetentionError(UserError):
-    """No scoring code in this install, or the questions file is not LoCoMo-shaped."""
+    """The questions file is not LoCoMo-shaped, or has no question to score."""
 
 
 @dataclass(frozen=True)
@@ -40,17 +38,6 @@ class Retention:
                f"branch {pct(self.branch)}"  # fmt: skip
 
 
-def _scoring() -> Any:
-    if str(REPO_ROOT) not in sys.path:
-        sys.path.append(str(REPO_ROOT))
-    try:  # by name: benchmarks/ is the checkout's, not the package's (mypy checks the package alone)
-        scoring = importlib.import_module("benchmarks.locomo")
-    except ImportError:
-        raise RetentionError("retention comparison skipped: benchmarks/ (the answer-support scoring) is not in "
-                             "this install; run from the repository checkout") from None  # fmt: skip
-    return scoring
-
-
 def bullets(home: Path) -> list[tuple[str, str]]:
     """(id, text) of each `- ` line of the knowledge's Markdown files, in path order."""
     out = []
@@ -62,7 +49,7 @@ def bullets(home: Path) -> list[tuple[str, str]]:
     return out
 
 
-def support(home: Path, questions: list[Any], scoring: Any) -> float | None:
+def support(home: Path, questions: list[Any]) -> float | None:
     import numpy as np
 
     found = bullets(home)
@@ -79,7 +66,6 @@ def support(home: Path, questions: list[Any], scoring: Any) -> float | None:
 
 def compare(main_home: Path, branch_home: Path, questions_file: Path) -> Retention:
     """Answer support@K of main's knowledge and the branch's, on the file's questions."""
-    scoring = _scoring()
     try:
         conversations = scoring.load_locomo(questions_file)
     except (ValueError, FileNotFoundError) as exc:
@@ -88,4 +74,4 @@ def compare(main_home: Path, branch_home: Path, questions_file: Path) -> Retenti
     if not questions:
         raise RetentionError(f"--questions: {questions_file} has no question of categories 1-4")
     scorable = sum(1 for q in questions if scoring.answer_terms(q.answer))
-    return Retention(support(main_home, questions, scoring), support(branch_home, questions, scoring), scorable)
+    return Retention(support(main_home, questions), support(branch_home, questions), scorable)

@@ -5,7 +5,7 @@ from datetime import datetime
 import numpy as np
 import pytest
 
-from benchmarks.locomo import (
+from memory_pipeline.journals.locomo_scoring import (
     MemorySet,
     Question,
     answer_support,

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -285,7 +285,7 @@ def answer_support(answer: str, retrieved_texts: Iterable[str]) -> bool | None:
 
 
 def evidence_hit(
-    evidence: Iterable[str], retrieved_ids: Sequence[str], lineage: dict[str, Sequence[str]]
+    evidence: Iterable[str], retrieved_ids: Sequence[str], lineage: Mapping[str, Sequence[str]]
 ) -> bool | None:
     """True when a retrieved memory is an evidence turn, or a summary whose lineage contains one; None when
     the question has no usable evidence."""
