@@ -370,12 +370,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     rec.add_argument("--extractor", action="append", help="only this extractor (repeatable); default all")
     rec.add_argument("--in-process", action="store_true", help="run the steps in this process (default: one each)")
     rec.add_argument("--no-weekly", action="store_true", help="skip the weekly MEMORY.md rollup")
-    rec.add_argument("--branch", metavar="NAME", help="A/B: replay into the knowledge repository's branch "
+    mode = rec.add_mutually_exclusive_group()  # one of: replay on a branch, adopt one, prune old ones
+    mode.add_argument("--branch", metavar="NAME", help="A/B: replay into the knowledge repository's branch "
                      "extract/NAME (its own worktree and store), report the diff against main")  # fmt: skip
     rec.add_argument("--questions", type=Path, metavar="FILE",
                      help="with --branch: LoCoMo-format questions; compare answer support on main and the branch")
-    rec.add_argument("--adopt", metavar="NAME", help="merge extract/NAME into the workspace's branch, then delete it")
-    rec.add_argument("--prune-branches", action="store_true", help="delete extract/* branches older than 7 days")
+    mode.add_argument("--adopt", metavar="NAME", help="merge extract/NAME into the workspace's branch, then delete it")
+    mode.add_argument("--prune-branches", action="store_true", help="delete extract/* branches older than 7 days")
     rec.set_defaults(fn=cmd_reconstruct)
     fl = sub.add_parser(
         "flush",

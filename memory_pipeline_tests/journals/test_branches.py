@@ -244,3 +244,10 @@ def test_transcripts_not_yet_committed_are_committed_on_main_before_branching(ho
     where = branches.open_worktree(home, "late")
     assert (where / "raw" / "conversations" / "2026" / "11" / "20" / "late.md").read_text() == new.read_text()
     assert git(home, "status", "--porcelain") == ""  # the worktree under .branches/ is ignored by main
+
+
+def test_branch_adopt_and_prune_are_one_at_a_time(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["reconstruct", "--branch", "a", "--adopt", "a"])
+    assert exit_.value.code == 2 and "not allowed with argument --branch" in capsys.readouterr().err
+    assert not (home / ".branches").exists()
