@@ -104,21 +104,21 @@ def test_agents_cli_keeps_the_instance_partitions_in_step(root: Path, tmp_path: 
 # ------------------------------------------------------------------ budget
 
 
-def test_fleet_cap_reservations_never_overcommit_and_count_real_spend() -> None:
+def test_fleet_cap_reservations_never_overcommit_and_count_real_spend(tmp_path: Path) -> None:
     spent: dict[str, float] = {}
     lookup = lambda agent, run: spent.get(run)  # noqa: E731
-    with _tmp_root() as r:
-        first = budget.reserve(r, "2026-11-01", "run-a", "a", 0.25, 0.5, lookup)
-        assert budget.reserve(r, "2026-11-01", "run-a", "a", 0.25, 0.5, lookup) == first  # every step, one answer
-        second = budget.reserve(r, "2026-11-01", "run-b", "b", 0.25, 0.5, lookup)
-        third = budget.reserve(r, "2026-11-01", "run-c", "c", 0.25, 0.5, lookup)
-        assert (first.allowance_usd, second.allowance_usd, third.allowance_usd) == (0.25, 0.25, 0.0)
-        assert third.limited_by_fleet and not first.limited_by_fleet
-        spent["run-a"] = 0.05  # a finished: counted at what it spent, not what it held
-        fourth = budget.reserve(r, "2026-11-01", "run-d", "d", 0.25, 0.5, lookup)
-        assert fourth.allowance_usd == pytest.approx(0.2)
-        assert budget.reserve(r, "2026-11-02", "run-e", "e", 0.25, 0.5, lookup).allowance_usd == 0.25  # new night
-        assert budget.reserve(r, "2026-11-02", "run-f", "f", 0.25, None, lookup).fleet_left_usd is None
+    r = tmp_path
+    first = budget.reserve(r, "2026-11-01", "run-a", "a", 0.25, 0.5, lookup)
+    assert budget.reserve(r, "2026-11-01", "run-a", "a", 0.25, 0.5, lookup) == first  # every step, one answer
+    second = budget.reserve(r, "2026-11-01", "run-b", "b", 0.25, 0.5, lookup)
+    third = budget.reserve(r, "2026-11-01", "run-c", "c", 0.25, 0.5, lookup)
+    assert (first.allowance_usd, second.allowance_usd, third.allowance_usd) == (0.25, 0.25, 0.0)
+    assert third.limited_by_fleet and not first.limited_by_fleet
+    spent["run-a"] = 0.05  # a finished: counted at what it spent, not what it held
+    fourth = budget.reserve(r, "2026-11-01", "run-d", "d", 0.25, 0.5, lookup)
+    assert fourth.allowance_usd == pytest.approx(0.2)
+    assert budget.reserve(r, "2026-11-02", "run-e", "e", 0.25, 0.5, lookup).allowance_usd == 0.25  # new night
+    assert budget.reserve(r, "2026-11-02", "run-f", "f", 0.25, None, lookup).fleet_left_usd is None
 
 
 def _reserve_in_child(args: tuple[str, int]) -> float:
@@ -126,24 +126,13 @@ def _reserve_in_child(args: tuple[str, int]) -> float:
     return budget.reserve(Path(root), "n", f"run-{i}", f"a{i}", 0.1, 1.0, lambda a, r: None).allowance_usd
 
 
-def test_concurrent_nights_in_many_processes_stay_under_the_fleet_cap() -> None:
-    with _tmp_root() as r, multiprocessing.get_context("spawn").Pool(4) as pool:
+def test_concurrent_nights_in_many_processes_stay_under_the_fleet_cap(tmp_path: Path) -> None:
+    r = tmp_path
+    with multiprocessing.get_context("spawn").Pool(4) as pool:
         allowances = pool.map(_reserve_in_child, [(str(r), i) for i in range(24)])
         assert sum(allowances) == pytest.approx(1.0)  # 10 nights got 0.1, the rest nothing; never more
         assert sorted(allowances, reverse=True)[:10] == [0.1] * 10
         assert len(json.loads(budget.ledger_path(r, "n").read_text())) == 24
-
-
-def _tmp_root():  # type: ignore[no-untyped-def]
-    import contextlib
-    import tempfile
-
-    @contextlib.contextmanager
-    def cm():  # type: ignore[no-untyped-def]
-        with tempfile.TemporaryDirectory() as d:
-            yield Path(d)
-
-    return cm()
 
 
 def test_fleet_cap_setting_is_checked(monkeypatch: pytest.MonkeyPatch) -> None:
