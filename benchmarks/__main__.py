@@ -18,6 +18,7 @@ NAMES = (
     "search",
     "search-locomo",
     "context",
+    "read-path",
     "fleet",
 )
 

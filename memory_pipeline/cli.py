@@ -168,7 +168,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not result.success:
         print(f"error: run {result.run_id}: {_failure_line(result)}", file=sys.stderr)
         return 1
-    return 1 if data["verdict"] == "FAIL" else 0  # seed 000 §4.7: exit 1 on a FAIL verdict
+    _refresh_index(home)
+    return 1 if data["verdict"] == "FAIL" else 0
+
+
+def _refresh_index(home: Path) -> None:
+    """Search reads what a command wrote from an index that is current, not from a scan of the delta."""
+    from memory_pipeline.search import refresh_index
+
+    print(refresh_index(home), file=sys.stderr, flush=True)  # seed 000 §4.7: exit 1 on a FAIL verdict
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -199,7 +207,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     code = cmd_run(argparse.Namespace(dry_run=False, cluster_id="", as_of=""))
     from memory_pipeline.journals.cli import demo_journals
 
-    return max(code, demo_journals(home, REPO_ROOT / "data" / "sample"))
+    code = max(code, demo_journals(home, REPO_ROOT / "data" / "sample"))
+    _refresh_index(home)  # the journals, MEMORY.md and the Cores it wrote
+    return code
 
 
 def _import_validator() -> Validator:  # imported lazily to keep --help fast
@@ -236,6 +246,8 @@ def cmd_import(args: argparse.Namespace) -> int:
         f"imported {summary.memories} memories ({summary.embeddings} with vectors) from {summary.source}"
         f"{skipped}{empty}"
     )
+    if summary.memories:
+        _refresh_index(home)
     return 0
 
 

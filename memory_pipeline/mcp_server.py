@@ -40,7 +40,10 @@ class SearchHit(BaseModel):
 
 class SearchResponse(BaseModel):
     hits: list[SearchHit]
-    notice: str = Field(description="'nothing relevant', or that the index is being rebuilt; empty otherwise")
+    notice: str = Field(
+        description="'nothing relevant', or what happened to the search index (built or updated now, or why a "
+        "keyword scan answered); empty otherwise"
+    )
     mode: str = Field(description="'index', or 'fallback' (plain keyword scan while the index is rebuilt)")
 
 

@@ -19,8 +19,13 @@ def cli_env(workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
 def test_run_twice_then_status_and_history_persists(cli_env: Path, tmp_path: Path, capsys) -> None:
     as_of = ["--as-of", SAMPLE_NOW.isoformat()]
     assert main(["run", *as_of]) == 0
-    first = capsys.readouterr().out
+    out = capsys.readouterr()
+    first = out.out
     assert "COMPRESSION RUN PASS" in first
+    assert "search index built: " in out.err  # the run leaves search an index, current with what it wrote
+    assert main(["search", "price alert"]) == 0
+    answer = capsys.readouterr().out
+    assert not answer.startswith("[") and " score " in answer  # from the index, no notice
     compressed = int(next(line for line in first.splitlines() if "clusters_compressed" in line).split()[-1])
     assert compressed > 0
 

@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from memory_pipeline.context.gate import Gate, GateDecision
+from memory_pipeline.context.packing import cut_entries, fence, matching_sentences, near_duplicate, one_line, words
+from memory_pipeline.context.read_path import ReadPath
 from memory_pipeline.context.topics import Topic
 from memory_pipeline.context.watchers import Event, output_corrections, scorer_for, tier1_matches
 from memory_pipeline.tokens import CHARS_PER_TOKEN
@@ -108,14 +110,20 @@ def section_tokens(label: str, content: str) -> int:
 
 
 def _render(label: str, content: str) -> str:
-    return f"<!-- {label} -->\n{content.strip()}\n\n"
+    return f"<!-- {label} -->\n{fence(content).strip()}\n\n"
+
+
+def _line_tokens(line: str) -> int:
+    """A line of a grouped section with its newline (per-line rounding only ever over-counts)."""
+    return math.ceil((len(line) + 1) / CHARS_PER_TOKEN)
 
 
 class _Budget:
     def __init__(self, total: int) -> None:
         self.left = total
-        self.sections: list[tuple[int, int, str, str]] = []  # (priority, order, label, content)
+        self.sections: list[tuple[int, int, str, str | list[str]]] = []  # (priority, order, label, content)
         self.manifest: list[Entry] = []
+        self.groups: dict[str, list[str]] = {}  # a section built line by line (P3's knowledge)
 
     def offer(self, priority: int, label: str, content: str, order: int | None = None, **where: Any) -> bool:
         why = where.pop("why", "fits")
@@ -127,6 +135,25 @@ class _Budget:
             return False
         self.left -= tokens
         self.sections.append((priority, len(self.sections) if order is None else order, label, content))
+        self.manifest.append(Entry(slot, label, tokens, True, why, **where))
+        return True
+
+    def offer_line(self, priority: int, group: str, label: str, line: str, **where: Any) -> bool:
+        """One item as one line of the `group` section; the section's header is paid by its first line."""
+        why = where.pop("why", "fits")
+        head = 0 if group in self.groups else math.ceil((len(f"<!-- {group} -->\n") + 1) / CHARS_PER_TOKEN)
+        tokens = _line_tokens(line)
+        slot = f"P{priority}"
+        if head + tokens > self.left:
+            self.manifest.append(Entry(slot, label, tokens, False,
+                                       f"over budget: needs {head + tokens}, {self.left} left", **where))
+            return False
+        if head:
+            self.groups[group] = []
+            self.sections.append((priority, len(self.sections), group, self.groups[group]))
+            self.manifest.append(Entry(slot, group, head, True, "section header"))
+        self.groups[group].append(line)
+        self.left -= head + tokens
         self.manifest.append(Entry(slot, label, tokens, True, why, **where))
         return True
 
@@ -157,6 +184,7 @@ def compile_context(
     events: Sequence[Event] = (),
     today: date | None = None,
     search_k: int = 20,
+    read: ReadPath | None = None,
 ) -> Compiled:
     """Assemble the prompt for `message` from the workspace at `home` (see the module docstring)."""
     if budget_tokens <= 0:
@@ -185,6 +213,8 @@ def compile_context(
         ("projects", knowledge / "projects" / "_active.md"),
     ]
     included_paths: set[str] = set()
+    read = read or ReadPath.load()
+    slot_left = {"memory": int(read.memory_share * budget_tokens), "journal": int(read.journal_share * budget_tokens)}
     for label, path in p1:
         rel = str(path.relative_to(home))
         if label == "memory" and not main_session:
@@ -193,8 +223,14 @@ def compile_context(
         text = _read(path)
         if text is None:
             b.skip(1, label, "missing file", path=rel)
-        elif b.offer(1, label, text, path=rel):
+            continue
+        slot = "memory" if label == "memory" else "journal"
+        text, why = _fit_slot(label, text, slot_left[slot], message, slot)
+        if text is not None and b.offer(1, label, text, path=rel, why=why):
             included_paths.add(rel)
+            slot_left[slot] -= section_tokens(label, text)
+        elif text is None:
+            b.skip(1, label, why, path=rel)
 
     # P2: topics woken by the message (Tier 1 → Tier 2 → gate), output corrections, subscriptions.
     scores = scorer_for(tuple(topics)).scores(message) if topics else {}
@@ -211,6 +247,7 @@ def compile_context(
     corrections = output_corrections(topics, agent_output) if agent_output else []
     for name, hint in corrections:
         b.offer(2, f"correction:{name}", hint, why="output watcher fired on the agent's last reply")
+    topic_left = int(read.topic_share * budget_tokens)
     for d in active:
         topic = by_name[d.topic]
         cap = int(topic.max_context_kb * 1024)
@@ -229,36 +266,22 @@ def compile_context(
                 b.skip(2, label, "already included", path=rel)
             elif used + len(text) > cap:
                 b.skip(2, label, f"over the topic's max_context_kb ({topic.max_context_kb:g} KB)", path=rel)
-            elif b.offer(2, label, text, path=rel, score=d.tier2_score, why=d.reason):
-                used += len(text)
-                included_paths.add(rel)
+            else:
+                fitted, why = _fit_slot(label, text, topic_left, message, "topics")
+                if fitted is None:
+                    b.skip(2, label, why, path=rel, score=d.tier2_score)
+                elif b.offer(2, label, fitted, path=rel, score=d.tier2_score,
+                             why=d.reason if why == "fits" else f"{d.reason}; {why}"):  # fmt: skip
+                    used += len(fitted)
+                    topic_left -= section_tokens(label, fitted)
+                    included_paths.add(rel)
 
     # P3: knowledge ranked by search for the message plus the active topics' keywords, until less than
     # P3_FLOOR tokens are left (seed 001 §6.2: "~remaining"): search is asked for `search_k` hits, then twice as
     # many while they all fit and it has more, so a large budget is filled rather than left empty.
     if search is not None:
         query = " ".join([message, *(" ".join(by_name[d.topic].keywords) for d in active)]).strip()
-        seen: set[str] = set()
-        k_asked = search_k
-        while True:
-            hits = list(search(query, k_asked))
-            for k in hits:
-                label = f"knowledge:{k.memory_id or k.path}"
-                if label in seen:
-                    continue
-                seen.add(label)
-                if k.path and k.path in included_paths:
-                    b.skip(3, label, "already included", path=k.path, memory_id=k.memory_id, score=k.score)
-                elif k.score < MIN_SCORE:
-                    b.skip(3, label, f"score {k.score:.3f} < {MIN_SCORE}", path=k.path, memory_id=k.memory_id,
-                           score=k.score)
-                else:
-                    dated = f"[{k.date}] " if k.date else ""
-                    b.offer(3, label, dated + k.text[:SNIPPET_CHARS], path=k.path, memory_id=k.memory_id,
-                            score=round(k.score, 4), why=f"{k.kind}, ranked by search")
-            if b.left < P3_FLOOR or len(hits) < k_asked or k_asked >= MAX_SEARCH_K:
-                break
-            k_asked *= 2
+        _knowledge(b, search, query, included_paths, read or ReadPath.load(), search_k)
 
     # P4: history, newest first until one does not fit; printed oldest first.
     turns = list(session_history)
@@ -271,9 +294,65 @@ def compile_context(
             break
 
     sections = sorted(b.sections, key=lambda s: (s[0], s[1]))
-    prompt = "".join(_render(label, content) for _, _, label, content in sections).rstrip("\n")
+    prompt = "".join(
+        _render(label, c) if isinstance(c, str) else f"<!-- {label} -->\n" + "\n".join(c) + "\n\n"
+        for _, _, label, c in sections
+    ).rstrip("\n")
     used = sum(e.tokens for e in b.manifest if e.included)
     return Compiled(prompt, used, budget_tokens, b.manifest, decisions, corrections)
+
+
+def _fit_slot(label: str, text: str, tokens: int, message: str, slot: str) -> tuple[str | None, str]:
+    """The file whole when it fits its slot, else cut at entry boundaries (never dropped whole while one
+    entry fits); the reason says what was cut."""
+    if section_tokens(label, text) <= tokens:
+        return text, "fits"
+    room = int(tokens * CHARS_PER_TOKEN) - len(_render(label, ""))
+    cut, kept, total = cut_entries(text, room, message)
+    if kept == 0 or section_tokens(label, cut) > tokens:
+        return None, f"over its slot ({slot}: {max(tokens, 0)} tokens) and no entry fits"
+    return cut, (f"cut to its slot ({slot}: {tokens} tokens): {kept} of {total} entries, those matching the "
+                 "message first, then the newest")  # fmt: skip
+
+
+def _knowledge(b: _Budget, search: Search, query: str, included_paths: set[str], read: ReadPath, search_k: int) -> None:
+    """P3: whole items (or the query's sentences of one that does not fit), dated by their facts, each once."""
+    seen: set[str] = set()
+    kept: list[set[str]] = []
+    k_asked = search_k
+    while True:
+        hits = list(search(query, k_asked))
+        for k in hits:
+            label = f"knowledge:{k.memory_id or k.path}"
+            if label in seen:
+                continue
+            seen.add(label)
+            where: dict[str, Any] = {"path": k.path, "memory_id": k.memory_id, "score": round(k.score, 4)}
+            if k.path and k.path in included_paths:
+                b.skip(3, label, "already included", **where)
+            elif k.score < MIN_SCORE:
+                b.skip(3, label, f"score {k.score:.3f} < {MIN_SCORE}", **where)
+            elif near_duplicate(k.text, kept):
+                b.skip(3, label, "near-identical to an included item", **where)
+            elif read.p3_format == "sections":
+                dated = f"[{k.date}] " if k.date else ""
+                text = k.text if read.whole_items else k.text[:SNIPPET_CHARS]
+                if b.offer(3, label, dated + text, why=f"{k.kind}, ranked by search", **where):
+                    kept.append(words(k.text))
+            else:
+                dated = f"[{k.date}] " if k.date else ""
+                line = "- " + dated + one_line(k.text)
+                why = f"{k.kind}, ranked by search"
+                if _line_tokens(line) > b.left and read.whole_items:
+                    room = int(b.left * CHARS_PER_TOKEN) - len("- " + dated) - 8
+                    part = matching_sentences(k.text, query, room)
+                    if part:
+                        line, why = "- " + dated + one_line(part), f"{k.kind}: the sentences matching the message"
+                if b.offer_line(3, "knowledge", label, line, why=why, **where):
+                    kept.append(words(k.text))
+        if b.left < P3_FLOOR or len(hits) < k_asked or k_asked >= MAX_SEARCH_K:
+            break
+        k_asked *= 2
 
 
 def read_history(path: Path) -> list[Turn]:

@@ -1,45 +1,156 @@
 """P3's source: issue 17's hybrid search as the compiler's `Search`, and its usage spool as `RecordUsage`.
 
-Search's calibrated floor decides whether anything relevant is stored (if not, P3 stays empty); when something
-is, the whole ranking is offered and the compiler decides what fits (issue 20: stopping at the floor left most
-of a 2,000-token budget empty on LoCoMo). Inclusions go to the usage spool in the background (never blocking a turn,
-never contending with the nightly writer)."""
+Search's calibrated floor decides what is relevant: nothing below it enters P3 (issue 28: a search again with
+floor 0 filled the budget with unrelated memories for questions about things never stored), so an unfilled
+budget stays unfilled. The read path (`ReadPath`) adds whole items, a summary dated by its members, the turns
+beside a hit, and a time expression's period read first. Inclusions go to the usage spool in the background
+(never blocking a turn, never contending with the nightly writer)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
+from typing import Any
 
 from memory_pipeline.context.compiler import Knowledge, Search
+from memory_pipeline.context.read_path import ReadPath
 from memory_pipeline.context.service import RecordUsage
-from memory_pipeline.search import SearchInputError, search, usage_spool
+from memory_pipeline.context.timeframe import resolve
+from memory_pipeline.search import Hit, Ranking, SearchInputError, open_store, search, usage_spool
 
 
-def default_search(home: Path, embedder: object | None = None, floor: float | None = None) -> Search:
-    """`floor`: search's abstention floor (None: its calibrated default)."""
+def default_search(
+    home: Path,
+    embedder: object | None = None,
+    floor: float | None = None,
+    *,
+    ranking: Ranking | None = None,
+    read: ReadPath | None = None,
+    today: date | None = None,
+) -> Search:
+    """`floor`: search's abstention floor (None: its calibrated default); `read`: the read path (None: the
+    shipped one); `today`: the day time expressions are read against (None: today, UTC)."""
+    path = read or ReadPath.load()
+
+    def find(query: str, k: int, since: str | None = None, until: str | None = None, at: float | None = None) -> Any:
+        return search(query[:4096], k, home=home, embedder=embedder, floor=at if at is not None else floor,  # type: ignore[arg-type]
+                      ranking=ranking, since=since, until=until)  # fmt: skip
 
     def run(query: str, k: int) -> list[Knowledge]:
         try:
-            hits = search(query[:4096], k, home=home, embedder=embedder, floor=floor)  # type: ignore[arg-type]
-            if hits and len(hits) < k and floor != 0.0:
-                # the floor answered "is anything relevant?" (issue 20): yes, so the rest of the ranking is
-                # knowledge too and the compiler's own MIN_SCORE and budget decide what goes in
-                hits = search(query[:4096], k, home=home, embedder=embedder, floor=0.0)  # type: ignore[arg-type]
+            hits = list(find(query, k))
+            if hits and len(hits) < k and floor != 0.0 and (path.below_floor or path.item_floor > 0):
+                # the top hit cleared the floor: something relevant is stored; read on down to the item floor
+                # (below_floor: every item, the read path before issue 28, kept for its ablation row)
+                top = max(h.parts.get("relevance", 0.0) for h in hits)
+                least = 0.0 if path.below_floor else path.item_floor * top
+                hits = [h for h in find(query, k, at=0.0) if h.parts.get("relevance", 0.0) >= least]
+            if path.time_aware and hits:
+                hits = _period_first(query, k, hits, find, today or datetime.now(UTC).date())
         except SearchInputError:
             return []
-        return [
-            Knowledge(
-                text=h.snippet,
-                score=h.score,
-                kind=h.kind,
-                memory_id=h.id if h.source == "store" else None,
-                path=None if h.source == "store" else h.id,
-                date=h.date or None,
-            )
-            for h in hits
-        ]
+        items = [_knowledge(h, path.whole_items) for h in hits]
+        if path.whole_items or path.neighbours:
+            items = _from_store(home, items, path.neighbours)
+        return items
 
     return run
+
+
+def _period_first(query: str, k: int, hits: list[Hit], find: Any, today: date) -> list[Hit]:
+    """The hits dated in the period a time expression names come first (time-aware reading)."""
+    period = resolve(query, today)
+    if period is None:
+        return hits
+    start = datetime.combine(period[0], time.min, UTC).isoformat()
+    end = (datetime.combine(period[1], time.min, UTC) + timedelta(days=1)).isoformat()
+    inside = list(find(query, k, since=start, until=end))
+    ids = {h.id for h in inside}
+    return inside + [h for h in hits if h.id not in ids]
+
+
+def _knowledge(h: Hit, whole: bool) -> Knowledge:
+    return Knowledge(
+        text=(h.text or h.snippet) if whole else h.snippet,
+        score=h.score,
+        kind=h.kind,
+        memory_id=h.id if h.source == "store" else None,
+        path=None if h.source == "store" else h.id,
+        date=h.date or None,
+    )
+
+
+def _from_store(home: Path, items: list[Knowledge], neighbours: int) -> list[Knowledge]:
+    """Summaries dated by their members' range; each memory hit followed by the `neighbours` turns either
+    side of it in its session (one short read-only query; the hits alone when the store is busy)."""
+    ids = [k.memory_id for k in items if k.memory_id]
+    if not ids:
+        return items
+    con = open_store(home)
+    if con is None:
+        return items
+    try:
+        spans = _member_spans(con, [k.memory_id for k in items if k.memory_id and k.kind == "summary"])
+        beside = _neighbours(con, ids, neighbours) if neighbours else {}
+    finally:
+        con.close()
+    out: list[Knowledge] = []
+    for k in items:
+        if k.memory_id in spans:
+            k = Knowledge(k.text, k.score, k.kind, k.memory_id, k.path, spans[k.memory_id])
+        before, after = beside.get(k.memory_id or "", ([], []))
+        out += [Knowledge(t, k.score, kind, mid, None, d) for mid, t, kind, d in before]
+        out.append(k)
+        out += [Knowledge(t, k.score, kind, mid, None, d) for mid, t, kind, d in after]
+    return out
+
+
+def _member_spans(con: Any, summary_ids: list[str]) -> dict[str, str]:
+    """A summary's date as its facts' dates: "first … last" of its members' creation days."""
+    if not summary_ids:
+        return {}
+    rows = con.execute(
+        "SELECT id, compressed_from FROM memories WHERE id IN (SELECT unnest(?::VARCHAR[]))", [summary_ids]
+    ).fetchall()
+    members: dict[str, list[str]] = {}
+    for sid, lineage in rows:
+        data = json.loads(lineage) if isinstance(lineage, str) else (lineage or {})
+        members[str(sid)] = [str(s) for s in (data or {}).get("source_ids", [])]
+    wanted = sorted({m for ms in members.values() for m in ms})
+    if not wanted:
+        return {}
+    created = dict(con.execute(
+        "SELECT id, created_at FROM memories WHERE id IN (SELECT unnest(?::VARCHAR[]))", [wanted]
+    ).fetchall())  # fmt: skip
+    spans = {}
+    for sid, ms in members.items():
+        days = sorted(created[m].date().isoformat() for m in ms if created.get(m) is not None)
+        if days:
+            spans[sid] = days[0] if days[0] == days[-1] else f"{days[0]} … {days[-1]}"
+    return spans
+
+
+def _neighbours(con: Any, ids: list[str], n: int) -> dict[str, tuple[list[tuple[str, str, str, str]], ...]]:
+    """For each memory, the `n` active memories of its session just before and just after it."""
+    rows = con.execute(
+        """WITH h AS (SELECT id, session_id, created_at FROM memories
+                      WHERE id IN (SELECT unnest(?::VARCHAR[])) AND session_id IS NOT NULL),
+                s AS (SELECT m.session_id, m.id, m.content, m.kind, m.created_at,
+                             row_number() OVER (PARTITION BY m.session_id ORDER BY m.created_at, m.id) AS pos
+                      FROM memories m WHERE m.lifecycle = 'active' AND m.session_id IN (SELECT session_id FROM h))
+           SELECT h.id, s.id, s.content, s.kind, s.created_at, s.pos - me.pos AS off
+           FROM h JOIN s me ON me.id = h.id JOIN s ON s.session_id = h.session_id
+           WHERE s.pos <> me.pos AND abs(s.pos - me.pos) <= ?
+           ORDER BY h.id, off""",
+        [ids, n],
+    ).fetchall()
+    out: dict[str, tuple[list[tuple[str, str, str, str]], ...]] = {}
+    for hid, mid, content, kind, created, off in rows:
+        before, after = out.setdefault(str(hid), ([], []))
+        (before if off < 0 else after).append((str(mid), str(content), str(kind), created.date().isoformat()))
+    return out
 
 
 def usage_recorder(home: Path, background: bool = False) -> RecordUsage:

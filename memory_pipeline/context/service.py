@@ -4,11 +4,13 @@ it has a key, compile, log the gate's decisions and report the included memories
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from datetime import date
 from pathlib import Path
 from typing import Any
 
 from memory_pipeline.context.compiler import DEFAULT_BUDGET, Compiled, Search, Turn, compile_context
 from memory_pipeline.context.gate import Gate, anthropic_ask, append_log
+from memory_pipeline.context.read_path import ReadPath
 from memory_pipeline.context.topics import TopicError, load_topics
 from memory_pipeline.store.file_usage import record_files
 
@@ -44,6 +46,8 @@ def compile_for_agent(
     gate: Gate | None = None,
     agent_output: str = "",
     record_usage: RecordUsage | None = None,
+    read: ReadPath | None = None,
+    today: date | None = None,
 ) -> tuple[Compiled, list[TopicError]]:
     """Compile `message`'s context; returns it and the topics that were rejected (by file and field)."""
     topics, errors = load_topics(home)
@@ -57,6 +61,8 @@ def compile_for_agent(
         search=search,
         gate=gate or Gate(),
         agent_output=agent_output,
+        read=read,
+        today=today,
     )
     append_log(home / GATE_LOG, out.gate)
     if record_usage is not None:

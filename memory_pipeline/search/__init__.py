@@ -3,15 +3,21 @@
 from memory_pipeline.search import usage_spool
 from memory_pipeline.search.engine import Hit, Hits, SearchInputError, search
 from memory_pipeline.search.index import BuildStats, IndexMissing, build_index, delete_index
+from memory_pipeline.search.live import open_store, refresh_index
+from memory_pipeline.search.scoring import Ranking, load_ranking
 
 __all__ = [
     "BuildStats",
     "Hit",
     "Hits",
     "IndexMissing",
+    "Ranking",
     "SearchInputError",
     "build_index",
     "delete_index",
+    "load_ranking",
+    "open_store",
+    "refresh_index",
     "search",
     "usage_spool",
 ]

@@ -3,8 +3,6 @@ archive state from the store, an abstention floor, and a plain keyword fallback 
 
 from __future__ import annotations
 
-import os
-import threading
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -16,8 +14,27 @@ import duckdb
 import numpy as np
 
 from memory_pipeline.search import fallback
-from memory_pipeline.search.documents import Doc, file_docs, file_signature, iter_files, store_docs
-from memory_pipeline.search.index import Encode, IndexMissing, LoadedIndex, current_folder, load_index, tokenize
+from memory_pipeline.search.documents import Doc
+from memory_pipeline.search.index import Encode, LoadedIndex, tokenize
+from memory_pipeline.search.live import (
+    DELTA_EMBED_LIMIT as DELTA_EMBED_LIMIT,
+)
+from memory_pipeline.search.live import (
+    StoreView,
+    delta_docs,
+    delta_vectors,
+    index_for,
+    store_view,
+)
+from memory_pipeline.search.live import (
+    clear_cache as clear_cache,
+)
+from memory_pipeline.search.live import (
+    default_embedder as default_embedder,
+)
+from memory_pipeline.search.live import (
+    open_store as open_store,
+)
 from memory_pipeline.search.scoring import (
     Ranking,
     age_days,
@@ -35,7 +52,6 @@ from memory_pipeline.search.scoring import (
 KINDS_ALIAS = {"memory": "any store row that is not a summary"}
 TIERS = ("active", "archived", "knowledge", "working", "episodic", "semantic", "archive", "raw")
 NOTHING = "nothing relevant"
-REBUILDING = "search index missing — being rebuilt; these results come from a plain keyword scan"
 
 
 class SearchInputError(ValueError):
@@ -57,9 +73,14 @@ class Hit:
     chunk: str = ""  # the index key (path#n for files)
     archived_by: str = ""
     sources: list[Hit] = field(default_factory=list)
+    text: str = ""  # the whole text (the context compiler packs whole items); not in to_dict's output
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        out.pop("text", None)
+        for s in out["sources"]:
+            s.pop("text", None)
+        return out
 
 
 class Hits(list[Hit]):
@@ -69,41 +90,6 @@ class Hits(list[Hit]):
         super().__init__(hits)
         self.notice = notice
         self.mode = mode
-
-
-# ------------------------------------------------------------------ caches (one process, e.g. the MCP server)
-
-_LOCK = threading.Lock()
-_INDEXES: dict[str, LoadedIndex] = {}
-_DELTA_VECTORS: dict[tuple[str, str], np.ndarray] = {}
-
-
-def _cached_index(home: Path) -> LoadedIndex:
-    folder = current_folder(home)
-    if folder is None:
-        raise IndexMissing(f"no search index under {home / 'index'}")
-    key = str(home)
-    with _LOCK:
-        loaded = _INDEXES.get(key)
-        if loaded is None or loaded.folder != folder:
-            loaded = load_index(home)
-            _INDEXES[key] = loaded
-        return loaded
-
-
-def clear_cache() -> None:
-    with _LOCK:
-        _INDEXES.clear()
-        _DELTA_VECTORS.clear()
-        _VIEWS.clear()
-
-
-def default_embedder() -> tuple[Encode, str]:
-    from memory_pipeline.resources.embedder import EmbedderResource
-
-    model = os.environ.get("MEMORY_PIPELINE_EMBEDDER") or EmbedderResource().model
-    res = EmbedderResource(model=model)
-    return res.encode, model
 
 
 # ------------------------------------------------------------------ validation
@@ -172,108 +158,6 @@ class Filters:
         return not (self.until is not None and d.date > self.until)
 
 
-# ------------------------------------------------------------------ the delta
-
-
-def _open_store(home: Path) -> duckdb.DuckDBPyConnection | None:
-    """A short read-only connection, or None while another process holds the write lock (never wait: a
-    query must not block on the nightly writer)."""
-    path = home / "memory.duckdb"
-    if not path.exists():
-        return None
-    try:
-        return duckdb.connect(str(path), read_only=True)
-    except duckdb.Error:
-        return None
-
-
-@dataclass
-class StoreView:
-    """What changed in the store since the index was built: appended rows (the delta) and rows whose
-    lifecycle, importance, lineage or usage differ from the index. Recomputed only when the store's files
-    change (DuckDB writes every commit to memory.duckdb or its .wal), so a quiet store costs a stat."""
-
-    delta: list[Doc]
-    overrides: dict[str, tuple[str, float, str, float]]
-    busy: bool = False
-
-
-_VIEWS: dict[tuple[str, str], tuple[tuple[int, ...], StoreView]] = {}
-_OVERRIDES_SQL = """
-    SELECT d.key, coalesce(m.lifecycle, 'gone'), coalesce(m.importance, 0), coalesce(m.archived_by, ''),
-           coalesce(m.included_count_decay, 0)
-    FROM read_parquet(?) d LEFT JOIN memories m ON m.id = d.key
-    WHERE d.source = 'store' AND (m.id IS NULL OR m.lifecycle <> d.lifecycle OR m.importance <> d.importance
-          OR coalesce(m.archived_by, '') <> d.archived_by OR coalesce(m.included_count_decay, 0) <> d.usage)
-"""
-
-
-def _store_stamp(home: Path) -> tuple[int, ...]:
-    out: list[int] = []
-    for name in ("memory.duckdb", "memory.duckdb.wal"):
-        try:
-            st = os.stat(home / name)
-            out += [st.st_mtime_ns, st.st_size]
-        except OSError:
-            out += [0, 0]
-    return tuple(out)
-
-
-def store_view(home: Path, idx: LoadedIndex) -> StoreView:
-    key = (str(home), str(idx.folder))
-    stamp = _store_stamp(home)
-    cached = _VIEWS.get(key)
-    if cached is not None and cached[0] == stamp:
-        return cached[1]
-    if not (home / "memory.duckdb").exists():
-        return StoreView([], {})
-    con = _open_store(home)
-    if con is None:
-        return StoreView([], {}, busy=True)
-    try:
-        delta = store_docs(con, after_rowid=int(idx.manifest.get("store_max_rowid", -1)))
-        parquet = [str(idx.folder / n) for n in ("docs.parquet", "seg_docs.parquet") if (idx.folder / n).exists()]
-        rows = con.execute(_OVERRIDES_SQL, [parquet]).fetchall()
-    except duckdb.Error:
-        return StoreView([], {}, busy=True)
-    finally:
-        con.close()
-    view = StoreView(delta, {str(r[0]): (str(r[1]), float(r[2]), str(r[3]), float(r[4])) for r in rows})
-    with _LOCK:
-        _VIEWS[key] = (stamp, view)
-    return view
-
-
-def _delta_docs(home: Path, idx: LoadedIndex, view: StoreView) -> tuple[list[Doc], set[str], str]:
-    """Documents written since the build (store rows past the watermark, new or changed files) and the
-    paths whose indexed chunks are stale."""
-    notice = "store busy: memories written since the last index update are not included" if view.busy else ""
-    docs = list(view.delta)
-    built: dict[str, list[float]] = idx.manifest.get("files", {})
-    current = file_signature(home)
-    stale = {p for p, sig in built.items() if current.get(p) != (sig[0], sig[1])}
-    fresh = sorted(p for p in current if p in stale or p not in built)
-    if fresh:
-        kinds = {p.relative_to(home).as_posix(): (k, t) for p, k, t in iter_files(home)}
-        for rel in fresh:
-            if rel in kinds:
-                docs.extend(file_docs(home, rel, *kinds[rel]))
-    return docs, stale, notice
-
-
-def _delta_vectors(docs: Sequence[Doc], encode: Encode, model: str) -> np.ndarray:
-    if not docs:
-        return np.zeros((0, 1), dtype=np.float32)
-    missing = [d for d in docs if (model, d.fingerprint) not in _DELTA_VECTORS]
-    if missing:
-        vecs = np.asarray(encode([d.text for d in missing]), dtype=np.float32)
-        vecs /= np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
-        with _LOCK:
-            for d, v in zip(missing, vecs, strict=True):
-                _DELTA_VECTORS[(model, d.fingerprint)] = v
-    return np.vstack([_DELTA_VECTORS[(model, d.fingerprint)] for d in docs])
-
-
 # ------------------------------------------------------------------ search
 
 
@@ -311,23 +195,14 @@ def search(
     _check_choice(tier, set(TIERS), "tier")
     filters = Filters(category, kind, tier, _timestamp(since, "since"), _timestamp(until, "until"))
     now_ts = (now or datetime.now(UTC)).timestamp()
-    try:
-        idx = _cached_index(home)
-    except IndexMissing:
-        return fallback.search_plain(home, query, k, filters, _check_choice, r, now_ts, REBUILDING)
     encode, model = embedder or default_embedder()
-    if model != idx.model:
-        return fallback.search_plain(
-            home,
-            query,
-            k,
-            filters,
-            _check_choice,
-            r,
-            now_ts,
-            f"search index built for {idx.model}, not {model}: " + REBUILDING,
-        )
-    return _search_index(home, idx, store_view(home, idx), query, k, filters, with_sources, r, encode, model, now_ts)
+    idx, notice = index_for(home, encode, model)
+    if idx is None:
+        return fallback.search_plain(home, query, k, filters, _check_choice, r, now_ts, notice)
+    hits = _search_index(home, idx, store_view(home, idx), query, k, filters, with_sources, r, encode, model, now_ts)
+    if notice:
+        hits.notice = f"{notice}; {hits.notice}" if hits.notice else notice
+    return hits
 
 
 def _known(idx: LoadedIndex, delta: Sequence[Doc]) -> tuple[set[str], set[str]]:
@@ -353,7 +228,7 @@ def _search_index(
     model: str,
     now_ts: float,
 ) -> Hits:
-    delta, stale, notice = _delta_docs(home, idx, view)
+    delta, stale, notice = delta_docs(home, idx, view)
     cats, kinds = _known(idx, delta)
     _check_choice(filters.category, cats, "category")
     _check_choice(filters.kind, kinds, "kind")
@@ -411,7 +286,7 @@ def _search_index(
             parts_bm.append(bm25_one(idx.seg_tokens[j], idf, avgdl_seg) / ceiling if j in matching else 0.0)
             parts_cos.append(float(seg_cos[j]))
     if delta:
-        dv = _delta_vectors(delta, encode, model)
+        dv = delta_vectors(delta, encode, model)
         avgdl = float(idx.manifest.get("avgdl") or 0) or _avgdl(idx)
         for d, tok, v in zip(delta, delta_tokens, dv, strict=True):
             docs.append(d)
@@ -525,6 +400,7 @@ def _hit(d: Doc, query: str, score: float, parts: dict[str, float], r: Ranking, 
         lifecycle=lifecycle,
         chunk=d.key,
         archived_by=by,
+        text=d.text,
     )
 
 
@@ -560,7 +436,7 @@ def _expand_sources(hits: list[Hit], idx: LoadedIndex, home: Path, view: StoreVi
         found.update({s: known[s] for s in sources if s in known})
         missing = [s for s in sources if s not in found]
         if missing:
-            con = _open_store(home)
+            con = open_store(home)
             if con is not None:
                 try:
                     found.update({d.key: d for d in store_docs_by_id(con, missing)})

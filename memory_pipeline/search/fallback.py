@@ -1,5 +1,6 @@
-"""Seed 001 §7.4: the index is an optimisation, not a requirement. Without it, a plain keyword scan of the
-store and the files (what `rg -i` would do) answers, and the caller is told the index is being rebuilt."""
+"""Seed 001 §7.4: the index is an optimisation, not a requirement. When it cannot be built (the store busy,
+the disk full), a plain keyword scan of the store and the files answers — rare words weigh more than common
+ones (each term's inverse document frequency over what was scanned) — and the caller is told why."""
 
 from __future__ import annotations
 
@@ -61,14 +62,15 @@ def search_plain(
     if not terms:
         return Hits([], f"{notice}; {NOTHING}", mode="fallback")
     need = max(1, math.ceil(len(terms) / 2))
+    kept = [(d, d.text.lower()) for d in docs if filters.keep(d)]
+    df = {t: sum(1 for _, text in kept if t in text) for t in terms}
+    idf = {t: math.log(1.0 + (len(kept) - n + 0.5) / (n + 0.5)) for t, n in df.items()}
+    total = sum(idf.values()) or 1.0
     scored: list[tuple[float, Any, float]] = []
-    for d in docs:
-        if not filters.keep(d):
-            continue
-        text = d.text.lower()
-        matched = sum(1 for t in terms if t in text)
-        if matched >= need:
-            rel = matched / len(terms)
+    for d, text in kept:
+        matched = [t for t in terms if t in text]
+        if len(matched) >= need:
+            rel = sum(idf[t] for t in matched) / total
             imp = float(importance_factor(np.array([d.importance]), r)[0])
             scored.append((rel * imp, d, rel))
     scored.sort(key=lambda s: -s[0])

@@ -98,11 +98,45 @@ def test_journal_file_is_searchable_and_filters(workspace: Path) -> None:
     assert "knowledge/journal/2026-10-20.md" not in ids(dated)
 
 
-def test_index_deleted_still_answers_and_says_rebuilding(workspace: Path) -> None:
+def test_index_deleted_is_built_by_the_search_that_finds_it_missing(workspace: Path) -> None:
     delete_index(workspace)
     hits = search("price alert TIA", k=5, home=workspace, embedder=minilm(), now=NOW)
-    assert hits.mode == "fallback" and "being rebuilt" in hits.notice
-    assert ids(hits)[0] == "m-001"
+    assert hits.mode == "index" and hits.notice.startswith("search index missing: index built now (")
+    assert current_folder(workspace) is not None and ids(hits)[0] == "m-001"
+    again = search("price alert TIA", k=5, home=workspace, embedder=minilm(), now=NOW)
+    assert again.notice == "" and ids(again) == ids(hits)  # said once
+
+
+def test_an_index_that_cannot_be_built_gets_a_keyword_scan_that_weighs_rare_terms(
+    workspace: Path, tmp_path: Path
+) -> None:
+    rows = [
+        {"id": f"m-8{i:02d}", "content": f"Set a price alert on {t} at {p}: top of the weekly range.",
+         "importance": 2.0, "created_at": "2026-10-30T08:00:00", "categories": ["trading"]}
+        for i, (t, p) in enumerate([("ARB", "0.71"), ("ATOM", "7.33"), ("LINK", "17.15"), ("SOL", "150")])
+    ]  # fmt: skip
+    import_jsonl(MemoryStore(workspace / "memory.duckdb"), write_jsonl(tmp_path / "alerts.jsonl", rows))
+    delete_index(workspace)
+    (workspace / "index").write_text("not a folder")  # the index cannot be written here
+    hits = search("where did I set the TIA alert", k=5, home=workspace, embedder=minilm(), now=NOW)
+    assert hits.mode == "fallback" and "search index missing and could not be built (" in hits.notice
+    assert ids(hits)[0] == "m-001", [(h.id, h.score) for h in hits]  # "TIA" is rarer than "price alert"
+
+
+def test_a_large_fresh_write_updates_the_index_once(workspace: Path, tmp_path: Path) -> None:
+    from memory_pipeline.search.engine import DELTA_EMBED_LIMIT
+
+    before = current_folder(workspace)
+    rows = [
+        {"id": f"m-9{i:03d}", "content": f"Meeting note {i}: the ferry schedule changed for route {i}.",
+         "importance": 1.0, "created_at": "2026-10-30T08:00:00", "categories": ["travel"]}
+        for i in range(DELTA_EMBED_LIMIT + 1)
+    ]  # fmt: skip
+    import_jsonl(MemoryStore(workspace / "memory.duckdb"), write_jsonl(tmp_path / "notes.jsonl", rows))
+    hits = search("ferry schedule route 7", k=5, home=workspace, embedder=minilm(), now=NOW)
+    assert "documents written since the last index update: index updated now" in hits.notice
+    assert current_folder(workspace) != before and "m-9007" in ids(hits)
+    assert search("ferry schedule route 7", k=5, home=workspace, embedder=minilm(), now=NOW).notice == ""
 
 
 def test_fusions_both_work(workspace: Path) -> None:

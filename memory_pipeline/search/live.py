@@ -1,0 +1,216 @@
+"""What search reads besides the index files: the loaded indexes and the fresh-write delta's vectors (caches
+of one process, e.g. the MCP server), the store's live view since the build, and keeping the index fresh — built
+when missing or made for another model, updated when the delta is too large to embed on every call."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+import numpy as np
+
+from memory_pipeline.search.documents import Doc, file_docs, file_signature, iter_files, store_docs
+from memory_pipeline.search.index import Encode, IndexMissing, LoadedIndex, current_folder, load_index
+
+# ------------------------------------------------------------------ caches (one process, e.g. the MCP server)
+
+_LOCK = threading.Lock()
+_INDEXES: dict[str, LoadedIndex] = {}
+_DELTA_VECTORS: dict[tuple[str, str], np.ndarray] = {}
+
+
+def _cached_index(home: Path) -> LoadedIndex:
+    folder = current_folder(home)
+    if folder is None:
+        raise IndexMissing(f"no search index under {home / 'index'}")
+    key = str(home)
+    with _LOCK:
+        loaded = _INDEXES.get(key)
+        if loaded is None or loaded.folder != folder:
+            loaded = load_index(home)
+            _INDEXES[key] = loaded
+        return loaded
+
+
+def clear_cache() -> None:
+    with _LOCK:
+        _INDEXES.clear()
+        _DELTA_VECTORS.clear()
+        _VIEWS.clear()
+
+
+def default_embedder() -> tuple[Encode, str]:
+    from memory_pipeline.resources.embedder import EmbedderResource
+
+    model = os.environ.get("MEMORY_PIPELINE_EMBEDDER") or EmbedderResource().model
+    res = EmbedderResource(model=model)
+    return res.encode, model
+
+
+# ------------------------------------------------------------------ the delta
+
+
+def open_store(home: Path) -> duckdb.DuckDBPyConnection | None:
+    """A short read-only connection, or None while another process holds the write lock (never wait: a
+    query must not block on the nightly writer)."""
+    path = home / "memory.duckdb"
+    if not path.exists():
+        return None
+    try:
+        return duckdb.connect(str(path), read_only=True)
+    except duckdb.Error:
+        return None
+
+
+@dataclass
+class StoreView:
+    """What changed in the store since the index was built: appended rows (the delta) and rows whose
+    lifecycle, importance, lineage or usage differ from the index. Recomputed only when the store's files
+    change (DuckDB writes every commit to memory.duckdb or its .wal), so a quiet store costs a stat."""
+
+    delta: list[Doc]
+    overrides: dict[str, tuple[str, float, str, float]]
+    busy: bool = False
+
+
+_VIEWS: dict[tuple[str, str], tuple[tuple[int, ...], StoreView]] = {}
+_OVERRIDES_SQL = """
+    SELECT d.key, coalesce(m.lifecycle, 'gone'), coalesce(m.importance, 0), coalesce(m.archived_by, ''),
+           coalesce(m.included_count_decay, 0)
+    FROM read_parquet(?) d LEFT JOIN memories m ON m.id = d.key
+    WHERE d.source = 'store' AND (m.id IS NULL OR m.lifecycle <> d.lifecycle OR m.importance <> d.importance
+          OR coalesce(m.archived_by, '') <> d.archived_by OR coalesce(m.included_count_decay, 0) <> d.usage)
+"""
+
+
+def _store_stamp(home: Path) -> tuple[int, ...]:
+    out: list[int] = []
+    for name in ("memory.duckdb", "memory.duckdb.wal"):
+        try:
+            st = os.stat(home / name)
+            out += [st.st_mtime_ns, st.st_size]
+        except OSError:
+            out += [0, 0]
+    return tuple(out)
+
+
+def store_view(home: Path, idx: LoadedIndex) -> StoreView:
+    key = (str(home), str(idx.folder))
+    stamp = _store_stamp(home)
+    cached = _VIEWS.get(key)
+    if cached is not None and cached[0] == stamp:
+        return cached[1]
+    if not (home / "memory.duckdb").exists():
+        return StoreView([], {})
+    con = open_store(home)
+    if con is None:
+        return StoreView([], {}, busy=True)
+    try:
+        delta = store_docs(con, after_rowid=int(idx.manifest.get("store_max_rowid", -1)))
+        parquet = [str(idx.folder / n) for n in ("docs.parquet", "seg_docs.parquet") if (idx.folder / n).exists()]
+        rows = con.execute(_OVERRIDES_SQL, [parquet]).fetchall()
+    except duckdb.Error:
+        return StoreView([], {}, busy=True)
+    finally:
+        con.close()
+    view = StoreView(delta, {str(r[0]): (str(r[1]), float(r[2]), str(r[3]), float(r[4])) for r in rows})
+    with _LOCK:
+        _VIEWS[key] = (stamp, view)
+    return view
+
+
+def delta_docs(home: Path, idx: LoadedIndex, view: StoreView) -> tuple[list[Doc], set[str], str]:
+    """Documents written since the build (store rows past the watermark, new or changed files) and the
+    paths whose indexed chunks are stale."""
+    notice = "store busy: memories written since the last index update are not included" if view.busy else ""
+    docs = list(view.delta)
+    built: dict[str, list[float]] = idx.manifest.get("files", {})
+    current = file_signature(home)
+    stale = {p for p, sig in built.items() if current.get(p) != (sig[0], sig[1])}
+    fresh = sorted(p for p in current if p in stale or p not in built)
+    if fresh:
+        kinds = {p.relative_to(home).as_posix(): (k, t) for p, k, t in iter_files(home)}
+        for rel in fresh:
+            if rel in kinds:
+                docs.extend(file_docs(home, rel, *kinds[rel]))
+    return docs, stale, notice
+
+
+def delta_vectors(docs: Sequence[Doc], encode: Encode, model: str) -> np.ndarray:
+    if not docs:
+        return np.zeros((0, 1), dtype=np.float32)
+    missing = [d for d in docs if (model, d.fingerprint) not in _DELTA_VECTORS]
+    if missing:
+        vecs = np.asarray(encode([d.text for d in missing]), dtype=np.float32)
+        vecs /= np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
+        with _LOCK:
+            for d, v in zip(missing, vecs, strict=True):
+                _DELTA_VECTORS[(model, d.fingerprint)] = v
+    return np.vstack([_DELTA_VECTORS[(model, d.fingerprint)] for d in docs])
+
+
+DELTA_EMBED_LIMIT = 64  # more unembedded fresh documents than this: update the index instead (a CLI call is
+# a new process, so the delta's vectors would be computed again by every search until the next update)
+
+
+def index_for(home: Path, encode: Encode, model: str) -> tuple[LoadedIndex | None, str]:
+    """The index to search, built or updated here when it is missing, built for another model, or far behind
+    the store; (None, notice) when it cannot be, and the notice says why."""
+    try:
+        idx = _cached_index(home)
+    except IndexMissing:
+        return _build_now(home, encode, model, "search index missing")
+    if idx.model != model:
+        return _build_now(home, encode, model, f"search index was built for {idx.model}, not {model}")
+    view = store_view(home, idx)
+    if view.busy:
+        return idx, ""
+    delta, _stale, _ = delta_docs(home, idx, view)
+    unembedded = sum(1 for d in delta if (model, d.fingerprint) not in _DELTA_VECTORS)
+    if unembedded > DELTA_EMBED_LIMIT:
+        return _build_now(home, encode, model, f"{unembedded} documents written since the last index update",
+                          full=False)  # fmt: skip
+    return idx, ""
+
+
+def _build_now(home: Path, encode: Encode, model: str, why: str, full: bool = True) -> tuple[LoadedIndex | None, str]:
+    from memory_pipeline.search.index import build_index
+
+    if (home / "memory.duckdb").exists():
+        con = open_store(home)
+        if con is None:  # a writer holds the store: never wait for it in a query
+            return None, f"{why}; store busy, so these results come from a plain keyword scan"
+        con.close()
+    try:
+        stats = build_index(home, encode, model, full=full)
+        idx = _cached_index(home)
+    except (OSError, duckdb.Error, IndexMissing, ValueError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return None, f"{why} and could not be built ({first}); these results come from a plain keyword scan"
+    done = "built" if full else "updated"
+    counts = f"{stats.docs:,} documents, {stats.embedded:,} embedded, {stats.seconds:.1f} s"
+    return idx, f"{why}: index {done} now ({counts})"
+
+
+def refresh_index(home: Path) -> str:
+    """After a command wrote what search reads (a night, an import, the demo): the index brought up to date —
+    incrementally, so only new or changed text is embedded. One line saying what was done."""
+    from memory_pipeline.search.index import build_index
+
+    encode, model = default_embedder()
+    try:
+        previous = load_index(home)
+        full = previous.model != model
+    except IndexMissing:
+        full = True
+    try:
+        stats = build_index(home, encode, model, full=full)
+    except (OSError, duckdb.Error, ValueError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return f"search index not updated ({first}); the next search builds it"
+    done = "built" if full else "updated"
+    return f"search index {done}: {stats.docs:,} documents ({stats.embedded:,} embedded) in {stats.seconds:.1f} s"
