@@ -36,6 +36,8 @@ def cmd_context(args: argparse.Namespace) -> int:
         return 2
     for err in errors:
         print(f"warning: topic skipped: {err}", file=sys.stderr)
+    for line in out.warnings:  # a non-regular file skipped, a topic pattern past its time bound
+        print(f"warning: {line}", file=sys.stderr)
     if args.json:
         print(json.dumps(out.to_json(), indent=2, default=str))
         return 0
