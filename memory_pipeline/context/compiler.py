@@ -298,8 +298,11 @@ def compile_context(
         turn = turns[i]
         label = f"history:{turn.id or i}"
         if not b.offer(4, label, turn.render(), order=i):
-            for j in range(i - 1, -1, -1):
-                b.skip(4, f"history:{turns[j].id or j}", "older than the first turn that did not fit")
+            if i == 1:
+                b.skip(4, f"history:{turns[0].id or 0}", "older than the first turn that did not fit")
+            elif i > 1:  # one entry for the whole run: 100,000 entries made a response clients choke on
+                b.skip(4, f"history:{turns[0].id or 0}…{turns[i - 1].id or i - 1}",
+                       f"{i} older turns left out: older than the first turn that did not fit")
             break
 
     sections = sorted(b.sections, key=lambda s: (s[0], s[1]))
