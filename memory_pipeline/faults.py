@@ -4,6 +4,7 @@ Unset (always, in production) it costs one environment lookup."""
 
 import os
 import signal
+import time
 
 ENV = "MEMORY_PIPELINE_CRASH_AT"
 POINTS = ("after_phase1", "inside_phase2", "writing_report", "inside_import")
@@ -12,3 +13,26 @@ POINTS = ("after_phase1", "inside_phase2", "writing_report", "inside_import")
 def crash_point(name: str) -> None:
     if os.environ.get(ENV) == name:
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+# Hold points: MEMORY_PIPELINE_HOLD_AT=<name>:<folder> makes the process stop there, create
+# <folder>/<name>.reached and wait until <folder>/<name>.release exists (HOLD_LIMIT_S at most, so a test that
+# forgets to release never leaves a process hanging). A test uses it to keep a call in flight for as long as
+# it needs, and to know for sure that it is in flight, without depending on how fast the machine is.
+HOLD_ENV = "MEMORY_PIPELINE_HOLD_AT"
+HOLD_POINTS = ("mcp_context",)
+HOLD_LIMIT_S = 120.0
+
+
+def hold_point(name: str) -> None:
+    spec = os.environ.get(HOLD_ENV, "")
+    point, _, folder = spec.partition(":")
+    if point != name or not folder:
+        return
+    from pathlib import Path
+
+    (Path(folder) / f"{name}.reached").touch()
+    release = Path(folder) / f"{name}.release"
+    deadline = time.monotonic() + HOLD_LIMIT_S
+    while not release.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)

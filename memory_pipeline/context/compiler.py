@@ -5,6 +5,9 @@ yesterday's journals and `projects/_active.md`, P2 the active topics' instructio
 subscriptions, P3 knowledge ranked by search, P4 session history newest first (tool results shrunk to one
 line). Every section's tokens are counted with its header and separator, so the manifest's tokens add up
 to the prompt's and the budget is never exceeded by the project's token count.
+
+Only regular files are read (a named pipe would block the turn forever): any other kind is skipped with a
+manifest entry and a line in `Compiled.warnings`, as is a topic pattern that ran past its time bound.
 """
 
 from __future__ import annotations
@@ -17,11 +20,12 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from memory_pipeline.context.files import NotRegularFile, read_regular_text
 from memory_pipeline.context.gate import Gate, GateDecision
 from memory_pipeline.context.packing import cut_entries, fence, matching_sentences, near_duplicate, one_line, words
 from memory_pipeline.context.read_path import ReadPath
 from memory_pipeline.context.topics import Topic
-from memory_pipeline.context.watchers import Event, output_corrections, scorer_for, tier1_matches
+from memory_pipeline.context.watchers import Event, SlowTrigger, output_corrections, scorer_for, tier1_matches
 from memory_pipeline.tokens import CHARS_PER_TOKEN
 
 DEFAULT_BUDGET = 8192
@@ -88,6 +92,7 @@ class Compiled:
     manifest: list[Entry]
     gate: list[GateDecision] = field(default_factory=list)
     corrections: list[tuple[str, str]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # skipped non-regular files, slow topic patterns: one line each
 
     @property
     def memory_ids(self) -> list[str]:
@@ -101,6 +106,7 @@ class Compiled:
             "manifest": [asdict(e) for e in self.manifest],
             "gate": [asdict(d) for d in self.gate],
             "corrections": [{"topic": t, "hint": h} for t, h in self.corrections],
+            "warnings": self.warnings,
         }
 
 
@@ -124,6 +130,8 @@ class _Budget:
         self.sections: list[tuple[int, int, str, str | list[str]]] = []  # (priority, order, label, content)
         self.manifest: list[Entry] = []
         self.groups: dict[str, list[str]] = {}  # a section built line by line (P3's knowledge)
+        self.warnings: list[str] = []
+        self.not_regular: dict[Path, str] = {}  # files skipped because they are FIFOs, directories, devices
 
     def offer(self, priority: int, label: str, content: str, order: int | None = None, **where: Any) -> bool:
         why = where.pop("why", "fits")
@@ -161,12 +169,26 @@ class _Budget:
         self.manifest.append(Entry(f"P{priority}", label, 0, False, reason, **where))
 
 
-def _read(path: Path) -> str | None:
+def _read(path: Path, b: _Budget) -> str | None:
+    """The file's text, or None when it is missing, empty or unreadable. A file that is not a regular file
+    (a named pipe would block the read forever) is None too, and is recorded in `b.not_regular` and reported
+    in `b.warnings`."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_regular_text(path)
+    except NotRegularFile as exc:
+        if path not in b.not_regular:
+            b.not_regular[path] = exc.problem
+            b.warnings.append(f"{path}: {exc.problem}: skipped; replace it with a regular file")
+        return None
     except (OSError, UnicodeDecodeError):
         return None
     return text if text.strip() else None
+
+
+def _skipped_why(path: Path, b: _Budget, otherwise: str) -> str:
+    """The manifest's reason for a file `_read` returned None for."""
+    problem = b.not_regular.get(path)
+    return f"skipped: {problem}" if problem else otherwise
 
 
 def compile_context(
@@ -195,13 +217,17 @@ def compile_context(
 
     # P0: identity, never dropped: a budget below it is the caller's error.
     identity = sorted((knowledge / "identity").glob("*.md")) if (knowledge / "identity").is_dir() else []
-    p0 = [(p, t) for p in identity if (t := _read(p)) is not None]
+    read0 = [(p, _read(p, b)) for p in identity]
+    p0 = [(p, t) for p, t in read0 if t is not None]
     need = sum(section_tokens(f"identity:{p.name}", t) for p, t in p0)
     if need > budget_tokens:
         raise ContextError(f"budget {budget_tokens} is smaller than the identity files ({need} tokens, "
                            f"{knowledge / 'identity'}): raise the budget to at least {need}")
     for p, t in p0:
         b.offer(0, f"identity:{p.name}", t, path=str(p.relative_to(home)))
+    for p in identity:
+        if p in b.not_regular:
+            b.skip(0, f"identity:{p.name}", _skipped_why(p, b, ""), path=str(p.relative_to(home)))
     if not p0:
         b.skip(0, "identity", "missing: no knowledge/identity/*.md", path="knowledge/identity/")
 
@@ -220,9 +246,9 @@ def compile_context(
         if label == "memory" and not main_session:
             b.skip(1, label, "not the main session: MEMORY.md is private to it", path=rel)
             continue
-        text = _read(path)
+        text = _read(path, b)
         if text is None:
-            b.skip(1, label, "missing file", path=rel)
+            b.skip(1, label, _skipped_why(path, b, "missing file"), path=rel)
             continue
         slot = "memory" if label == "memory" else "journal"
         text, why = _fit_slot(label, text, slot_left[slot], message, slot)
@@ -234,7 +260,8 @@ def compile_context(
 
     # P2: topics woken by the message (Tier 1 → Tier 2 → gate), output corrections, subscriptions.
     scores = scorer_for(tuple(topics)).scores(message) if topics else {}
-    matched = tier1_matches(topics, message, tool_paths=tool_paths, events=events)
+    slow: list[SlowTrigger] = []
+    matched = tier1_matches(topics, message, tool_paths=tool_paths, events=events, slow=slow)
     gate = gate or Gate()
     decisions = [gate.decide(message, t, t.name in matched, scores.get(t.name, 0.0)) for t in topics]
     by_name = {t.name: t for t in topics}
@@ -244,7 +271,12 @@ def compile_context(
         if not d.activated:
             b.skip(2, f"topic:{d.topic}", f"not active: {d.reason}", path=str(by_name[d.topic].path.relative_to(home)),
                    score=d.tier2_score)
-    corrections = output_corrections(topics, agent_output) if agent_output else []
+    corrections = output_corrections(topics, agent_output, slow) if agent_output else []
+    for st in slow:
+        b.skip(2, f"trigger:{st.topic.name}.{st.trigger.where}",
+               f"pattern ran longer than {st.seconds:g} s on the {st.text}: trigger skipped this turn",
+               path=str(st.topic.path.relative_to(home)))
+        b.warnings.append(st.line)
     for name, hint in corrections:
         b.offer(2, f"correction:{name}", hint, why="output watcher fired on the agent's last reply")
     topic_left = int(read.topic_share * budget_tokens)
@@ -254,9 +286,9 @@ def compile_context(
         used = 0
         items = [(f"topic:{topic.name}", topic.instructions, str(topic.path.relative_to(home)))]
         for sub in topic.subscriptions:
-            text = _read(home / sub)
+            text = _read(home / sub, b)
             if text is None:
-                b.skip(2, f"sub:{sub}", "missing subscription file", path=sub)
+                b.skip(2, f"sub:{sub}", _skipped_why(home / sub, b, "missing subscription file"), path=sub)
                 continue
             items.append((f"sub:{sub}", text, sub))
         for n, (label, text, rel) in enumerate(items):
@@ -289,8 +321,11 @@ def compile_context(
         turn = turns[i]
         label = f"history:{turn.id or i}"
         if not b.offer(4, label, turn.render(), order=i):
-            for j in range(i - 1, -1, -1):
-                b.skip(4, f"history:{turns[j].id or j}", "older than the first turn that did not fit")
+            if i == 1:
+                b.skip(4, f"history:{turns[0].id or 0}", "older than the first turn that did not fit")
+            elif i > 1:  # one entry for the whole run: 100,000 entries made a response clients choke on
+                b.skip(4, f"history:{turns[0].id or 0}…{turns[i - 1].id or i - 1}",
+                       f"{i} older turns left out: older than the first turn that did not fit")
             break
 
     sections = sorted(b.sections, key=lambda s: (s[0], s[1]))
@@ -299,7 +334,7 @@ def compile_context(
         for _, _, label, c in sections
     ).rstrip("\n")
     used = sum(e.tokens for e in b.manifest if e.included)
-    return Compiled(prompt, used, budget_tokens, b.manifest, decisions, corrections)
+    return Compiled(prompt, used, budget_tokens, b.manifest, decisions, corrections, b.warnings)
 
 
 def _fit_slot(label: str, text: str, tokens: int, message: str, slot: str) -> tuple[str | None, str]:

@@ -14,6 +14,9 @@ from typing import Any
 
 import yaml
 
+from memory_pipeline.context.files import NotRegularFile, read_regular_text
+from memory_pipeline.context.patterns import pattern_problem
+
 ACTIVATIONS = ("auto", "gated", "manual")
 PRIORITIES = ("low", "medium", "high", "critical")
 SCOPES = ("input", "output", "both")
@@ -44,6 +47,7 @@ class Trigger:
     event: str = ""  # webhook event, e.g. "new_message"
     schedule: str = ""  # cron expression
     correction_hint: str = ""  # output triggers: what the agent should do instead (§4.3)
+    where: str = ""  # the field in its topic file, e.g. "triggers[0].match": how a slow pattern is reported
 
 
 @dataclass(frozen=True)
@@ -78,10 +82,9 @@ def _text(value: Any, path: Path, name: str) -> str:
 
 def _regex(value: Any, path: Path, name: str) -> str:
     text = _text(value, path, name)
-    try:
-        re.compile(text)
-    except re.error as exc:
-        raise TopicError(path, name, f"invalid regular expression {text!r}: {exc}") from None
+    problem = pattern_problem(text)  # the engine the watchers match with (memory_pipeline.context.patterns)
+    if problem is not None:
+        raise TopicError(path, name, f"invalid regular expression {text!r}: {problem}")
     return text
 
 
@@ -103,7 +106,9 @@ def _trigger(raw: Any, path: Path, i: int) -> Trigger:
     if not isinstance(hint, str):
         raise TopicError(path, f"{where}.correction_hint", f"expected text, got {hint!r}")
     if kind in ("pattern", "url"):
-        return Trigger(kind, match=_regex(raw.get("match"), path, f"{where}.match"), scope=scope, correction_hint=hint)
+        field_name = f"{where}.match"
+        pattern = _regex(raw.get("match"), path, field_name)
+        return Trigger(kind, match=pattern, scope=scope, correction_hint=hint, where=field_name)
     if kind in ("glob", "mention"):
         return Trigger(kind, match=_text(raw.get("match"), path, f"{where}.match"), scope=scope)
     if kind == "keywords":
@@ -190,7 +195,9 @@ def _parse_cached(path: Path) -> Topic | TopicError:
     key = (str(path), st.st_mtime_ns, st.st_size)
     if key not in _PARSED:
         try:
-            _PARSED[key] = parse_topic(path, path.read_text(encoding="utf-8"))
+            _PARSED[key] = parse_topic(path, read_regular_text(path))
+        except NotRegularFile as exc:  # a named pipe would block the read forever
+            _PARSED[key] = TopicError(path, "file", f"{exc.problem}: skipped; a topic must be a regular .md file")
         except (OSError, UnicodeDecodeError) as exc:
             _PARSED[key] = TopicError(path, "file", f"cannot be read as UTF-8 text: {exc}")
         except TopicError as exc:
@@ -212,7 +219,9 @@ def load_topics(home: Path) -> tuple[list[Topic], list[TopicError]]:
         missing = [i for i, sub in enumerate(parsed.subscriptions) if not (home / sub).is_file()]
         if missing:
             i = missing[0]
-            problem = f"{parsed.subscriptions[i]} does not exist under {home}"
+            sub_path = home / parsed.subscriptions[i]
+            problem = (f"{parsed.subscriptions[i]} is not a regular file (e.g. a named pipe): replace it with one"
+                       if sub_path.exists() else f"{parsed.subscriptions[i]} does not exist under {home}")
             errors.append(TopicError(path, f"subscriptions[{i}]", problem))
             continue
         topics.append(parsed)
