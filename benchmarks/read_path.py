@@ -74,7 +74,7 @@ def _pack(items: Sequence[tuple[str, str]], budget: int, lines: bool) -> tuple[l
 def score(home: Path, conv: Conversation, variants: Sequence[str], encode: Any) -> list[dict[str, Any]]:
     import bm25s
 
-    from benchmarks.locomo_retention import active_memories
+    from benchmarks.locomo_retention import active_memories, clock_for
     from memory_pipeline.context.read_path import ReadPath
     from memory_pipeline.context.search_adapter import default_search
     from memory_pipeline.context.service import compile_for_agent
@@ -105,13 +105,14 @@ def score(home: Path, conv: Conversation, variants: Sequence[str], encode: Any) 
         v = VARIANTS[name]
         ranking = load_ranking().with_(**v.get("ranking", {}))
         read = ReadPath.load().with_(**v.get("read", {}))
-        run = default_search(home, embedder=(encode, MINILM), ranking=ranking, read=read)
+        today = clock_for(conv).date()  # time expressions read against the conversation's own "now"
+        run = default_search(home, embedder=(encode, MINILM), ranking=ranking, read=read, today=today)
         cached = functools.lru_cache(maxsize=8)(run)
         for q in questions:
             for budget in BUDGETS:
                 t0 = time.perf_counter()
                 compiled, _ = compile_for_agent(home, q.question, budget_tokens=budget, search=cached, read=read,
-                                                today=None)
+                                                today=today)
                 ms = (time.perf_counter() - t0) * 1000
                 rows.append(_row(conv, q, name, budget, compiled.memory_ids, [compiled.prompt], mem.lineage, ms))
     return rows

@@ -86,8 +86,8 @@ def _from_store(home: Path, items: list[Knowledge], neighbours: int) -> list[Kno
     """Summaries dated by their members' range; each memory hit followed by the `neighbours` turns either
     side of it in its session (one short read-only query; the hits alone when the store is busy)."""
     ids = [k.memory_id for k in items if k.memory_id]
-    if not ids:
-        return items
+    if not ids or not (neighbours or any(k.kind == "summary" for k in items)):
+        return items  # the hits carry their whole text: the store is read only for lineage and neighbours
     con = open_store(home)
     if con is None:
         return items

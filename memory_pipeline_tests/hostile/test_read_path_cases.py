@@ -72,11 +72,11 @@ def home(tmp_path: Path) -> Path:
 
 def snapshot(home: Path) -> dict[str, str]:
     """Every path under the workspace with its kind and content, less what a context call may append (the gate
-    log and the usage spools)."""
+    log and the usage spools) and the search index (derived data a search builds when it is missing)."""
     out: dict[str, str] = {}
     for p in sorted(home.rglob("*")):
         rel = p.relative_to(home).as_posix()
-        if rel.split("/")[0] in ("reports", "spool"):
+        if rel.split("/")[0] in ("reports", "spool", "index"):
             continue
         if p.is_fifo():
             out[rel] = "fifo"

@@ -56,7 +56,8 @@ def test_a_summary_enters_whole_with_its_pattern_tail_and_its_members_dates(ctx_
 def test_a_memory_file_over_its_slot_is_cut_and_knowledge_keeps_its_share(ctx_home: Path) -> None:
     memory_md = ctx_home / "knowledge" / "memory" / "MEMORY.md"
     memory_md.parent.mkdir(parents=True, exist_ok=True)
-    entries = [f"- 2026-10-{1 + i % 28:02d}: decision number {i} about the release train and its owners" for i in range(80)]
+    entries = [f"- 2026-10-{1 + i % 28:02d}: decision number {i} about the release train and its owners"
+               for i in range(80)]
     memory_md.write_text("# Core Memory\n\n## Key Decisions\n" + "\n".join(entries) + "\n", encoding="utf-8")
     out = compile_(ctx_home, "did I set a price alert on TIA?")
     memory = next(e for e in out.manifest if e.label == "memory")
