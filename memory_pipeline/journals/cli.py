@@ -261,17 +261,40 @@ def cmd_prune(args: argparse.Namespace) -> int:
 
     home = workspace_home()
     today = args.as_of or date.today()
-    scored, moved = prune(home, today, args.dry_run, warn=lambda m: print(f"warning: {m}", file=sys.stderr))
+    if not args.dry_run and (code := _git_ready(home)) is not None:
+        return code
+    scored, moved, commit = prune(home, today, args.dry_run, warn=lambda m: print(f"warning: {m}", file=sys.stderr))
     for s in scored:
         if s.evict:
             verb = "would archive" if args.dry_run else "archived"
             print(f"{verb} {s.path}  score {s.score:.4f}  {s.days_old} days  {s.references} reference(s)")
     evicted = sum(1 for s in scored if s.evict)
+    for note in commit.notes:
+        print(note, file=sys.stderr)
     if args.dry_run:
         print(f"dry run: {evicted} of {len(scored)} knowledge file(s) would move to archive/; nothing moved")
+    elif commit.error:
+        print(f"error: {len(moved)} knowledge file(s) moved to archive/ but not committed: {commit.error}",
+              file=sys.stderr)  # fmt: skip
+        return 1
     else:
         print(f"{len(moved)} of {len(scored)} knowledge file(s) moved to archive/ (still searchable, tier archive)")
     return 0
+
+
+def _git_ready(home: Path) -> int | None:
+    """Before a command that commits: a stale .git/index.lock is removed (one note line); one a running git
+    holds is one error line and exit code 2, before anything is written. None: go on."""
+    from memory_pipeline.journals.gitlog import GitLockError, check_index_lock
+
+    try:
+        note = check_index_lock(home)
+    except GitLockError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if note:
+        print(note, file=sys.stderr)
+    return None
 
 
 def _last_closed_month(today: date) -> str:
@@ -318,6 +341,8 @@ def cmd_monthly(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2
+    if not args.dry_run and (code := _git_ready(home)) is not None:
+        return code
     plan, report = run_monthly(home, month, today, args.dry_run, llm,
                                warn=lambda m: print(f"warning: {m}", file=sys.stderr),
                                reports_dir=home / "reports", max_cost_usd=engine.max_cost_usd,
@@ -335,8 +360,14 @@ def cmd_monthly(args: argparse.Namespace) -> int:
                f"{m['memory_md_lines_after']} lines")  # fmt: skip
     if args.dry_run:
         print(f"dry run: {summary}; nothing written")
-    else:
-        print(f"{summary}; moved lines in archive/monthly/{month}/; report reports/monthly/{month}.json")
+        return 0
+    for note in report["notes"]:
+        print(note, file=sys.stderr)
+    if report["commit_error"]:
+        print(f"error: {month}: files changed but not committed: {report['commit_error']} (report "
+              f"reports/monthly/{month}.json)", file=sys.stderr)  # fmt: skip
+        return 1
+    print(f"{summary}; moved lines in archive/monthly/{month}/; report reports/monthly/{month}.json")
     return 0
 
 

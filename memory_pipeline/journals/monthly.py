@@ -407,8 +407,9 @@ def commit_message(p: Plan) -> str:
 
 def distill(home: Path, month: str, as_of: date, dry_run: bool, reviewer: Reviewer | None = None,
             warn: Callable[[str], None] = print, log: Any = None) -> tuple[Plan, dict[str, Any]]:  # fmt: skip
-    """Plan; unless `dry_run`, apply, commit (`maintenance:`) and write reports/monthly/<month>.json.
-    A dry run writes nothing at all. (plan, report)."""
+    """Plan; unless `dry_run`, apply, commit exactly the paths written or moved (`maintenance:`) and write
+    reports/monthly/<month>.json. A dry run writes nothing at all. (plan, report); the report's `commit_error`
+    says why a commit that was due did not happen."""
     import json
 
     from memory_pipeline.journals.gitlog import commit_knowledge
@@ -420,7 +421,9 @@ def distill(home: Path, month: str, as_of: date, dry_run: bool, reviewer: Review
     written = apply(home, p)
     for line in p.warnings:
         warn(line)
-    committed = bool(written) and commit_knowledge(Path(home), commit_message(p), tag=None, log=log)
-    out = report(p, False, mode, written, committed) | {"llm_calls": reviewer.calls if reviewer else 0}
+    commit = commit_knowledge(Path(home), commit_message(p), tag=None, log=log, paths=written) if written else None
+    out = report(p, False, mode, written, bool(commit)) | {"llm_calls": reviewer.calls if reviewer else 0}
+    out |= {"commit_error": commit.error if commit is not None else "",
+            "notes": list(commit.notes) if commit is not None else []}  # fmt: skip
     knowledge.write_atomic(report_path(home, month), json.dumps(out, indent=2, ensure_ascii=False) + "\n")
     return p, out

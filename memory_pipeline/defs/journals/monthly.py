@@ -79,6 +79,8 @@ def monthly_distillation(
                                    "plan": dg.MetadataValue.json(report)}  # fmt: skip
     if not config.dry_run:
         metadata["report"] = dg.MetadataValue.path(str(monthly.report_path(store.home_path, month)))
+        for line in [*report["notes"], *([report["commit_error"]] if report["commit_error"] else [])]:
+            context.log.warning(line)
     return dg.MaterializeResult(metadata=metadata)
 
 
