@@ -306,7 +306,7 @@ def cmd_monthly(args: argparse.Namespace) -> int:
     """Seed 001 §8.4: the month's distillation through the asset's own helper (`run_monthly`)."""
     from zoneinfo import ZoneInfo
 
-    from memory_pipeline.journals.monthly import parse_month
+    from memory_pipeline.journals.monthly import parse_month, run_report_path
 
     try:
         parse_month(args.month or "2000-01")  # a bad month is one line before anything else loads
@@ -363,11 +363,13 @@ def cmd_monthly(args: argparse.Namespace) -> int:
         return 0
     for note in report["notes"]:
         print(note, file=sys.stderr)
+    run_rel = run_report_path(home, month, report["run"]).relative_to(home)
     if report["commit_error"]:
-        print(f"error: {month}: files changed but not committed: {report['commit_error']} (report "
-              f"reports/monthly/{month}.json)", file=sys.stderr)  # fmt: skip
+        print(f"error: {month}: files changed but not committed: {report['commit_error']} (report {run_rel})",
+              file=sys.stderr)  # fmt: skip
         return 1
-    print(f"{summary}; moved lines in archive/monthly/{month}/; report reports/monthly/{month}.json")
+    month_rel = f"; the month's: reports/monthly/{month}.json" if report["month_report"] else ""
+    print(f"{summary}; moved lines in archive/monthly/{month}/; report {run_rel}{month_rel}")
     return 0
 
 
