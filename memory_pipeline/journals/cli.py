@@ -105,10 +105,13 @@ def cmd_branch(args: argparse.Namespace, home: Path) -> int:
     try:
         if args.prune_branches and args.branch is None and args.adopt is None:
             branches.require_git(home, "reconstruct --prune-branches")
-            pruned = branches.prune(home)
+            pruned, kept = branches.prune(home)
             for b in pruned:
                 print(f"pruned {branches.PREFIX}{b.name} (last commit {b.last_commit:%Y-%m-%d})")
-            print(f"{len(pruned)} extract/* branch(es) older than 7 days pruned; {len(branches.branches(home))} kept")
+            for k in kept:
+                print(k.line(home))
+            print(f"{len(pruned)} extract/* branch(es) older than 7 days pruned; {len(branches.branches(home))} kept"
+                  + (f" ({len(kept)} of them old, with uncommitted changes)" if kept else ""))  # fmt: skip
             return 0
         if args.adopt is not None:
             return _adopt(home, branches.check_name(args.adopt))
@@ -174,8 +177,12 @@ def _adopt(home: Path, name: str) -> int:
     tag = branches.tag_extractors(home, label) if label else None
     if tag:
         print(f"tagged {tag} (extractor change)")
-    branches.remove(home, name)
-    print(f"deleted {branches.PREFIX}{name} and its worktree (merged)")
+    if changes := branches.remove(home, name):
+        print(f"kept {branches.PREFIX}{name} and its worktree {branches.branch_dir(home, name)} (merged): it has "
+              f"uncommitted or untracked changes ({', '.join(changes[:5])}); delete it with "
+              "`memory-pipeline reconstruct --prune-branches` once they are dealt with")  # fmt: skip
+    else:
+        print(f"deleted {branches.PREFIX}{name} and its worktree (merged)")
     if span:
         start, _, end = span.partition("..")
         print(f"note: memory.duckdb is unchanged (main's extractor memories): a later main reconstruct of {span} "

@@ -328,9 +328,12 @@ def reconstruct_branch(
     require_git(home)
     if end < start:
         raise ValueError(f"--to {end} is before --from {start}")
-    pruned = [b.name for b in prune(home)]
+    gone, kept = prune(home)
+    pruned = [b.name for b in gone]
     for old in pruned:
         echo(f"  pruned {PREFIX}{old} (last commit older than 7 days)")
+    for k in kept:
+        echo(f"  {k.line(home)}")
     if commit_pending_transcripts(home):
         echo("  committed new transcripts on the workspace's branch first (conversation:)")
     where = open_worktree(home, name)
