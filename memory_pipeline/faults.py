@@ -7,7 +7,8 @@ import signal
 import time
 
 ENV = "MEMORY_PIPELINE_CRASH_AT"
-POINTS = ("after_phase1", "inside_phase2", "writing_report", "inside_import")
+POINTS = ("after_phase1", "inside_phase2", "writing_report", "inside_import", "flush_after_transcript",
+          "flush_before_record")
 
 
 def crash_point(name: str) -> None:

@@ -241,7 +241,14 @@ def _flush_work(home: Path | None, turns: Sequence[HistoryTurn]) -> FlushRespons
         parsed = parse_turns([{"role": roles.get(t.role, t.role), "content": t.content} for t in turns])
     except FlushInputError as exc:
         raise ToolError(str(exc)) from None
-    out = flush_session(where, parsed)
+    from memory_pipeline.journals.gitlog import GitLockError
+
+    try:
+        out = flush_session(where, parsed)
+    except GitLockError as exc:
+        raise ToolError(str(exc)) from None
+    if "error" in out:
+        raise ToolError(str(out["error"]))
     return FlushResponse(transcript=str(out["transcript"]), written=bool(out["written"]),
                          journal=str(out.get("journal", "")), note=str(out.get("note", "")))  # fmt: skip
 

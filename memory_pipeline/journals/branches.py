@@ -9,7 +9,8 @@ committed (so the branch sees every transcript).
 
 `extract/*` branches whose last commit is older than 7 days are pruned (branch and worktree): they hold derived
 output only, and the transcripts they were built from are immutable and stay on main, so a pruned branch can be
-rebuilt at any time. `memory/extract/<label>` tags mark the commit after an extractor change (§3.4).
+rebuilt at any time — except a worktree with uncommitted or untracked changes (a hand edit, review notes), which
+is kept with its branch and named. `memory/extract/<label>` tags mark the commit after an extractor change (§3.4).
 Everything here needs git; without it, `require_git` says so in one line.
 """
 
@@ -112,9 +113,38 @@ def open_worktree(home: Path, name: str) -> Path:
     return where
 
 
-def remove(home: Path, name: str) -> None:
-    """Delete `extract/NAME` and its worktree (derived output only)."""
+# what a branch run writes in its worktree besides the tracked files: derived output, never a reason to keep it
+DERIVED = frozenset({"memory.duckdb", "memory.duckdb.wal", "parquet", "reports", ".dagster", "backups", "spool",
+                     "index", ".git-memory.lock", ".flushes", "dagster.yaml"})  # fmt: skip
+
+
+def local_changes(where: Path) -> list[str]:
+    """What a worktree holds that its branch does not: modified, deleted or untracked files, and ignored files
+    that are not the run's derived output (`DERIVED`, temp files) — e.g. a hand edit under knowledge/ or a
+    `review-notes.md` beside it. Worktree-relative paths; [] when clean."""
+    done = _git(where, "status", "--porcelain", "-z", "--ignored", "--untracked-files=all")
+    if done.returncode != 0:
+        return [f"(git status failed: {(done.stderr.strip() or '?').splitlines()[0]})"]
+    out: list[str] = []
+    entries = iter(done.stdout.split("\0"))
+    for entry in entries:
+        if len(entry) < 4:
+            continue
+        code, path = entry[:2], entry[3:]
+        if code[0] in "RC":
+            next(entries, None)  # the rename's source
+        if code == "!!" and (path.split("/", 1)[0] in DERIVED or ".tmp" in Path(path).name):
+            continue
+        out.append(path.rstrip("/"))
+    return out
+
+
+def remove(home: Path, name: str) -> list[str]:
+    """Delete `extract/NAME` and its worktree (derived output only) — unless the worktree has local changes
+    (`local_changes`): then nothing is deleted and those changes are returned ([] when it was deleted)."""
     where = branch_dir(home, name)
+    if (where / ".git").is_file() and (changes := local_changes(where)):
+        return changes
     if where.exists():
         _git(home, "worktree", "remove", "--force", str(where))
         if where.exists():
@@ -122,12 +152,27 @@ def remove(home: Path, name: str) -> None:
     _git(home, "worktree", "prune")
     if exists(home, name):
         _ok(home, "branch", "-D", f"{PREFIX}{name}")
+    return []
 
 
 @dataclass(frozen=True)
 class Branch:
     name: str
     last_commit: datetime
+
+
+@dataclass(frozen=True)
+class Kept:
+    """An old branch not pruned: its worktree has changes the branch does not (worktree-relative paths)."""
+
+    branch: Branch
+    changes: tuple[str, ...]
+
+    def line(self, home: Path) -> str:
+        shown = ", ".join(self.changes[:5]) + (f" and {len(self.changes) - 5} more" if len(self.changes) > 5 else "")
+        return (f"kept {PREFIX}{self.branch.name} (last commit {self.branch.last_commit:%Y-%m-%d}): its worktree "
+                f"{branch_dir(home, self.branch.name)} has uncommitted or untracked changes ({shown}); commit or "
+                "remove them, then prune again")  # fmt: skip
 
 
 def branches(home: Path) -> list[Branch]:
@@ -139,13 +184,21 @@ def branches(home: Path) -> list[Branch]:
     return found
 
 
-def prune(home: Path, now: datetime | None = None, max_age: timedelta = MAX_AGE) -> list[Branch]:
-    """Delete the `extract/*` branches (and worktrees) whose last commit is older than `max_age`."""
+def prune(home: Path, now: datetime | None = None, max_age: timedelta = MAX_AGE) -> tuple[list[Branch], list[Kept]]:
+    """Delete the `extract/*` branches (and worktrees) whose last commit is older than `max_age`; a branch whose
+    worktree has uncommitted or untracked changes is kept. (pruned, kept)."""
     now = now or datetime.fromtimestamp(time.time(), UTC)
-    old = [b for b in branches(home) if now - b.last_commit > max_age]
-    for b in old:
-        remove(home, b.name)
-    return old
+    pruned: list[Branch] = []
+    kept: list[Kept] = []
+    for b in branches(home):
+        if now - b.last_commit <= max_age:
+            continue
+        changes = remove(home, b.name)
+        if changes:
+            kept.append(Kept(b, tuple(changes)))
+        else:
+            pruned.append(b)
+    return pruned, kept
 
 
 def diff_stat(home: Path, name: str) -> str:

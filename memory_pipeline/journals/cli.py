@@ -105,10 +105,13 @@ def cmd_branch(args: argparse.Namespace, home: Path) -> int:
     try:
         if args.prune_branches and args.branch is None and args.adopt is None:
             branches.require_git(home, "reconstruct --prune-branches")
-            pruned = branches.prune(home)
+            pruned, kept = branches.prune(home)
             for b in pruned:
                 print(f"pruned {branches.PREFIX}{b.name} (last commit {b.last_commit:%Y-%m-%d})")
-            print(f"{len(pruned)} extract/* branch(es) older than 7 days pruned; {len(branches.branches(home))} kept")
+            for k in kept:
+                print(k.line(home))
+            print(f"{len(pruned)} extract/* branch(es) older than 7 days pruned; {len(branches.branches(home))} kept"
+                  + (f" ({len(kept)} of them old, with uncommitted changes)" if kept else ""))  # fmt: skip
             return 0
         if args.adopt is not None:
             return _adopt(home, branches.check_name(args.adopt))
@@ -174,8 +177,12 @@ def _adopt(home: Path, name: str) -> int:
     tag = branches.tag_extractors(home, label) if label else None
     if tag:
         print(f"tagged {tag} (extractor change)")
-    branches.remove(home, name)
-    print(f"deleted {branches.PREFIX}{name} and its worktree (merged)")
+    if changes := branches.remove(home, name):
+        print(f"kept {branches.PREFIX}{name} and its worktree {branches.branch_dir(home, name)} (merged): it has "
+              f"uncommitted or untracked changes ({', '.join(changes[:5])}); delete it with "
+              "`memory-pipeline reconstruct --prune-branches` once they are dealt with")  # fmt: skip
+    else:
+        print(f"deleted {branches.PREFIX}{name} and its worktree (merged)")
     if span:
         start, _, end = span.partition("..")
         print(f"note: memory.duckdb is unchanged (main's extractor memories): a later main reconstruct of {span} "
@@ -186,45 +193,86 @@ def _adopt(home: Path, name: str) -> int:
 
 def flush_session(home: Path, turns: list, now: datetime | None = None) -> dict[str, object]:
     """Seed 001 §6.4: the turns as a transcript, then that day's journal and the week's MEMORY.md rebuilt by
-    the journal pipeline (in this process). Same turns again: nothing is written or run."""
+    the journal pipeline (in this process), their commit, and last the flush's record (`flush.mark_done`). The
+    same turns again: nothing is written or run — unless the first flush stopped before its record, which this
+    one then finishes (`resumed`). A failure is one line in `error` (nothing recorded, so a retry finishes it);
+    a running git holding .git/index.lock raises GitLockError before anything is written."""
     import dagster as dg
 
-    from memory_pipeline.journals.flush import write_flush
+    from memory_pipeline.faults import crash_point
+    from memory_pipeline.journals.commit_messages import KnowledgeChange, template
+    from memory_pipeline.journals.flush import existing, is_done, mark_done, session_id_of, write_flush
+    from memory_pipeline.journals.gitlog import check_index_lock, commit_knowledge
     from memory_pipeline.journals.reconstruct import reconstruct
     from memory_pipeline.operator.instance import dagster_home as _dagster_home
+    from memory_pipeline.operator.instance import recover_dead_cli_runs as _recover_dead_cli_runs
 
-    outcome = write_flush(home / "raw" / "conversations", turns, now)
-    out: dict[str, object] = {"transcript": str(outcome.path.relative_to(home)), "written": outcome.written,
-                              "session_id": outcome.session_id, "day": outcome.day}  # fmt: skip
+    raw = home / "raw" / "conversations"
+    sid = session_id_of(turns)
+    found = existing(raw, sid)
+    if found is not None and is_done(home, sid):
+        return {"transcript": str(found.relative_to(home)), "written": False, "session_id": sid,
+                "day": "-".join(found.relative_to(raw).parts[:3]),
+                "note": "these turns were flushed before: nothing written"}  # fmt: skip
+    notes = [n for n in [check_index_lock(home)] if n]
+    outcome = write_flush(raw, turns, now)
+    crash_point("flush_after_transcript")
+    rel = outcome.path.relative_to(home).as_posix()
+    out: dict[str, object] = {"transcript": rel, "written": True, "resumed": not outcome.written,
+                              "session_id": outcome.session_id, "day": outcome.day, "notes": notes}  # fmt: skip
     if not outcome.written:
-        out["note"] = "these turns were flushed before: nothing written"
-        return out
+        out["note"] = "an earlier flush of these turns stopped before it completed: finished it now"
     day = date.fromisoformat(outcome.day)
     _dagster_home(home)
-    with dg.DagsterInstance.get() as instance:
-        result = reconstruct(instance, day, day, multiprocess=False, echo=lambda _l: None, quiet_level="WARNING")
+    with dg.DagsterInstance.get() as instance:  # CRITICAL: a failing step is the one line below, not its trace
+        _recover_dead_cli_runs(instance, home)  # a flush killed mid-run left its store pool slot claimed
+        result = reconstruct(instance, day, day, multiprocess=False, echo=lambda _l: None, quiet_level="CRITICAL")
+    if result.failed or result.rejected:
+        why = (list(result.errors.values()) + result.rejected + ["the journal run failed"])[0]
+        out["error"] = (f"flush: the journal step for {day} failed: {' '.join(why.split())}; the transcript {rel} "
+                        "is kept: fix that and flush the same turns again to finish")  # fmt: skip
+        return out
     journal = home / "knowledge" / "journal" / f"{day}.md"
-    out.update(journal=str(journal.relative_to(home)) if journal.exists() else "", failed=len(result.failed),
-               memory_md="knowledge/memory/MEMORY.md")  # fmt: skip
+    journal_rel = journal.relative_to(home).as_posix() if journal.exists() else ""
+    memory_rel = "knowledge/memory/MEMORY.md"
+    mine = (rel, *([journal_rel] if journal_rel else []), memory_rel)
+    change = KnowledgeChange("extract", f"flush {outcome.session_id} ({day})", files=mine, sessions=(sid,))
+    commit = commit_knowledge(home, template(change), tag=None, paths=mine)  # whatever the journal run left
+    notes += commit.notes
+    out.update(journal=journal_rel, failed=0, memory_md=memory_rel)
+    if commit.error:
+        out["error"] = (f"flush: {day}'s journal is written but not committed: {commit.error}; flush the same "
+                        "turns again once git works")  # fmt: skip
+        return out
+    crash_point("flush_before_record")
+    mark_done(home, outcome, journal_rel)
     return out
 
 
 def cmd_flush(args: argparse.Namespace) -> int:
     from memory_pipeline.journals.flush import FlushInputError, load_turns
+    from memory_pipeline.journals.gitlog import GitLockError
 
     home = workspace_home()
     try:
         turns = load_turns(args.file)
-    except FlushInputError as exc:
+        out = flush_session(home, turns)
+    except (FlushInputError, GitLockError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    out = flush_session(home, turns)
+    notes = out.get("notes")
+    for note in notes if isinstance(notes, list) else []:
+        print(note, file=sys.stderr)
+    if "error" in out:
+        print(f"error: {out['error']}", file=sys.stderr)
+        return 1
     if not out["written"]:
         print(f"already flushed: {out['transcript']} (same turns); nothing written")
         return 0
-    print(f"flushed {len(turns)} turn(s) → {out['transcript']}; journal {out['journal'] or '(no durable item)'}; "
+    verb = "finished the interrupted flush of" if out["resumed"] else "flushed"
+    print(f"{verb} {len(turns)} turn(s) → {out['transcript']}; journal {out['journal'] or '(no durable item)'}; "
           f"{out['memory_md']} rebuilt for the week")  # fmt: skip
-    return 1 if out["failed"] else 0
+    return 0
 
 
 def cmd_history(args: argparse.Namespace) -> int:
@@ -261,17 +309,40 @@ def cmd_prune(args: argparse.Namespace) -> int:
 
     home = workspace_home()
     today = args.as_of or date.today()
-    scored, moved = prune(home, today, args.dry_run, warn=lambda m: print(f"warning: {m}", file=sys.stderr))
+    if not args.dry_run and (code := _git_ready(home)) is not None:
+        return code
+    scored, moved, commit = prune(home, today, args.dry_run, warn=lambda m: print(f"warning: {m}", file=sys.stderr))
     for s in scored:
         if s.evict:
             verb = "would archive" if args.dry_run else "archived"
             print(f"{verb} {s.path}  score {s.score:.4f}  {s.days_old} days  {s.references} reference(s)")
     evicted = sum(1 for s in scored if s.evict)
+    for note in commit.notes:
+        print(note, file=sys.stderr)
     if args.dry_run:
         print(f"dry run: {evicted} of {len(scored)} knowledge file(s) would move to archive/; nothing moved")
+    elif commit.error:
+        print(f"error: {len(moved)} knowledge file(s) moved to archive/ but not committed: {commit.error}",
+              file=sys.stderr)  # fmt: skip
+        return 1
     else:
         print(f"{len(moved)} of {len(scored)} knowledge file(s) moved to archive/ (still searchable, tier archive)")
     return 0
+
+
+def _git_ready(home: Path) -> int | None:
+    """Before a command that commits: a stale .git/index.lock is removed (one note line); one a running git
+    holds is one error line and exit code 2, before anything is written. None: go on."""
+    from memory_pipeline.journals.gitlog import GitLockError, check_index_lock
+
+    try:
+        note = check_index_lock(home)
+    except GitLockError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if note:
+        print(note, file=sys.stderr)
+    return None
 
 
 def _last_closed_month(today: date) -> str:
@@ -283,7 +354,7 @@ def cmd_monthly(args: argparse.Namespace) -> int:
     """Seed 001 §8.4: the month's distillation through the asset's own helper (`run_monthly`)."""
     from zoneinfo import ZoneInfo
 
-    from memory_pipeline.journals.monthly import parse_month
+    from memory_pipeline.journals.monthly import parse_month, run_report_path
 
     try:
         parse_month(args.month or "2000-01")  # a bad month is one line before anything else loads
@@ -318,6 +389,8 @@ def cmd_monthly(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2
+    if not args.dry_run and (code := _git_ready(home)) is not None:
+        return code
     plan, report = run_monthly(home, month, today, args.dry_run, llm,
                                warn=lambda m: print(f"warning: {m}", file=sys.stderr),
                                reports_dir=home / "reports", max_cost_usd=engine.max_cost_usd,
@@ -335,8 +408,16 @@ def cmd_monthly(args: argparse.Namespace) -> int:
                f"{m['memory_md_lines_after']} lines")  # fmt: skip
     if args.dry_run:
         print(f"dry run: {summary}; nothing written")
-    else:
-        print(f"{summary}; moved lines in archive/monthly/{month}/; report reports/monthly/{month}.json")
+        return 0
+    for note in report["notes"]:
+        print(note, file=sys.stderr)
+    run_rel = run_report_path(home, month, report["run"]).relative_to(home)
+    if report["commit_error"]:
+        print(f"error: {month}: files changed but not committed: {report['commit_error']} (report {run_rel})",
+              file=sys.stderr)  # fmt: skip
+        return 1
+    month_rel = f"; the month's: reports/monthly/{month}.json" if report["month_report"] else ""
+    print(f"{summary}; moved lines in archive/monthly/{month}/; report {run_rel}{month_rel}")
     return 0
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
 
+from memory_pipeline.journals.gitlog import CommitOutcome
 from memory_pipeline.store.file_usage import references
 
 EXEMPT = ("journal", "memory", "identity")  # under knowledge/: their own lifecycle (archive, cap, P0)
@@ -98,7 +99,7 @@ def evict(home: Path, candidates: list[Scored], crash_after: Callable[[int], Non
         if not s.evict:
             continue
         src = Path(home) / s.path
-        dest = Path(home) / "archive" / Path(s.path).relative_to("knowledge")
+        dest = Path(home) / archived_path(s.path)
         if dest.exists() or not src.exists():
             continue
         dest.parent.mkdir(parents=True, exist_ok=True)
@@ -111,16 +112,23 @@ def evict(home: Path, candidates: list[Scored], crash_after: Callable[[int], Non
 
 def prune(
     home: Path, today: date, dry_run: bool, warn: Callable[[str], None] = print
-) -> tuple[list[Scored], list[str]]:
-    """Score, then (unless `dry_run`) move the evicted files and commit the move; (scores, moved paths)."""
+) -> tuple[list[Scored], list[str], CommitOutcome]:
+    """Score, then (unless `dry_run`) move the evicted files and commit exactly those moves (each file's old and
+    new path: nothing else in the tree goes into the commit); (scores, moved paths, the commit's outcome)."""
     from memory_pipeline.journals.commit_messages import KnowledgeChange, template
     from memory_pipeline.journals.gitlog import commit_knowledge
 
     scored = score_files(home, today, DecaySettings.from_env(), warn)
     if dry_run:
-        return scored, []
+        return scored, [], CommitOutcome()
     moved = evict(home, scored)
-    if moved:
-        change = KnowledgeChange("maintenance", f"prune by decay ({len(moved)} files)", files=tuple(moved))
-        commit_knowledge(home, template(change), tag=None)
-    return scored, moved
+    if not moved:
+        return scored, moved, CommitOutcome()
+    change = KnowledgeChange("maintenance", f"prune by decay ({len(moved)} files)", files=tuple(moved))
+    paths = [*moved, *(archived_path(p) for p in moved)]
+    return scored, moved, commit_knowledge(home, template(change), tag=None, paths=paths)
+
+
+def archived_path(rel: str) -> str:
+    """knowledge/X → archive/X (workspace-relative)."""
+    return (Path("archive") / Path(rel).relative_to("knowledge")).as_posix()

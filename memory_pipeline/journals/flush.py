@@ -5,6 +5,11 @@ and the week's MEMORY.md are rebuilt from the transcripts by the journal pipelin
 (offline or Claude). So a flush is never a second, divergent path: a later `reconstruct` of that day gives the
 same journal. Idempotent: the session id is a hash of the turns, so the same turns are the same file, and a
 second flush of them writes nothing.
+
+"Flushed before" means the whole flush completed: its record, `<home>/.flushes/<session id>.json`, is written
+last — after the transcript, the journal run (store rows, journal, MEMORY.md) and their commit. A flush that
+stopped before it (killed, a failing journal step, a commit that did not happen) left only the transcript, and
+the same turns again finish what it began instead of saying "already flushed".
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from memory_pipeline.journals.transcript import Turn, escape_body, format_transc
 
 ROLES = ("user", "assistant", "system", "tool")
 SLUG = "pre-compaction-flush"
+DONE_DIR = ".flushes"  # under the workspace: one completion record per flushed session
 
 
 class FlushInputError(UserError):
@@ -112,3 +118,28 @@ def write_flush(raw_root: Path, turns: Sequence[FlushTurn], now: datetime | None
     tmp.write_text(text, encoding="utf-8")
     tmp.replace(path)
     return FlushOutcome(path, True, sid, f"{when:%Y-%m-%d}")
+
+
+def done_path(home: Path, session_id: str) -> Path:
+    return Path(home) / DONE_DIR / f"{session_id}.json"
+
+
+def is_done(home: Path, session_id: str) -> bool:
+    """True once the flush of `session_id` completed (its record exists); a transcript alone is not enough."""
+    return done_path(home, session_id).is_file()
+
+
+def mark_done(home: Path, outcome: FlushOutcome, journal: str) -> Path:
+    """The completion record, written last (temp file + fsync + rename): from now on these turns are flushed."""
+    path = done_path(home, outcome.session_id)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    record = {"session_id": outcome.session_id, "day": outcome.day, "journal": journal,
+              "transcript": outcome.path.relative_to(home).as_posix(),
+              "completed": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}  # fmt: skip
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(json.dumps(record, indent=2) + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    tmp.replace(path)
+    return path

@@ -393,7 +393,37 @@ def report(p: Plan, dry_run: bool, mode: str, written: Sequence[str] = (), commi
 
 
 def report_path(home: Path, month: str) -> Path:
+    """The month's report: the last run that changed something (a run that changed nothing never replaces it)."""
     return Path(home) / "reports" / "monthly" / f"{month}.json"
+
+
+def run_report_path(home: Path, month: str, run: str) -> Path:
+    """One run's own report: reports/monthly/<YYYY-MM>/<run>.json (every non-dry run writes one)."""
+    return Path(home) / "reports" / "monthly" / month / f"{run}.json"
+
+
+def run_name(run_id: str = "") -> str:
+    """A run's report name: UTC time, then the Dagster run id (or `cli-<pid>`), unique per run."""
+    from datetime import UTC, datetime
+
+    return f"{datetime.now(UTC):%Y%m%dT%H%M%S%fZ}-{run_id[:8] if run_id else f'cli-{os.getpid()}'}"
+
+
+def write_reports(home: Path, month: str, out: dict[str, Any]) -> bool:
+    """The run's own report, then — under a lock, so two runs at once cannot interleave — the month's report,
+    unless this run changed nothing and the month already has one. True if the month's report was written."""
+    import fcntl
+    import json
+
+    text = json.dumps(out, indent=2, ensure_ascii=False) + "\n"
+    knowledge.write_atomic(run_report_path(home, month, out["run"]), text)
+    month_path = report_path(home, month)
+    with open(month_path.parent / f".{month}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if out["written"] or not month_path.exists():
+            knowledge.write_atomic(month_path, text)
+            return True
+    return False
 
 
 def commit_message(p: Plan) -> str:
@@ -406,11 +436,12 @@ def commit_message(p: Plan) -> str:
 
 
 def distill(home: Path, month: str, as_of: date, dry_run: bool, reviewer: Reviewer | None = None,
-            warn: Callable[[str], None] = print, log: Any = None) -> tuple[Plan, dict[str, Any]]:  # fmt: skip
-    """Plan; unless `dry_run`, apply, commit (`maintenance:`) and write reports/monthly/<month>.json.
-    A dry run writes nothing at all. (plan, report)."""
-    import json
-
+            warn: Callable[[str], None] = print, log: Any = None,
+            run_id: str = "") -> tuple[Plan, dict[str, Any]]:  # fmt: skip
+    """Plan; unless `dry_run`, apply, commit exactly the paths written or moved (`maintenance:`) and write the
+    run's report, reports/monthly/<month>/<run>.json, and the month's, reports/monthly/<month>.json (see
+    `write_reports`). A dry run writes nothing at all. (plan, report); the report's `commit_error` says why a
+    commit that was due did not happen."""
     from memory_pipeline.journals.gitlog import commit_knowledge
 
     p = plan(home, month, as_of, reviewer, warn)
@@ -420,7 +451,10 @@ def distill(home: Path, month: str, as_of: date, dry_run: bool, reviewer: Review
     written = apply(home, p)
     for line in p.warnings:
         warn(line)
-    committed = bool(written) and commit_knowledge(Path(home), commit_message(p), tag=None, log=log)
-    out = report(p, False, mode, written, committed) | {"llm_calls": reviewer.calls if reviewer else 0}
-    knowledge.write_atomic(report_path(home, month), json.dumps(out, indent=2, ensure_ascii=False) + "\n")
+    commit = commit_knowledge(Path(home), commit_message(p), tag=None, log=log, paths=written) if written else None
+    out = report(p, False, mode, written, bool(commit)) | {"llm_calls": reviewer.calls if reviewer else 0,
+                                                            "run": run_name(run_id)}  # fmt: skip
+    out |= {"commit_error": commit.error if commit is not None else "",
+            "notes": list(commit.notes) if commit is not None else []}  # fmt: skip
+    out["month_report"] = write_reports(Path(home), month, out)
     return p, out

@@ -145,11 +145,24 @@ def run_outcome(instance: dg.DagsterInstance, run_id: str, success: bool) -> Run
         user = data.user_failure_data
         if user is not None and FAILED_PARTITION in user.metadata:
             return RunOutcome(run_id, False, str(user.metadata[FAILED_PARTITION].value), user.description or "")
-        message = message or (data.error.message.strip() if data.error else "")
+        message = message or (user_message(data.error) if data.error else "")
     if not message:
         for entry in instance.all_logs(run_id, of_type=dg.DagsterEventType.RUN_FAILURE):
             message = entry.message or ""
     return RunOutcome(run_id, False, None, message or "the run failed; see its log in the Dagster instance")
+
+
+def user_message(error: Any) -> str:
+    """A step's error as one line: the first exception in its cause chain that is not Dagster's wrapper (e.g.
+    "cannot open memory store …"), without its module-qualified class name."""
+    chain = []
+    while error is not None:
+        chain.append(error)
+        error = error.cause or error.context
+    mine = next((e for e in chain if not str(e.cls_name or "").startswith("Dagster")), chain[0])
+    text = " ".join(str(mine.message).split())
+    head, sep, rest = text.partition(": ")
+    return rest if sep and "." in head and " " not in head else text
 
 
 def transcript_notes(instance: dg.DagsterInstance, run_id: str) -> tuple[list[str], list[str]]:
@@ -328,9 +341,12 @@ def reconstruct_branch(
     require_git(home)
     if end < start:
         raise ValueError(f"--to {end} is before --from {start}")
-    pruned = [b.name for b in prune(home)]
+    gone, kept = prune(home)
+    pruned = [b.name for b in gone]
     for old in pruned:
         echo(f"  pruned {PREFIX}{old} (last commit older than 7 days)")
+    for k in kept:
+        echo(f"  {k.line(home)}")
     if commit_pending_transcripts(home):
         echo("  committed new transcripts on the workspace's branch first (conversation:)")
     where = open_worktree(home, name)

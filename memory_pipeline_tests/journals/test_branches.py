@@ -117,7 +117,7 @@ def test_a_branch_reconstruction_leaves_main_byte_identical_and_adopt_brings_it_
 def test_prune_deletes_week_old_extract_branches_only(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (home / "knowledge").mkdir()
     (home / "knowledge" / "a.md").write_text("- a\n")
-    assert commit_knowledge(home, "memory: a", tag=None)
+    assert commit_knowledge(home, "memory: a", tag=None, paths=["knowledge/a.md"])
     old_branch(home, "old", days_ago=8)
     old_branch(home, "fresh", days_ago=6)
     git(home, "branch", "explore-keep")  # not extract/*: never pruned
@@ -131,11 +131,11 @@ def test_prune_deletes_week_old_extract_branches_only(home: Path, capsys: pytest
 def test_an_extractor_change_tags_memory_extract(home: Path) -> None:
     (home / "knowledge").mkdir()
     (home / "knowledge" / "a.md").write_text("- a\n")
-    assert commit_knowledge(home, "memory: a", tag=None)
+    assert commit_knowledge(home, "memory: a", tag=None, paths=["knowledge/a.md"])
     assert branches.tag_extractors(home, "decisions@1") == "memory/extract/decisions@1"
     assert branches.tag_extractors(home, "decisions@1") is None  # same set: no new tag
     (home / "knowledge" / "a.md").write_text("- b\n")
-    assert commit_knowledge(home, "memory: b", tag=None)
+    assert commit_knowledge(home, "memory: b", tag=None, paths=["knowledge/a.md"])
     assert branches.tag_extractors(home, "decisions@2") == "memory/extract/decisions@2"  # a version bump
     assert branches.last_extract_tag(home) == "memory/extract/decisions@2"
     assert git(home, "rev-parse", "memory/extract/decisions@2^{commit}") == git(home, "rev-parse", "HEAD")
@@ -149,7 +149,7 @@ def test_a_bad_branch_name_is_one_error_line_and_writes_nothing(
 ) -> None:
     (home / "knowledge").mkdir()
     (home / "knowledge" / "a.md").write_text("- a\n")
-    assert commit_knowledge(home, "memory: a", tag=None)
+    assert commit_knowledge(home, "memory: a", tag=None, paths=["knowledge/a.md"])
     refs = git(home, "for-each-ref")
     before = snapshot(home)
     assert main(["reconstruct", *args, "--in-process"]) == 2
@@ -207,12 +207,12 @@ def test_the_retention_comparison_scores_answer_support_on_main_and_the_branch(t
 def test_an_adoption_that_conflicts_is_aborted_and_changes_nothing(home: Path) -> None:
     (home / "knowledge").mkdir()
     (home / "knowledge" / "a.md").write_text("- a\n")
-    assert commit_knowledge(home, "memory: a", tag=None)
+    assert commit_knowledge(home, "memory: a", tag=None, paths=["knowledge/a.md"])
     where = branches.open_worktree(home, "x")
     (where / "knowledge" / "a.md").write_text("- from the branch\n")
     branches.record(where, "extract: x\n")
     (home / "knowledge" / "a.md").write_text("- from main\n")
-    assert commit_knowledge(home, "memory: main moved on", tag=None)
+    assert commit_knowledge(home, "memory: main moved on", tag=None, paths=["knowledge/a.md"])
     head, before = git(home, "rev-parse", "HEAD"), snapshot(home)
     conflict = r"cannot merge extract/x into \w+: CONFLICT \(content\): .*knowledge/a.md; nothing changed"
     with pytest.raises(branches.BranchError, match=conflict):
@@ -230,7 +230,7 @@ def test_questions_without_a_branch_is_refused(home: Path, capsys: pytest.Captur
 def test_transcripts_not_yet_committed_are_committed_on_main_before_branching(home: Path) -> None:
     (home / "knowledge").mkdir()
     (home / "knowledge" / "a.md").write_text("- a\n")
-    assert commit_knowledge(home, "memory: a", tag=None)  # commits the sample transcripts too
+    assert commit_knowledge(home, "memory: a", tag=None, paths=["knowledge/a.md"])  # commits the sample transcripts too
     new = home / "raw" / "conversations" / "2026" / "11" / "20" / "late.md"
     new.parent.mkdir(parents=True)
     new.write_text("---\nsession_id: late\n---\n")

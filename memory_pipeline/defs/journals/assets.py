@@ -372,7 +372,7 @@ def _journal_of_day(
     if changed:
         change = KnowledgeChange("extract", f"journal {day}", files=(path.relative_to(home).as_posix(),),
                                  sessions=tuple(t.session_id for t in transcripts))  # fmt: skip
-        commit_knowledge(home, template(change), tag=f"memory/daily/{day}", log=context.log)
+        commit_knowledge(home, template(change), tag=f"memory/daily/{day}", log=context.log, paths=change.files)
     return {
         "path": dg.MetadataValue.path(str(path)),
         "sessions": len(transcripts),
@@ -428,7 +428,8 @@ def _rollup_week(context: dg.AssetExecutionContext, home: Path, key: str, path: 
     if changed:
         year, week, _ = days[-1].isocalendar()  # the ISO week of the week's Saturday
         change = KnowledgeChange("memory", f"weekly rollup {key}", files=(path.relative_to(home).as_posix(),))
-        commit_knowledge(home, template(change), tag=f"memory/weekly/{year}-W{week:02d}", log=context.log)
+        commit_knowledge(home, template(change), tag=f"memory/weekly/{year}-W{week:02d}", log=context.log,
+                         paths=change.files)  # fmt: skip
     return {
         "path": dg.MetadataValue.path(str(path)),
         "journals": len(found),
@@ -481,7 +482,8 @@ def journal_archive(
     if moved:
         change = KnowledgeChange("maintenance", f"archive {len(moved)} journal(s) before {today}",
                                  files=tuple(p.relative_to(home).as_posix() for p in moved))  # fmt: skip
-        commit_knowledge(home, template(change), tag=None, log=context.log)
+        sources = [p.relative_to(home).as_posix() for p in old]
+        commit_knowledge(home, template(change), tag=None, log=context.log, paths=[*sources, *change.files])
     return dg.MaterializeResult(
         metadata={
             "moved": len(moved),

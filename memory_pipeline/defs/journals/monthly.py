@@ -47,7 +47,8 @@ def run_monthly(
             reports_dir=reports_dir, run_id=run_id, max_cost_usd=max_cost_usd, rate_limit_per_min=rate_limit_per_min
         )
         reviewer = ClaudeReviewer(distiller)
-    return monthly.distill(home, month, month_as_of(month, today), dry_run, reviewer, warn=warn, log=log)
+    return monthly.distill(home, month, month_as_of(month, today), dry_run, reviewer, warn=warn, log=log,
+                           run_id="" if run_id == "adhoc" else run_id)
 
 
 @dg.asset(
@@ -58,8 +59,9 @@ def run_monthly(
     description="Seed 001 §8.4 monthly_distillation, for one month: journals older than 90 days move to "
     "archive/journal/; project and people files have their repeated bullets merged (MEMORY.md's rule offline; "
     "the review prompt through the `llm` resource with a key); MEMORY.md above 200 lines loses its most stale "
-    "entries. Moved lines go to archive/monthly/<month>/ (never deleted); one `maintenance:` commit; a report in "
-    "reports/monthly/<month>.json. `dry_run` lists the plan and writes nothing.",
+    "entries. Moved lines go to archive/monthly/<month>/ (never deleted); one `maintenance:` commit of exactly the "
+    "paths it changed; the run's report in reports/monthly/<month>/<run>.json and the month's (the last run that "
+    "changed something) in reports/monthly/<month>.json. `dry_run` lists the plan and writes nothing.",
 )
 def monthly_distillation(
     context: dg.AssetExecutionContext,
@@ -78,7 +80,10 @@ def monthly_distillation(
                                    "committed": report["committed"], "llm_calls": report.get("llm_calls", 0),
                                    "plan": dg.MetadataValue.json(report)}  # fmt: skip
     if not config.dry_run:
-        metadata["report"] = dg.MetadataValue.path(str(monthly.report_path(store.home_path, month)))
+        metadata["report"] = dg.MetadataValue.path(str(monthly.run_report_path(store.home_path, month, report["run"])))
+        metadata["month_report"] = dg.MetadataValue.path(str(monthly.report_path(store.home_path, month)))
+        for line in [*report["notes"], *([report["commit_error"]] if report["commit_error"] else [])]:
+            context.log.warning(line)
     return dg.MaterializeResult(metadata=metadata)
 
 

@@ -19,7 +19,10 @@ def knowledge_prune(
 ) -> dg.MaterializeResult:
     """Seed 001 §8.5: knowledge files scoring exp(−0.05·days) × references < 0.01 and older than 30 days move to
     archive/ (never deleted, still searchable; pinned files never move). `dry_run` lists them with scores."""
-    scored, moved = decay.prune(store.home_path, engine.now().date(), config.dry_run, warn=context.log.warning)
+    scored, moved, commit = decay.prune(store.home_path, engine.now().date(), config.dry_run,
+                                        warn=context.log.warning)  # fmt: skip
+    for line in (*commit.notes, *([commit.error] if commit.error else [])):
+        context.log.warning(line)
     candidates = [s for s in scored if s.evict]
     table = pd.DataFrame([vars(s) for s in scored[:50]])
     return dg.MaterializeResult(
@@ -28,6 +31,7 @@ def knowledge_prune(
             "scored": len(scored),
             "candidates": len(candidates),
             "moved": len(moved),
+            "committed": commit.made,
             "files": dg.MetadataValue.md(table.to_markdown(index=False)) if len(table) else "none",
         }
     )
