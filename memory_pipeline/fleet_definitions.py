@@ -122,23 +122,33 @@ RETRY_WHOLE = {"dagster/retry_strategy": "ALL_STEPS"}
 agent_night = dg.define_asset_job(
     "agent_night", selection=dg.AssetSelection.groups("abstraction") | dg.AssetSelection.assets("search_usage"),
     executor_def=fleet_executor(), tags=RETRY_WHOLE,
-    description="One agent's nightly consolidation (and its search-usage spool): the agent is the partition.")
+    description="One agent's nightly consolidation (and its search-usage spool): the agent is the partition. "
+    "Started by fleet_nights; a failed run is retried once, whole, and its first step reconciles what it left.")
 # The search index follows every agent's writes by its own eager condition (one run per agent partition).
 fleet_automation = dg.AutomationConditionSensorDefinition(
     "fleet_automation", target=dg.AssetSelection.groups("search"), default_status=dg.DefaultSensorStatus.RUNNING,
-    minimum_interval_seconds=60)
+    minimum_interval_seconds=60,
+    description="Every minute: updates each agent's search index after that agent's writes (one run per agent "
+    "partition). A failed update leaves the previous index in use; the next evaluation requests it again.")
 agent_journal_day = dg.define_asset_job(
     "agent_journal_day", selection=dg.AssetSelection.assets(*DAILY_ASSETS),
-    executor_def=fleet_executor(), tags=RETRY_WHOLE, description="One agent's day: transcripts → journal.")
+    executor_def=fleet_executor(), tags=RETRY_WHOLE,
+    description="One agent's day: transcripts → journal. Started by fleet_journal_days; a failed day is retried "
+    "once, whole, and can be re-materialized from its agent × day partition.")
 agent_journal_week = dg.define_asset_job(
     "agent_journal_week", selection=dg.AssetSelection.assets("memory_md"), executor_def=fleet_executor(),
-    tags=RETRY_WHOLE, description="One agent's week: its journals → MEMORY.md.")
+    tags=RETRY_WHOLE, description="One agent's week: its journals → MEMORY.md. Started by fleet_journal_weeks; a "
+    "failed week is retried once, whole, and can be re-materialized from its agent × week partition.")
 agent_journal_month = dg.define_asset_job(
     "agent_journal_month", selection=dg.AssetSelection.assets("monthly_distillation"), executor_def=fleet_executor(),
-    tags=RETRY_WHOLE, description="One agent's monthly distillation (seed 001 §8.4).")
+    tags=RETRY_WHOLE,  # the monthly distillation is seed 001 §8.4
+    description="One agent's monthly distillation (archive old journals, merge repeats, cap MEMORY.md). Started "
+    "by fleet_journal_months; a failed month is retried once, whole, and can be re-materialized from its "
+    "partition.")
 agent_compaction_week = dg.define_asset_job(
     "agent_compaction_week", selection=dg.AssetSelection.groups("compaction"), executor_def=fleet_executor(),
-    tags=RETRY_WHOLE, description="One agent's tiered compaction for a week (evaluates first, acts on a threshold).")
+    tags=RETRY_WHOLE, description="One agent's tiered compaction for a week (evaluates first, acts on a "
+    "threshold). Started by fleet_compaction_weeks; a failed week is retried once, whole.")
 
 
 def per_agent_requests(
@@ -172,28 +182,37 @@ DIMENSION_OF_JOB = {"agent_journal_day": "day", "agent_journal_week": "week", "a
 
 
 @dg.schedule(job=agent_night, cron_schedule=FLEET_CRON, execution_timezone=FLEET_TZ,
-             default_status=dg.DefaultScheduleStatus.RUNNING)
+             default_status=dg.DefaultScheduleStatus.RUNNING,
+             description=f"Every night (cron `{FLEET_CRON}`, {FLEET_TZ}; MEMORY_PIPELINE_FLEET_CRON changes it): one "
+             "agent_night run per registered agent that has none yet. A failed night is retried once, whole, and "
+             "shows in fleet_report; the other agents are not held back.")
 def fleet_nights(context: dg.ScheduleEvaluationContext) -> list[dg.RunRequest]:
     """Every agent's nightly consolidation."""
     return per_agent_requests(context, "agent_night", None)
 
 
 @dg.schedule(job=agent_journal_day, cron_schedule="15 0 * * *", execution_timezone=journal_timezone(),
-             default_status=dg.DefaultScheduleStatus.RUNNING)
+             default_status=dg.DefaultScheduleStatus.RUNNING,
+             description="00:15 (journal timezone): one agent_journal_day run per agent for the day that just "
+             "closed. A failed agent's day is re-materialized from its partition.")
 def fleet_journal_days(context: dg.ScheduleEvaluationContext) -> list[dg.RunRequest]:
     """00:15: every agent's day that just closed (today is a partition too, for the flush)."""
     return per_agent_requests(context, "agent_journal_day", _days_before(context, 1))
 
 
 @dg.schedule(job=agent_journal_week, cron_schedule="0 1 * * 0", execution_timezone=journal_timezone(),
-             default_status=dg.DefaultScheduleStatus.RUNNING)
+             default_status=dg.DefaultScheduleStatus.RUNNING,
+             description="Sunday 01:00 (journal timezone): one agent_journal_week run per agent for the "
+             "Sunday–Saturday week that just closed. A failed agent's week is re-materialized from its partition.")
 def fleet_journal_weeks(context: dg.ScheduleEvaluationContext) -> list[dg.RunRequest]:
     """Sunday 01:00: every agent's week (Sunday–Saturday) that just closed."""
     return per_agent_requests(context, "agent_journal_week", _days_before(context, 7))
 
 
 @dg.schedule(job=agent_journal_month, cron_schedule="0 4 1 * *", execution_timezone=journal_timezone(),
-             default_status=dg.DefaultScheduleStatus.RUNNING)
+             default_status=dg.DefaultScheduleStatus.RUNNING,
+             description="04:00 on the 1st (journal timezone): one agent_journal_month run per agent for the month "
+             "that just closed. A failed agent's month is re-materialized from its partition.")
 def fleet_journal_months(context: dg.ScheduleEvaluationContext) -> list[dg.RunRequest]:
     """04:00 on the 1st: every agent's month that just closed."""
     last_day = context.scheduled_execution_time - timedelta(days=1)
@@ -201,7 +220,9 @@ def fleet_journal_months(context: dg.ScheduleEvaluationContext) -> list[dg.RunRe
 
 
 @dg.schedule(job=agent_compaction_week, cron_schedule="0 3 * * 0", execution_timezone="UTC",
-             default_status=dg.DefaultScheduleStatus.RUNNING)
+             default_status=dg.DefaultScheduleStatus.RUNNING,
+             description="Sunday 03:00 UTC: one agent_compaction_week run per agent, which evaluates that agent's "
+             "tiers first and acts only on a threshold. A failed agent's week is run again from its partition.")
 def fleet_compaction_weeks(context: dg.ScheduleEvaluationContext) -> list[dg.RunRequest]:
     """Sunday 03:00 UTC, as the single-agent schedule: each agent's run evaluates its own tiers first."""
     now = context.scheduled_execution_time
@@ -209,7 +230,12 @@ def fleet_compaction_weeks(context: dg.ScheduleEvaluationContext) -> list[dg.Run
     return per_agent_requests(context, "agent_compaction_week", compaction_week(now), config)
 
 
-@dg.sensor(minimum_interval_seconds=30, default_status=dg.DefaultSensorStatus.RUNNING)
+@dg.sensor(
+    minimum_interval_seconds=30, default_status=dg.DefaultSensorStatus.RUNNING,
+    description="Every 30 s: keeps the `agents` partitions equal to the folders under <fleet root>/agents "
+    "(`memory-pipeline agents add|remove`). If it fails, check that MEMORY_PIPELINE_FLEET_ROOT is set and mounted "
+    "on the daemon's machine.",
+)
 def agents_registry(context: dg.SensorEvaluationContext) -> dg.SensorResult:
     """The `agents` partitions follow the folders under <fleet root>/agents (the registry every machine sees):
     an agent added or removed by hand, or while the instance was unreachable, is picked up here."""
@@ -244,7 +270,10 @@ def _nights(instance: dg.DagsterInstance, agent: str) -> list[fleet_report_rows.
 @dg.asset(
     group_name="fleet",
     kinds={"json"},
-    check_specs=[dg.AssetCheckSpec("every_agent_succeeded_within_48h", asset="fleet_report")],
+    check_specs=[dg.AssetCheckSpec(
+        "every_agent_succeeded_within_48h", asset="fleet_report",
+        description="Warns when an agent has had no successful night for 48 hours (the agents are named in the "
+        "check's metadata and in an alert): open that agent's last agent_night run to see why.")],
     description="Per agent: the last night's verdict, reduction, cost, duration, last success and deferrals.",
 )
 def fleet_report(context: dg.AssetExecutionContext, fleet_notifier: NotifierResource) -> dg.MaterializeResult:
@@ -271,10 +300,14 @@ def fleet_report(context: dg.AssetExecutionContext, fleet_notifier: NotifierReso
     )
 
 
-fleet_report_job = dg.define_asset_job("fleet_report_job", selection=[fleet_report])
+fleet_report_job = dg.define_asset_job(
+    "fleet_report_job", selection=[fleet_report],
+    description="Rebuilds the fleet report (every agent's last night) under <fleet root>/reports from the agents' "
+    "runs; it changes no agent, so a failed run is simply launched again once the cause in its log is fixed.")
 fleet_report_schedule = dg.ScheduleDefinition(
     job=fleet_report_job, cron_schedule="45 * * * *", execution_timezone=FLEET_TZ,
     default_status=dg.DefaultScheduleStatus.RUNNING,
+    description="Every hour at :45: runs fleet_report_job. A failed run is replaced by the next hour's.",
 )
 
 
@@ -293,6 +326,16 @@ def _per_agent_check(checks: dg.AssetsDefinition, partitions: dict[dg.AssetKey, 
     return checks.__class__.dagster_internal_init(**attrs)
 
 
+def _not_per_agent(assets: list[dg.AssetsDefinition]) -> list[dg.AssetSpec]:
+    """Upstream assets of per-agent ones that the fleet does not build (rollups): the graph would show them as
+    bare external assets; they say why instead."""
+    defined = {k for a in assets for k in a.keys}
+    upstream = {dep.asset_key for a in assets for spec in a.specs for dep in spec.deps}
+    return [dg.AssetSpec(key, description="Built by the single-agent location only: the fleet does not build it "
+                         "per agent yet, so here it is an upstream the per-agent assets do not wait for.")
+            for key in sorted(upstream - defined, key=lambda k: k.to_user_string())]
+
+
 def location(resources: dict[str, Any] | None = None) -> dg.Definitions:
     """The fleet's definitions; `resources` replace the defaults (tests)."""
     base = _assembled(_loaded_once(), {})
@@ -306,7 +349,7 @@ def location(resources: dict[str, Any] | None = None) -> dg.Definitions:
     mapped = [a.map_asset_specs(_per_agent) for a in per_agent]
     partitions = {spec.key: spec.partitions_def for a in mapped for spec in a.specs}
     return dg.Definitions(
-        assets=[*mapped, fleet_report],
+        assets=[*mapped, fleet_report, *_not_per_agent(mapped)],
         asset_checks=[_per_agent_check(c, partitions) for c in checks],
         jobs=[agent_night, agent_journal_day, agent_journal_week, agent_journal_month, agent_compaction_week,
               fleet_report_job],

@@ -142,6 +142,7 @@ def build_server(
 
     @server.tool(
         name="context",
+        # The compiled prompt is seed 001 §6.
         description="The densest prompt for this message within a token budget: identity, "
         "MEMORY.md, today's journals, active topics, ranked knowledge and as much history as fits, with a "
         "manifest saying what went in and why.",
@@ -162,7 +163,7 @@ def build_server(
         name="flush",
         description="Call before your context window is compacted: the turns about to drop out are kept as a "
         "transcript and their durable decisions, lessons and events go to today's journal and MEMORY.md. "
-        "Calling it again with the same turns writes nothing.",
+        "Calling it again with the same turns writes nothing.",  # the pre-compaction flush is seed 001 §6.4
         annotations=ToolAnnotations(read_only_hint=False, idempotent_hint=True, open_world_hint=False),
     )
     async def flush(

@@ -9,7 +9,7 @@ import sys
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "compact",
-        help="tiered compaction of memory/ (seed 003): evaluate the triggers, act only when one is met",
+        help="tiered compaction of memory/: evaluate the triggers, act only when one is met",  # seed 003
     )
     p.add_argument(
         "--approve",

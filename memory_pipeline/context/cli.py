@@ -57,11 +57,11 @@ def cmd_context(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("context", help="compile the prompt for a message within a token budget")
+    p = sub.add_parser("context", help="compile the prompt for a message within a token budget")  # seed 001 §6
     p.add_argument("message", help="the message the agent just received")
     p.add_argument("--budget", type=int, default=8192, help="token budget (default 8192)")
     p.add_argument("--history", help="session history as JSONL: {\"role\": …, \"content\": …[, \"tool\": …]}")
-    p.add_argument("--agent-output", help="the agent's last reply, for output watchers")
+    p.add_argument("--agent-output", help="the agent's last reply, for output watchers")  # seed 001 §4.3
     p.add_argument("--not-main", action="store_true", help="not the main session: leave MEMORY.md out")
     p.add_argument("--json", action="store_true", help="prompt, manifest and gate decisions as JSON")
     p.add_argument("--explain", action="store_true", help="the manifest: what went in, what was left out, why")

@@ -63,7 +63,8 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    usage = sub.add_parser("usage", help="record which memories the agent put in context (usage decay, seed 004)")
+    # usage decay is seed 004 §9
+    usage = sub.add_parser("usage", help="record which memories the agent put in context (usage decay)")
     usub = usage.add_subparsers(dest="usage_command", required=True)
     rec = usub.add_parser("record", help="one inclusion for each memory id")
     rec.add_argument("ids", nargs="+", metavar="ID")

@@ -461,7 +461,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     rec.set_defaults(fn=cmd_reconstruct)
     fl = sub.add_parser(
         "flush",
-        help="before a context compaction: keep the turns about to drop out (journal + MEMORY.md, seed 001 §6.4)",
+        help="before a context compaction: keep the turns about to drop out (journal + MEMORY.md)",  # seed 001 §6.4
     )
     fl.add_argument("file", help='JSON list of {"role": "user|assistant|…", "content": "…"}, oldest first; - = stdin')
     fl.set_defaults(fn=cmd_flush)
@@ -472,12 +472,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     hi.add_argument("--file", help="workspace-relative path: what changed, when, from which sessions")
     hi.add_argument("--at", metavar="TAG", help="point-in-time recall: print PATH as it was at TAG (or commit)")
     hi.set_defaults(fn=cmd_history)
-    pr = sub.add_parser("prune", help="move knowledge files nobody reads any more to archive/ (seed 001 §8.5)")
+    pr = sub.add_parser("prune", help="move knowledge files nobody reads any more to archive/")  # seed 001 §8.5
     pr.add_argument("--dry-run", action="store_true", help="list the candidates and their scores; move nothing")
     pr.add_argument("--as-of", type=_date, help="score as of this day, YYYY-MM-DD (default today)")
     pr.set_defaults(fn=cmd_prune)
     mo = sub.add_parser(
-        "monthly", help="monthly distillation: archive old journals, merge repeats, cap MEMORY.md (seed 001 §8.4)"
+        "monthly", help="monthly distillation: archive old journals, merge repeats, cap MEMORY.md"  # seed 001 §8.4
     )
     mo.add_argument("--month", help="YYYY-MM (default: the last closed month)")
     mo.add_argument("--dry-run", action="store_true", help="list the plan; write nothing")

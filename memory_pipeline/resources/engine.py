@@ -13,7 +13,9 @@ from memory_pipeline.store.records import parse_timestamp
 
 
 class EngineConfig(dg.ConfigurableResource):
-    """Seed 000 §7.1 constants (defaults from the seed's env vars) and an optional fixed clock."""
+    """Engine settings (defaults from the COMPRESSION_* and MEMORY_PIPELINE_* environment variables) and an
+    optional fixed clock."""
+    # The constants and their env vars are seed 000 §7.1.
 
     # None = the embedder's default (embedding/defaults.json: 0.82 for seed-calibrated models); see
     # `clustering_choice`. linkage: single | complete | average (None = the embedder's default).

@@ -87,7 +87,7 @@ def cmd_recall(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction) -> None:
     from memory_pipeline.rollups.recall import DEFAULT_THRESHOLD
 
-    rollups = sub.add_parser("rollups", help="Session → Core → Sphere rollups (seed 002)")
+    rollups = sub.add_parser("rollups", help="Session → Core → Sphere rollups")  # seed 002
     rsub = rollups.add_subparsers(dest="rollups_command", required=True)
     rsub.add_parser(
         "build", help="backfill: assign sessions, build every missing Core, then every Sphere"

@@ -63,7 +63,7 @@ def protected_memories_untouched(store: MemoryStoreResource, engine: EngineConfi
 
 @dg.asset_check(asset=archive_updates, blocking=True, description="A summary is never compressed again.")
 def no_summary_recompressed(store: MemoryStoreResource) -> dg.AssetCheckResult:
-    """An explicit higher-level rollup (`summary_of` provenance, seed 004 §6) is the one allowed exception."""
+    """An explicit higher-level rollup (`summary_of` provenance) is the one allowed exception."""  # seed 004 §6
     return _violations("summaries recompressed", _query(store, recompressed))
 
 
@@ -93,7 +93,8 @@ def lineage_consistent(store: MemoryStoreResource) -> dg.AssetCheckResult:
 @dg.asset_check(
     asset=archive_updates,
     blocking=True,
-    description="Seed 004 §4.3: every tag and nexus key of an archived source is reachable from an active summary "
+    # The rule is seed 004 §4.3.
+    description="Every tag and nexus key of an archived source is reachable from an active summary "
     "(its rolled-up tags/keys), or listed there as deliberately dropped by the cap.",
 )
 def keys_stay_reachable(store: MemoryStoreResource) -> dg.AssetCheckResult:
@@ -127,7 +128,12 @@ def _load_report(store: MemoryStoreResource, run_id: str) -> CompressionRunRepor
     return report_from_dict(json.loads((store.reports_dir / f"compression-{run_id}.json").read_text(encoding="utf-8")))
 
 
-@dg.asset_check(asset=report, description="Token reduction must never be negative (seed §8.3: should not happen).")
+# seed §8.3: "should not happen"
+@dg.asset_check(
+    asset=report,
+    description="Token reduction must never be negative; if it is, the night made the store bigger: read the run "
+    "report and roll the run back with `memory-pipeline rollback --run-id`.",
+)
 def token_reduction_not_negative(
     context: dg.AssetCheckExecutionContext, store: MemoryStoreResource
 ) -> dg.AssetCheckResult:
@@ -137,7 +143,12 @@ def token_reduction_not_negative(
     )
 
 
-@dg.asset_check(asset=report, description="Seed §8.4 health bands: warns when any field is in its warning or bad band.")
+# The health bands are seed §8.4.
+@dg.asset_check(
+    asset=report,
+    description="The report's health bands: warns when any field is in its warning or bad band (or the verdict is "
+    "not PASS); the check's metadata names the fields and their values.",
+)
 def report_health(context: dg.AssetCheckExecutionContext, store: MemoryStoreResource) -> dg.AssetCheckResult:
     r = _load_report(store, context.run.run_id)
     bands = health_bands(r)

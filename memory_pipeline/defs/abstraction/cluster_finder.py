@@ -123,13 +123,14 @@ def clusters(
     engine: EngineConfig,
     eligible_memories: repo.EligibleSet,
 ) -> dg.Output[list[MemoryCluster]]:
-    """Clusters at the night's threshold and linkage (the embedder's default unless set; issue 20): the
+    """Clusters at the night's threshold and linkage (the embedder's default unless set): the
     components of the threshold graph, split by complete/average linkage and the caps; largest first. The
     graph is kept in the store between nights; only a run that also writes the store (archive_updates)
     saves it back, so the dry run computes the same clusters and writes nothing.
 
-    Seed 004: key-centred clusters as a second source (`cluster_source`), hubs protected per `hub_policy`,
-    and no new compaction while the outbox of external-index actions is critical."""
+    Key-centred clusters as a second source (`cluster_source`), hubs protected per `hub_policy`, and no new
+    compaction while the outbox of external-index actions is critical."""
+    # The threshold per embedder is issue 20; key-centred clusters, hubs and the outbox are seed 004.
     started = time.perf_counter()
     since = engine.now() - timedelta(days=engine.fingerprint_ttl_days)
     choice = engine.clustering_choice(embedder.model, config.linkage)

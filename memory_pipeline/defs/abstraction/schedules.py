@@ -24,7 +24,10 @@ IN_PROCESS: dict[str, Any] = {"execution": {"config": {"in_process": {}}}}
 nightly_consolidation = dg.define_asset_job(
     "nightly_consolidation",
     selection=dg.AssetSelection.groups(GROUP),
-    description="Dedupe, embed, cluster, distil, write (phase 1), archive (phase 2), atoms, report.",
+    description="The nightly consolidation: dedupe, embed, cluster, distil, write summaries (phase 1), archive "
+    "their sources (phase 2), atoms, report. Runs from nightly_consolidation_schedule or `memory-pipeline run`. "
+    "On failure read the failed step's log; a re-run takes over what the failed run left, and "
+    "`memory-pipeline rollback` undoes a run you do not want.",
     # One consolidation at a time: the run-level tag limit lives in dagster.yaml's run queue.
     tags={"memory_pipeline/consolidation": "nightly"},
     config=IN_PROCESS,
@@ -33,7 +36,8 @@ nightly_consolidation = dg.define_asset_job(
 consolidation_dry_run = dg.define_asset_job(
     "consolidation_dry_run",
     selection=dg.AssetSelection.assets(eligible_memories, clusters),
-    description="Scan and cluster only; writes nothing to the store.",
+    description="Scan and cluster only, to preview a night (`memory-pipeline run --dry-run`); writes nothing to "
+    "the store, so it is always safe to re-run. Launched by hand, never scheduled.",
     config=IN_PROCESS,
 )
 
@@ -56,4 +60,7 @@ nightly_schedule = dg.ScheduleDefinition(
     cron_schedule=NIGHTLY_CRON,
     execution_timezone=NIGHTLY_TZ,
     default_status=dg.DefaultScheduleStatus.STOPPED,
+    description=f"Starts nightly_consolidation every night (cron `{NIGHTLY_CRON}`, {NIGHTLY_TZ}; "
+    "NIGHTLY_CONSOLIDATION_CRON and NIGHTLY_CONSOLIDATION_TZ change it). Stopped by default: turn it on in the "
+    "UI. A night skipped because another run holds the store is not an error; a failed night sends an alert.",
 )

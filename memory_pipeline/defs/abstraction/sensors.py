@@ -93,10 +93,16 @@ def collect_alerts(instance: dg.DagsterInstance, cursor: AlertCursor) -> tuple[l
     return found, AlertCursor(newest, sorted({run_id for run_id, ts in handled if ts >= window}))
 
 
-@dg.sensor(minimum_interval_seconds=60, default_status=dg.DefaultSensorStatus.RUNNING)
+@dg.sensor(
+    minimum_interval_seconds=60,
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    description="Every minute, reads the runs that finished since its last tick and sends one alert per report, "
+    "failed check or failed run to reports/alerts.jsonl (and the webhook, when set): `action` on a FAIL verdict, "
+    "errors, negative reduction, a run over 30 min, a failed ERROR check or a failed run; `info` otherwise. "
+    "If its tick fails, check that reports/ is writable and the webhook reachable; missed runs are sent next tick.",
+)
 def consolidation_alerts(context: dg.SensorEvaluationContext, notifier: NotifierResource) -> dg.SkipReason:
-    """Seed §8.3 priorities: `action` on a FAIL verdict, errors, negative reduction, a run over 30 min, a
-    failed ERROR check or a failed run; `info` otherwise."""
+    """The alert priorities of seed §8.3 (see the description)."""
     found, cursor = collect_alerts(context.instance, AlertCursor.parse(context.cursor))
     for alert in found:
         notifier.send(alert, context.log)

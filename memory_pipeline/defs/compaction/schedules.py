@@ -16,7 +16,9 @@ tiered_compaction = dg.define_asset_job(
     "tiered_compaction",
     selection=dg.AssetSelection.groups(GROUP),
     partitions_def=weekly_partitions,
-    description="Measure the tiers, evaluate the triggers, then working → episodic → semantic and a report.",
+    description="Measure the tiers, evaluate the triggers, then working → episodic → semantic and a report; "
+    "`memory-pipeline compact` does the same from a shell. Weekly from weekly_compaction_schedule or from the "
+    "volume sensors; after a failure read the step's log and the compaction report, then run it again.",
     tags={"memory_pipeline/compaction": "tiered"},
 )
 
@@ -27,6 +29,9 @@ tiered_compaction = dg.define_asset_job(
     cron_schedule=WEEKLY_CRON,
     execution_timezone=WEEKLY_TZ,
     default_status=dg.DefaultScheduleStatus.STOPPED,
+    description="Sunday 03:00 UTC: a tiered_compaction run that evaluates the tiers first and acts only when a "
+    "threshold is met (the report says why when it does nothing). Stopped by default; a failed week is run "
+    "again from its partition.",
 )
 def weekly_compaction_schedule(context: dg.ScheduleEvaluationContext, store: MemoryStoreResource) -> dg.RunRequest:
     """Always a run (never approved): its first step evaluates, and acts only when a threshold is met."""

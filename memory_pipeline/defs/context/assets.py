@@ -20,8 +20,9 @@ weekly = dg.WeeklyPartitionsDefinition(start_date="2026-01-04", timezone="UTC")
     partitions_def=weekly,
     kinds={"json"},
     tags={"component": "GateTuning"},
+    # The gate's tuning is seed 001 §5.5.
     description="Per topic over the week: decisions, activations, gate YES/NO rates, the Tier-2 score "
-    "distribution and the threshold that best reproduces the gate's answers (seed 001 §5.5).",
+    "distribution and the threshold that best reproduces the gate's answers.",
 )
 def gate_tuning(context: dg.AssetExecutionContext, store: MemoryStoreResource) -> dg.MaterializeResult:
     window = context.partition_time_window
@@ -52,7 +53,14 @@ def _table(rows: list[TopicTuning]) -> str:
     return "\n".join([head, *body])
 
 
-gate_tuning_job = dg.define_asset_job("gate_tuning_job", selection=[gate_tuning], partitions_def=weekly)
+gate_tuning_job = dg.define_asset_job(
+    "gate_tuning_job", selection=[gate_tuning], partitions_def=weekly,
+    description="Summarises one week of the context gate's log into gate_tuning's metadata (a table per topic, "
+    "suggested thresholds). It only reads the log, so a failed week is re-materialized once the cause in the "
+    "step's log is fixed.",
+)
 gate_tuning_schedule = dg.build_schedule_from_partitioned_job(
-    gate_tuning_job, hour_of_day=4, default_status=dg.DefaultScheduleStatus.STOPPED
+    gate_tuning_job, hour_of_day=4, default_status=dg.DefaultScheduleStatus.STOPPED,
+    description="Sunday 04:00 UTC: runs gate_tuning_job for the week that just closed. Stopped by default; a "
+    "failed run is re-run from the partition's page.",
 )

@@ -56,7 +56,8 @@ def run_monthly(
     group_name=GROUP,
     pool=POOL,
     kinds={"markdown", "git", "json"},
-    description="Seed 001 §8.4 monthly_distillation, for one month: journals older than 90 days move to "
+    # The monthly distillation is seed 001 §8.4.
+    description="The monthly distillation, for one month: journals older than 90 days move to "
     "archive/journal/; project and people files have their repeated bullets merged (MEMORY.md's rule offline; "
     "the review prompt through the `llm` resource with a key); MEMORY.md above 200 lines loses its most stale "
     "entries. Moved lines go to archive/monthly/<month>/ (never deleted); one `maintenance:` commit of exactly the "
@@ -88,10 +89,15 @@ def monthly_distillation(
 
 
 monthly_distillation_job = dg.define_asset_job(
-    "monthly_distillation_job", selection=[monthly_distillation], partitions_def=monthly_partitions
+    "monthly_distillation_job", selection=[monthly_distillation], partitions_def=monthly_partitions,
+    description="The monthly distillation of one closed month (archive old journals, merge repeated bullets, cap "
+    "MEMORY.md); `memory-pipeline monthly --month YYYY-MM [--dry-run]` does the same from a shell. Nothing is "
+    "deleted; after a failure fix the cause in the step's log and re-materialize the month.",
 )
 # 04:00 on the 1st: the month that just closed (the latest partition), after the night's other journal jobs.
 # Stopped by default, like the other journal schedules.
 monthly_distillation_schedule = dg.build_schedule_from_partitioned_job(
-    monthly_distillation_job, hour_of_day=4, minute_of_hour=0, name="monthly_distillation_schedule"
+    monthly_distillation_job, hour_of_day=4, minute_of_hour=0, name="monthly_distillation_schedule",
+    description="04:00 on the 1st (journal timezone): runs monthly_distillation_job for the month that just "
+    "closed. Stopped by default; a failed month is re-materialized from its partition.",
 )

@@ -17,8 +17,9 @@ class PruneConfig(dg.Config):
 def knowledge_prune(
     context: dg.AssetExecutionContext, config: PruneConfig, store: MemoryStoreResource, engine: EngineConfig
 ) -> dg.MaterializeResult:
-    """Seed 001 §8.5: knowledge files scoring exp(−0.05·days) × references < 0.01 and older than 30 days move to
-    archive/ (never deleted, still searchable; pinned files never move). `dry_run` lists them with scores."""
+    """Knowledge files scoring exp(−0.05·days) × references < 0.01 and older than 30 days move to archive/
+    (never deleted, still searchable; pinned files never move). `dry_run` lists them with scores."""
+    # The decay rule is seed 001 §8.5.
     scored, moved, commit = decay.prune(store.home_path, engine.now().date(), config.dry_run,
                                         warn=context.log.warning)  # fmt: skip
     for line in (*commit.notes, *([commit.error] if commit.error else [])):
@@ -37,7 +38,14 @@ def knowledge_prune(
     )
 
 
-knowledge_prune_job = dg.define_asset_job("knowledge_prune_job", selection=[knowledge_prune])
+knowledge_prune_job = dg.define_asset_job(
+    "knowledge_prune_job", selection=[knowledge_prune],
+    description="Moves knowledge files nobody reads any more to archive/ (nothing is deleted); "
+    "`memory-pipeline prune` does the same from a shell, with --dry-run to list them first. A failed run moves "
+    "nothing it did not commit: fix the cause in the step's log and run it again.",
+)
 knowledge_prune_schedule = dg.ScheduleDefinition(
-    name="knowledge_prune_schedule", job=knowledge_prune_job, cron_schedule="0 3 * * 0"
+    name="knowledge_prune_schedule", job=knowledge_prune_job, cron_schedule="0 3 * * 0",
+    description="Sunday 03:00 UTC: runs knowledge_prune_job. Stopped by default, like the "
+    "other journal schedules; a failed run is launched again from the job's page.",
 )  # Sunday 03:00, stopped by default like the other journal schedules

@@ -95,8 +95,9 @@ def _metadata(built: list[build.Built], kind: str) -> dict[str, Any]:
     code_version="rollups-core-1",
 )
 def cores(context: dg.AssetExecutionContext, store: MemoryStoreResource, llm: LLMResource) -> dg.MaterializeResult:
-    """Core memories: every 8 sessions compressed into knowledge/cores/<key>.json (seed 002's structure,
-    validated against schemas/core.schema.json). Originals are only read."""
+    """Core memories: every 8 sessions compressed into knowledge/cores/<key>.json (validated against
+    schemas/core.schema.json). Originals are only read."""
+    # The Core's structure is seed 002's.
     memory = store.open()
     summariser = summariser_for(context, llm, store)
     built = []
@@ -128,7 +129,21 @@ def spheres(context: dg.AssetExecutionContext, store: MemoryStoreResource, llm: 
 
 
 ASSETS = [compression_meta, cores, spheres]
-rollup_assign = dg.define_asset_job("rollup_assign", selection=[compression_meta])
-rollup_cores = dg.define_asset_job("rollup_cores", selection=[cores], partitions_def=cores_partitions)
-rollup_spheres = dg.define_asset_job("rollup_spheres", selection=[spheres], partitions_def=spheres_partitions)
+rollup_assign = dg.define_asset_job(
+    "rollup_assign", selection=[compression_meta],
+    description="Records which Core and Sphere each session belongs to (compression_meta). Started by "
+    "rollups_sensor when new sessions arrive; safe to re-run, so after a failure fix the cause in the step's log "
+    "and launch it again.",
+)
+rollup_cores = dg.define_asset_job(
+    "rollup_cores", selection=[cores], partitions_def=cores_partitions,
+    description="Builds Core memories (8 sessions each) for the partitions rollups_sensor adds; `memory-pipeline "
+    "rollups build` does the same from a shell. On failure re-materialize the failed Core partitions once the "
+    "cause in the step's log is fixed; sessions are only read.",
+)
+rollup_spheres = dg.define_asset_job(
+    "rollup_spheres", selection=[spheres], partitions_def=spheres_partitions,
+    description="Builds Sphere memories (8 Cores each) once their Cores exist; started by rollups_sensor. On "
+    "failure re-materialize the failed Sphere partitions once the cause in the step's log is fixed.",
+)
 JOBS = [rollup_assign, rollup_cores, rollup_spheres]

@@ -64,9 +64,13 @@ def plan(
     jobs=[rollup_assign, rollup_cores, rollup_spheres],
     minimum_interval_seconds=60,
     default_status=dg.DefaultSensorStatus.RUNNING,
+    description="Every minute, counts the store's sessions: every 8 sessions a new Core partition and a "
+    "rollup_cores run, every 8 Cores a Sphere and a rollup_spheres run, and rollup_assign for new sessions. A "
+    "tick that skips with 'memory store unreadable' retries on its own; a missing store means MEMORY_PIPELINE_HOME "
+    "points at the wrong folder.",
 )
 def rollups_sensor(context: dg.SensorEvaluationContext, store: MemoryStoreResource) -> dg.SensorResult | dg.SkipReason:
-    """Every 8 sessions a Core, every 8 Cores a Sphere (seed 002), on dynamic partitions."""
+    """Every 8 sessions a Core, every 8 Cores a Sphere, on dynamic partitions."""  # seed 002
     cursor = json.loads(context.cursor) if context.cursor else {}
     try:
         state = read_state(store.home_path / "memory.duckdb")

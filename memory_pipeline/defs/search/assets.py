@@ -45,8 +45,9 @@ class SearchIndexConfig(dg.Config):
     automation_condition=INDEX_CONDITION,
     kinds={"numpy", "parquet"},
     tags={"component": "SearchIndex", "seed": "001"},
-    description="Hybrid BM25 (bm25s) + vector index over memories, summaries, knowledge files and transcripts "
-    "(seed 001 §7). Derived and deletable: <workspace>/index/, written two-phase.",
+    # The index is seed 001 §7.
+    description="Hybrid BM25 (bm25s) + vector index over memories, summaries, knowledge files and transcripts. "
+    "Derived and deletable: <workspace>/index/, written two-phase.",
 )
 def search_index(
     context: dg.AssetExecutionContext,
@@ -79,8 +80,9 @@ def search_index(
     pool=STORE_POOL,
     kinds={"duckdb"},
     tags={"component": "UsageFeedback", "seed": "004"},
+    # Usage decay is seed 004 §9.
     description="Hits returned to agents (MCP, CLI --record-usage), spooled as JSONL, imported in one batch as "
-    "inclusions for usage decay (seed 004 §9) through the graph domain's usage import.",
+    "inclusions for usage decay through the graph domain's usage import.",
 )
 def search_usage(context: dg.AssetExecutionContext, store: MemoryStoreResource) -> dg.MaterializeResult:
     result = ingest_spool(store.home_path)
@@ -92,10 +94,22 @@ search_index_rebuild = dg.define_asset_job(
     "search_index_rebuild",
     selection=[search_index],
     config={"ops": {"search_index": {"config": {"full": True}}}},
-    description="Full rebuild of the search index on demand.",
+    description="Full rebuild of the search index: launched by hand, or by search_index_sensor when the index "
+    "is missing. Queries fall back to a keyword scan meanwhile; after a failure fix the cause in the step's log "
+    "and launch it again (the old index stays in use until a new one is complete).",
 )
-search_index_update = dg.define_asset_job("search_index_update", selection=[search_index])
-search_usage_ingest = dg.define_asset_job("search_usage_ingest", selection=[search_usage])
+search_index_update = dg.define_asset_job(
+    "search_index_update", selection=[search_index],
+    description="Brings the search index up to date with writes no asset announced (CLI imports, hand-edited "
+    "files); started by search_index_sensor. A failed update leaves the previous index in use; the sensor asks "
+    "again on a later tick, or launch search_index_rebuild.",
+)
+search_usage_ingest = dg.define_asset_job(
+    "search_usage_ingest", selection=[search_usage],
+    description="Imports the usage spool (hits returned to agents) into the store for usage decay; started by "
+    "search_usage_sensor. A failed import keeps the files it claimed, and the next run (or one launched by hand) "
+    "imports them again.",
+)
 
 
 @dg.sensor(
