@@ -57,7 +57,7 @@ def test_slots_in_the_seeds_order_with_a_manifest(home: Path) -> None:
     assert out.prompt.startswith("<!-- identity:SOUL.md -->")
     order = [out.prompt.index(f"<!-- {lab} -->") for lab in
              ("identity:USER.md", "memory", "journal:2026-11-02", "projects", "topic:trading-risk",
-              "knowledge:m-000002", "history:0")]
+              "knowledge", "history:0")]
     assert order == sorted(order)
     left_out = {e.label: e.reason for e in out.manifest if not e.included}
     assert left_out["journal:2026-11-01"] == "missing file"
@@ -65,6 +65,8 @@ def test_slots_in_the_seeds_order_with_a_manifest(home: Path) -> None:
     assert left_out["topic:deploys"].startswith("not active")
     assert "[tool read_file] line one (+2 lines)" in out.prompt and "line two" not in out.prompt
     assert out.memory_ids == ["m-000002", "m-000010"]
+    # P3 is one section, a line per item, each dated by its facts
+    assert "<!-- knowledge -->\n- [2026-10-12] Set a price alert on TIA at 5.99\n" in out.prompt
     assert out.tokens == sum(e.tokens for e in out.manifest if e.included) <= out.budget
     # history is printed oldest first
     assert out.prompt.index("user: hi") < out.prompt.index("assistant: done")
