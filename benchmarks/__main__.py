@@ -19,6 +19,8 @@ NAMES = (
     "search-locomo",
     "context",
     "read-path",
+    "questions",
+    "topics",
     "fleet",
 )
 

@@ -43,15 +43,28 @@ RULE_BUDGETS = (512, 1000, 2000)
 VARIANTS: dict[str, dict[str, Any]] = json.loads((common.HERE / "read_path_variants.json").read_text())
 
 
-def prepare(conv: Conversation, work: Path) -> Path:
-    """The conversation's turns imported and embedded (reused when `work` already holds them)."""
-    from benchmarks.locomo_e2e import prepare_turns
+def prepare(conv: Conversation, work: Path, kind: str, data: Path) -> Path:
+    """The conversation's turns imported (or its sessions replayed through the journal pipeline) and embedded;
+    reused when `work` already holds them."""
+    from benchmarks.locomo_e2e import prepare_memories, prepare_turns
 
-    home = work / conv.sample_id / "turns" / "base"
+    home = work / conv.sample_id / kind / "base"
     if (home / ".prepared").exists():
         return home
-    prepare_turns(conv, work)
+    prepare_turns(conv, work) if kind == "turns" else prepare_memories(conv, work, data)
     (home / ".prepared").write_text("ok")
+    return home
+
+
+def after_night(conv: Conversation, base: Path, kind: str) -> Path:
+    """A copy of `base` after one real night at the shipped MiniLM clustering default."""
+    from benchmarks.locomo_e2e import Base, consolidate
+    from benchmarks.locomo_retention import active_tokens, clock_for
+    from memory_pipeline.embedding.defaults import model_default
+
+    choice = model_default("sentence-transformers/all-MiniLM-L6-v2")
+    home, _ = consolidate(Base(conv, kind, base, clock_for(conv), active_tokens(base)), choice.threshold,
+                          choice.linkage)  # fmt: skip
     return home
 
 
@@ -71,7 +84,8 @@ def _pack(items: Sequence[tuple[str, str]], budget: int, lines: bool) -> tuple[l
     return ids, texts
 
 
-def score(home: Path, conv: Conversation, variants: Sequence[str], encode: Any) -> list[dict[str, Any]]:
+def score(home: Path, conv: Conversation, variants: Sequence[str], encode: Any, scope: str = "turns/before"
+          ) -> list[dict[str, Any]]:  # fmt: skip
     import bm25s
 
     from benchmarks.locomo_retention import active_memories, clock_for
@@ -100,7 +114,7 @@ def score(home: Path, conv: Conversation, variants: Sequence[str], encode: Any) 
         for budget in BUDGETS:
             for name, lines in (("bm25", False), ("bm25-lines", True)):
                 ids, texts = _pack([(m, by_id[m]) for m in order], budget, lines)
-                rows.append(_row(conv, q, name, budget, ids, texts, mem.lineage, 0.0))
+                rows.append(_row(conv, q, name, budget, ids, texts, mem.lineage, 0.0, scope))
     for name in variants:
         v = VARIANTS[name]
         ranking = load_ranking().with_(**v.get("ranking", {}))
@@ -114,15 +128,17 @@ def score(home: Path, conv: Conversation, variants: Sequence[str], encode: Any) 
                 compiled, _ = compile_for_agent(home, q.question, budget_tokens=budget, search=cached, read=read,
                                                 today=today)
                 ms = (time.perf_counter() - t0) * 1000
-                rows.append(_row(conv, q, name, budget, compiled.memory_ids, [compiled.prompt], mem.lineage, ms))
+                rows.append(_row(conv, q, name, budget, compiled.memory_ids, [compiled.prompt], mem.lineage, ms, scope))
     return rows
 
 
 def _row(conv: Conversation, q: Any, method: str, budget: int, ids: list[str], texts: list[str],
-         lineage: dict[str, list[str]], ms: float) -> dict[str, Any]:  # fmt: skip
+         lineage: dict[str, list[str]], ms: float, scope: str) -> dict[str, Any]:  # fmt: skip
+    turns = scope.startswith("turns")  # extracted memories are not turns: no evidence recall
     return {
-        "conversation": conv.sample_id, "question": q.index, "category": q.category, "method": method,
-        "budget": budget, "support": answer_support(q.answer, texts), "recall": evidence_hit(q.evidence, ids, lineage),
+        "scope": scope, "conversation": conv.sample_id, "question": q.index, "category": q.category, "method": method,
+        "budget": budget, "support": answer_support(q.answer, texts),
+        "recall": evidence_hit(q.evidence, ids, lineage) if turns else None,
         "ms": round(ms, 2),
     }  # fmt: skip
 
@@ -169,19 +185,30 @@ def choose(rows: list[dict[str, Any]], base: str, candidate: str) -> tuple[bool,
 
 
 def results_section(rows: list[dict[str, Any]], methods: Sequence[str], seconds: float, convs: Sequence[str]) -> str:
+    lines = [f"Data: the shared LoCoMo dev file, conversations {', '.join(convs)}; categories 1–4; embedder "
+             f"MiniLM; total {seconds:.0f} s. Rule: `benchmarks/read_path_rule.md`. Answer support (evidence "
+             "recall, turns only) by budget; mean = support over 512/1,000/2,000; compile = median `context` time "
+             "at 2,000 tokens (query embedding included). Input turns = every turn a memory; memories = what the "
+             "journal pipeline extracts from the sessions; after = one night at the shipped clustering default."]
+    for scope in sorted({r["scope"] for r in rows}, key=lambda s: (s.split("/")[0] != "turns", s)):
+        lines += ["", f"**{scope}**", ""]
+        lines += _scope_table([r for r in rows if r["scope"] == scope], methods)
+    return "\n".join(lines) + "\n"
+
+
+def _scope_table(rows: list[dict[str, Any]], methods: Sequence[str]) -> list[str]:
     t = table(rows)
-    lines = [f"Data: the shared LoCoMo dev file, conversations {', '.join(convs)}; categories 1–4; raw-turns input, "
-             f"before the night; embedder MiniLM; total {seconds:.0f} s. Rule: `benchmarks/read_path_rule.md`.", "",
-             "Answer support (evidence recall) by budget; mean = support over 512/1,000/2,000; compile = median "
-             "`context` time at 2,000 tokens (query embedding included):", "",
-             "| read path | 512 | 1,000 | 2,000 | 4,000 | mean | compile ms |",
-             "|---|---|---|---|---|---|---|"]  # fmt: skip
+    lines = ["| read path | 512 | 1,000 | 2,000 | 4,000 | mean | compile ms |", "|---|---|---|---|---|---|---|"]
     for m in methods:
-        cells = [f"{t[(m, 'all', b)]['support']:.3f} ({t[(m, 'all', b)]['recall']:.3f})" for b in BUDGETS]
+        cells = [_cell(t[(m, "all", b)]) for b in BUDGETS]
         ms = t[(m, "all", 2000)]["ms"]
         lines.append(f"| {m} | {' | '.join(cells)} | {rule_mean(t, m):.3f} | {ms:.1f} |" if ms else
                      f"| {m} | {' | '.join(cells)} | {rule_mean(t, m):.3f} | — |")  # fmt: skip
-    return "\n".join(lines) + "\n"
+    return lines
+
+
+def _cell(v: dict[str, float | None]) -> str:
+    return f"{v['support']:.3f}" + (f" ({v['recall']:.3f})" if v["recall"] is not None else "")
 
 
 def main(argv: list[str]) -> None:
@@ -190,6 +217,8 @@ def main(argv: list[str]) -> None:
     p.add_argument("--conversations", help="comma-separated sample ids (default: all)")
     p.add_argument("--variants", default=",".join(VARIANTS), help=f"comma-separated, of: {', '.join(VARIANTS)}")
     p.add_argument("--work", type=Path, help="keep the imported, embedded conversations here between runs")
+    p.add_argument("--inputs", default="turns", help="comma-separated: turns, memories")
+    p.add_argument("--after", action="store_true", help="also after one night at the shipped clustering default")
     p.add_argument("--out", type=Path, default=RESULTS_DIR / "rows.csv")
     p.add_argument("--no-results", action="store_true", help="print the table; do not append to RESULTS.md")
     args = p.parse_args(argv)
@@ -208,10 +237,14 @@ def main(argv: list[str]) -> None:
     with tempfile.TemporaryDirectory(prefix="read-path-") as tmp:
         work = args.work or Path(tmp)
         for conv in load_locomo(args.data, args.conversations.split(",") if args.conversations else None):
-            t0 = time.perf_counter()
-            rows += score(prepare(conv, work), conv, variants, encode)
+            for kind in [s.strip() for s in args.inputs.split(",")]:
+                t0 = time.perf_counter()
+                base = prepare(conv, work, kind, args.data)
+                rows += score(base, conv, variants, encode, f"{kind}/before")
+                if args.after:
+                    rows += score(after_night(conv, base, kind), conv, variants, encode, f"{kind}/after")
+                print(f"  {conv.sample_id}/{kind}: {time.perf_counter() - t0:.0f} s", flush=True)
             convs.append(conv.sample_id)
-            print(f"  {conv.sample_id}: {time.perf_counter() - t0:.0f} s", flush=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with args.out.open("w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=list(rows[0]))
@@ -219,8 +252,10 @@ def main(argv: list[str]) -> None:
         w.writerows(rows)
     methods = ["bm25", "bm25-lines", *variants]
     body = results_section(rows, methods, time.perf_counter() - started, convs)
+    headline = [r for r in rows if r["scope"] == "turns/before"]
     for before, after in zip(variants, variants[1:], strict=False):
-        body += f"\n- {choose(rows, before, after)[1]}"
+        if headline:
+            body += f"\n- {choose(headline, before, after)[1]}"
     if args.no_results:
         print(body)
     else:
