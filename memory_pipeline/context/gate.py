@@ -49,7 +49,7 @@ def bypass_rule(priority: str, tier2_score: float) -> str:
         at_least, below = row.get("tier2_at_least"), row.get("tier2_below")
         if (at_least is None or tier2_score >= at_least) and (below is None or tier2_score < below):
             return str(row["decision"])
-    raise ValueError(f"no §5.4 row for priority {priority!r}")
+    raise ValueError(f"no activation-table row for priority {priority!r}")
 
 
 def message_hash(message: str) -> str:
@@ -116,10 +116,10 @@ class Gate:
         else:
             rule = "activate" if topic.activation == "auto" else bypass_rule(topic.priority, tier2)
         if rule == "activate":
-            why = "activation: auto" if topic.activation == "auto" else f"§5.4: {topic.priority}, Tier-2 {tier2:.2f}"
+            why = "activation: auto" if topic.activation == "auto" else f"priority {topic.priority}, Tier-2 {tier2:.2f}"
             return out(rule, None, "table", True, why)
         if rule == "drop":
-            return out(rule, None, "table", False, f"§5.4: {topic.priority} with Tier-2 {tier2:.2f} is dropped")
+            return out(rule, None, "table", False, f"priority {topic.priority} with Tier-2 {tier2:.2f} is dropped")
         asked = self._llm(message, topic) if self.ask is not None else None
         if asked is not None:
             result, by = asked
