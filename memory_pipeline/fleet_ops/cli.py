@@ -1,5 +1,6 @@
 """`memory-pipeline fleet postgres|redis|daemon|webserver|worker`: each of the fleet's processes, one command,
 in the foreground (run each under systemd, supervisord or a terminal of its own). See notes on "Running a fleet".
+Each owns its server's process tree: SIGTERM or Ctrl-C stops all of it (fleet_ops/supervise.py).
 
 Every command reads the same variables: MEMORY_PIPELINE_FLEET_ROOT (the directory every machine shares),
 MEMORY_PIPELINE_PG_URL, MEMORY_PIPELINE_CELERY_BROKER, and optionally MEMORY_PIPELINE_MAX_CONCURRENT_RUNS.
@@ -9,9 +10,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import pwd
+import signal
+import subprocess
 from pathlib import Path
-from typing import NoReturn
+from typing import Any
 
 from memory_pipeline.errors import UserError
 from memory_pipeline.fleet_ops.executor import BROKER_ENV, FLEET_ROOT_ENV, MAX_RUNS_ENV, PG_URL_ENV, fleet_dagster_home
@@ -33,18 +35,23 @@ def _need(name: str, example: str) -> str:
     return value
 
 
-def _exec(cmd: list[str], env: dict[str, str]) -> NoReturn:
-    os.execvpe(cmd[0], cmd, env)  # the process becomes the server: signals and exit code are its own
-
-
 def _instance_env() -> dict[str, str]:
+    from memory_pipeline.fleet_ops.servers import check_database
     from memory_pipeline.fleet_ops.stack import fleet_env, prepare_home
 
     root = _root()
     pg = _need(PG_URL_ENV, "postgresql+psycopg2://postgres@db-host:5432/dagster")
     broker = _need(BROKER_ENV, "redis://redis-host:6379/0")
+    check_database(pg)  # one line naming the URL, instead of each service's 30 s of retries and a traceback
     home = prepare_home(fleet_dagster_home())
     return fleet_env(home, pg, broker, root, int(os.environ.get(MAX_RUNS_ENV) or DEFAULT_MAX_RUNS))
+
+
+def _serve(cmd: list[str], env: dict[str, str], **kwargs: Any) -> int:
+    """The server in a process group this command owns: SIGTERM/Ctrl-C here stops the whole tree."""
+    from memory_pipeline.fleet_ops import supervise
+
+    return supervise.run(cmd, env, **kwargs)
 
 
 def cmd_postgres(args: argparse.Namespace) -> int:
@@ -54,13 +61,17 @@ def cmd_postgres(args: argparse.Namespace) -> int:
     data = directory / "data"
     directory.mkdir(parents=True, exist_ok=True)
     servers.init_postgres(data)
-    print(f"export {PG_URL_ENV}={servers.pg_url(args.port)}", flush=True)
-    if os.geteuid() == 0:  # PostgreSQL refuses root: become the `postgres` user it was initialised for
-        entry = pwd.getpwnam("postgres")
-        os.setgid(entry.pw_gid)
-        os.setuid(entry.pw_uid)
-    cmd = servers.postgres_command(data, args.port)
-    _exec(cmd, dict(os.environ))
+    url = servers.pg_url(args.port)
+
+    def ready(proc: subprocess.Popen[bytes]) -> None:  # the `dagster` database, created when missing
+        servers.wait_for_port(args.port, proc, "postgres")
+        servers.retry(lambda: servers.create_database(args.port))
+        print(f"export {PG_URL_ENV}={url}", flush=True)
+
+    # PostgreSQL refuses root: as root it runs as the `postgres` user it was initialised for. SIGINT is its fast
+    # shutdown (SIGTERM would wait for every connected daemon, webserver and worker to disconnect).
+    return _serve(servers.postgres_command(data, args.port), dict(os.environ), stop_signal=signal.SIGINT,
+                  user=servers.postgres_user(), cwd=data, ready=ready)
 
 
 def cmd_redis(args: argparse.Namespace) -> int:
@@ -69,22 +80,21 @@ def cmd_redis(args: argparse.Namespace) -> int:
     directory = Path(args.data) if args.data else _root() / "redis"
     directory.mkdir(parents=True, exist_ok=True)
     print(f"export {BROKER_ENV}=redis://127.0.0.1:{args.port}/0", flush=True)
-    cmd = servers.redis_command(directory, args.port, persistent=True)
-    _exec(cmd, dict(os.environ))
+    return _serve(servers.redis_command(directory, args.port, persistent=True), dict(os.environ))
 
 
 def cmd_daemon(args: argparse.Namespace) -> int:
     from memory_pipeline.fleet_ops.stack import daemon_command
 
     env = _instance_env()
-    _exec(daemon_command(Path(env["DAGSTER_HOME"])), env)
+    return _serve(daemon_command(Path(env["DAGSTER_HOME"])), env)
 
 
 def cmd_webserver(args: argparse.Namespace) -> int:
     from memory_pipeline.fleet_ops.stack import webserver_command
 
     env = _instance_env()
-    _exec(webserver_command(Path(env["DAGSTER_HOME"]), args.host, args.port), env)
+    return _serve(webserver_command(Path(env["DAGSTER_HOME"]), args.host, args.port), env)
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
@@ -93,7 +103,8 @@ def cmd_worker(args: argparse.Namespace) -> int:
     from memory_pipeline.fleet_ops.stack import worker_command
 
     env = _instance_env()
-    _exec(worker_command(args.name or f"worker-{socket.gethostname()}-{os.getpid()}", args.concurrency), env)
+    name = args.name or f"worker-{socket.gethostname()}-{os.getpid()}"
+    return _serve(worker_command(name, args.concurrency), env)
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -29,9 +29,18 @@ RUNS_ON_WORKERS_YAML = DEPLOY_DIR / "dagster-runs-on-workers.yaml"
 CELERY_YAML = DEPLOY_DIR / "celery.yaml"
 
 
+def celery_settings(path: Path = CELERY_YAML) -> dict[str, Any]:
+    """The Celery settings (`config_source`) of deploy/fleet/celery.yaml: no prefetch, late acknowledgement,
+    a step's time limit, the broker's visibility timeout — what the workers run with, read from the same file."""
+    import yaml
+
+    raw = yaml.safe_load(path.read_text()) or {}
+    return dict(raw.get("execution", {}).get("config", {}).get("config_source") or {})
+
+
 def celery_config(broker: str) -> dict[str, Any]:
-    """What deploy/fleet/celery.yaml resolves to: the broker, and the results through the same Redis."""
-    return {"broker": broker, "backend": broker}
+    """What deploy/fleet/celery.yaml resolves to: the broker, the results through the same Redis, its settings."""
+    return {"broker": broker, "backend": broker, "config_source": celery_settings()}
 
 
 def fleet_executor(environ: Mapping[str, str] | None = None) -> dg.ExecutorDefinition:

@@ -17,7 +17,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -159,6 +159,54 @@ def create_database(port: int, name: str = PG_DATABASE) -> None:
         conn.close()
 
 
+def postgres_user() -> str | None:
+    """The user PostgreSQL's binaries run as: `postgres` when we are root, else None (ourselves)."""
+    return _as_postgres()
+
+
+def public_url(url: str) -> str:
+    """`url` as it may be printed: the password (if any) replaced by `***`."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return "<not a database URL>"
+
+
+DB_WAIT_S = 15.0
+_FINAL = ("does not exist", "authentication failed", "password")  # waiting will not fix these
+
+
+def check_database(url: str, wait: float = DB_WAIT_S) -> None:
+    """Connect to the instance's database once, waiting at most `wait` s for a server that is starting; if it
+    cannot be reached, one line naming the URL (without its password) and the server's own reason."""
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+
+    shown = public_url(url)
+    try:
+        engine = create_engine(url, connect_args={"connect_timeout": 5})
+    except (ArgumentError, SQLAlchemyError, ImportError) as exc:
+        raise UserError(f"{shown}: not a PostgreSQL URL the instance can use ({exc})") from exc
+    deadline = time.monotonic() + wait
+    try:
+        while True:
+            try:
+                with engine.connect() as conn:
+                    conn.execute(text("SELECT 1"))
+                return
+            except SQLAlchemyError as exc:
+                reason = " ".join(str(getattr(exc, "orig", None) or exc).split())
+                if any(word in reason for word in _FINAL) or time.monotonic() >= deadline:
+                    hint = " (`memory-pipeline fleet postgres` creates it)" if "does not exist" in reason else ""
+                    raise UserError(f"cannot reach the fleet's database {shown}: {reason}{hint}") from None
+                time.sleep(0.5)
+    finally:
+        engine.dispose()
+
+
 def start_postgres(directory: Path, port: int | None = None, fsync: bool = True) -> Server:
     """A PostgreSQL server on `directory/data` (initialised if new), with the `dagster` database created."""
     directory.mkdir(parents=True, exist_ok=True)
@@ -174,17 +222,17 @@ def start_postgres(directory: Path, port: int | None = None, fsync: bool = True)
     server = Server("postgres", pg_url(port), port, proc, directory, log)
     try:
         wait_for_port(port, proc, "postgres", log)
-        _retry(lambda: create_database(port))
+        retry(lambda: create_database(port))
     except BaseException:
         server.stop()
         raise
     return server
 
 
-def _retry(fn: object, attempts: int = 50) -> None:
+def retry(fn: Callable[[], object], attempts: int = 50) -> None:
     for attempt in range(attempts):
         try:
-            fn()  # type: ignore[operator]
+            fn()
             return
         except Exception:  # the server accepts TCP before it accepts logins ("starting up")
             if attempt == attempts - 1:

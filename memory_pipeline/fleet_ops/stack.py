@@ -66,9 +66,9 @@ def webserver_command(home: Path, host: str = "127.0.0.1", port: int = 3000) -> 
     return [str(BIN / "dagster-webserver"), "-w", str(home / WORKSPACE_YAML), "-h", host, "-p", str(port)]
 
 
-def worker_command(name: str, concurrency: int = 1) -> list[str]:
+def worker_command(name: str, concurrency: int = 1, config_yaml: Path = CELERY_YAML) -> list[str]:
     """dagster-celery's own worker start (it writes the resolved celery.yaml where the worker imports it)."""
-    return [str(BIN / "dagster-celery"), "worker", "start", "-A", "dagster_celery.app", "-y", str(CELERY_YAML),
+    return [str(BIN / "dagster-celery"), "worker", "start", "-A", "dagster_celery.app", "-y", str(config_yaml),
             "-n", name, "-l", "WARNING", "--", f"--concurrency={concurrency}", "--pool=prefork",
             "--without-heartbeat", "--without-gossip", "--without-mingle"]
 

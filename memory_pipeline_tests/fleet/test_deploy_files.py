@@ -19,6 +19,7 @@ from memory_pipeline.fleet_ops.executor import (
     INSTANCE_YAML,
     MAX_RUNS_ENV,
     PG_URL_ENV,
+    celery_config,
     fleet_executor,
 )
 from memory_pipeline.settings import REPO_ROOT
@@ -119,3 +120,47 @@ def test_runs_on_workers_variant_launches_nights_as_celery_tasks(
     assert fleet_executor({BROKER_ENV: "redis://x:1/0", MODE_ENV: "runs"}) is dg.in_process_executor
     with pytest.raises(UserError, match="expected `steps`"):
         fleet_executor({BROKER_ENV: "redis://x:1/0", MODE_ENV: "tasks"})
+
+
+def _worker_app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, config_yaml: Path) -> object:
+    """The Celery app a `fleet worker` runs: dagster-celery writes celery.yaml into a `dagster_celery_config`
+    module under DAGSTER_HOME, and `-A dagster_celery.app` imports it (what `worker start` does, minus the exec)."""
+    import importlib
+    import sys
+
+    from dagster_celery.cli import get_config_dir
+    from dagster_celery.make_app import make_app
+
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
+    (tmp_path / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    config_dir = get_config_dir(str(config_yaml))
+    monkeypatch.syspath_prepend(config_dir)
+    sys.modules.pop("dagster_celery_config", None)
+    importlib.invalidate_caches()
+    try:
+        return make_app()
+    finally:
+        sys.modules.pop("dagster_celery_config", None)
+
+
+def test_a_worker_holds_only_its_running_step_and_gives_it_back_when_it_dies(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 34: the workers' and the runs' Celery settings, as each side builds its app from celery.yaml."""
+    from dagster_celery.executor import CeleryExecutor
+    from dagster_celery.make_app import make_app
+
+    monkeypatch.setenv(BROKER_ENV, "redis://127.0.0.1:6399/0")
+    worker = _worker_app(tmp_path, monkeypatch, CELERY_YAML).conf  # type: ignore[attr-defined]
+    run_side = make_app(CeleryExecutor.for_cli(**celery_config("redis://127.0.0.1:6399/0")).app_args()).conf
+    for conf in (worker, run_side):
+        assert conf.broker_url == "redis://127.0.0.1:6399/0"
+        assert conf.worker_prefetch_multiplier == 1 and conf.worker_disable_prefetch is True  # nothing prefetched
+        assert conf.task_acks_late is True and conf.task_reject_on_worker_lost is True  # a dead step is requeued
+        limit, visibility = conf.task_time_limit, conf.broker_transport_options["visibility_timeout"]
+        # a running step is never redelivered (visibility > the step's limit), and a step's limit is within
+        # the run's (run monitoring's max_runtime_seconds, which fails the run so run_retries retries it)
+        raw = yaml.safe_load(INSTANCE_YAML.read_text())
+        assert limit < visibility < raw["run_monitoring"]["max_runtime_seconds"]
+        assert raw["run_retries"] == {"enabled": True, "max_retries": 1}
+        assert conf.broker_transport_options["max_retries"] == 3  # dagster-celery's defaults kept
