@@ -17,6 +17,19 @@ from memory_pipeline.settings import REPO_ROOT
 if TYPE_CHECKING:
     from memory_pipeline.store import MemoryStore
 
+WORKSPACE_YAML = REPO_ROOT / "workspace.yaml"
+REPOSITORY = "__repository__"  # the name Dagster gives the repository of a `Definitions` object
+
+
+def job_origin(job_name: str, workspace_yaml: Path = WORKSPACE_YAML) -> Any:
+    """The origin the UI gives a run of `job_name` in the code location `workspace.yaml` loads. A CLI run
+    created with it is filed under that location's job: the Jobs page, the timeline and re-execution find it
+    (a plain in-process run has no origin and shows on the Runs page only)."""
+    from dagster._core.remote_origin import RemoteRepositoryOrigin
+    from dagster._core.workspace.load import location_origins_from_yaml_paths
+
+    [location] = location_origins_from_yaml_paths([str(workspace_yaml)])
+    return RemoteRepositoryOrigin(code_location_origin=location, repository_name=REPOSITORY).get_job_origin(job_name)
 
 
 def dagster_home(home: Path) -> Path:
