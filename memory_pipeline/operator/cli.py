@@ -55,7 +55,7 @@ def ui_url(host: str, port: int) -> str:
 def cmd_ui(args: argparse.Namespace) -> int:
     """Runs `dagster dev` on the same workspace and persistent DAGSTER_HOME that `memory-pipeline run` records
     to, in a process group of its own that this process stops on Ctrl-C, SIGTERM or SIGHUP (see `supervise`)."""
-    from memory_pipeline.operator.instance import dagster_home as _dagster_home
+    from memory_pipeline.operator.instance import home_line
 
     if not 0 < args.port < 65536:
         print(f"--port {args.port}: expected 1–65535", file=sys.stderr)
@@ -68,13 +68,21 @@ def cmd_ui(args: argparse.Namespace) -> int:
         print(f"{args.host}:{args.port} is in use (another `dagster dev`?); pick another with --port", file=sys.stderr)
         return 2
     home = workspace_home().resolve()
-    dagster_home = _dagster_home(home).resolve()
+    env = ui_environment(home)
     if not (home / "memory.duckdb").exists():
         print(f"note: no memory store in {home} yet (`memory-pipeline demo` or `import` creates one)", file=sys.stderr)
-    env = {**os.environ, "MEMORY_PIPELINE_HOME": str(home), "DAGSTER_HOME": str(dagster_home)}
+    print(home_line(Path(env["DAGSTER_HOME"])), file=sys.stderr, flush=True)
     print(f"Dagster UI: {ui_url(args.host, args.port)}", flush=True)
-    print(f"  workspace    {home}\n  DAGSTER_HOME {dagster_home}\n  Ctrl-C stops it", flush=True)
+    print(f"  workspace    {home}\n  Ctrl-C stops it", flush=True)
     return supervise(dagster_dev_command(dagster, args.host, args.port), env)
+
+
+def ui_environment(home: Path) -> dict[str, str]:
+    """What `dagster dev` runs with: the workspace, and the DAGSTER_HOME the CLI's run commands resolve for it
+    (operator.instance.dagster_home), so the UI opens the instance holding their runs."""
+    from memory_pipeline.operator.instance import dagster_home
+
+    return {**os.environ, "MEMORY_PIPELINE_HOME": str(home), "DAGSTER_HOME": str(dagster_home(home))}
 
 
 def supervise(cmd: list[str], env: dict[str, str], grace_s: float = STOP_GRACE_S) -> int:
