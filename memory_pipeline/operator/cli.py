@@ -72,9 +72,25 @@ def cmd_ui(args: argparse.Namespace) -> int:
     if not (home / "memory.duckdb").exists():
         print(f"note: no memory store in {home} yet (`memory-pipeline demo` or `import` creates one)", file=sys.stderr)
     print(home_line(Path(env["DAGSTER_HOME"])), file=sys.stderr, flush=True)
+    resolve_left_in_flight(Path(env["DAGSTER_HOME"]))  # by a UI (or CLI) that stopped without ending them
     print(f"Dagster UI: {ui_url(args.host, args.port)}", flush=True)
     print(f"  workspace    {home}\n  Ctrl-C stops it", flush=True)
-    return supervise(dagster_dev_command(dagster, args.host, args.port), env)
+    try:
+        return supervise(dagster_dev_command(dagster, args.host, args.port), env)
+    finally:
+        resolve_left_in_flight(Path(env["DAGSTER_HOME"]))  # the runs this UI launched stopped with it
+
+
+def resolve_left_in_flight(dagster_home: Path) -> None:
+    """Mark runs whose process is gone as ended (operator/reconcile.py), in one stderr line when there were any."""
+    import dagster as dg
+
+    from memory_pipeline.operator.reconcile import reconcile
+
+    with dg.DagsterInstance.from_config(str(dagster_home)) as instance:
+        line = reconcile(instance)
+    if line:
+        print(f"run history: {line}", file=sys.stderr, flush=True)
 
 
 def ui_environment(home: Path) -> dict[str, str]:
