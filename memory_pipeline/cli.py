@@ -202,10 +202,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     added = install_sample_knowledge(home)  # topics/, knowledge/identity, projects, people (seed 001 §2.2)
     print(f"sample knowledge: {len(added)} topic and knowledge files under {home}")
+    from memory_pipeline.journals.cli import install_demo_transcripts
+
+    install_demo_transcripts(home, REPO_ROOT / "data" / "sample")  # before the journal partitions are defined
     code = cmd_run(argparse.Namespace(dry_run=False, cluster_id="", as_of=""))
     from memory_pipeline.journals.cli import demo_journals
 
-    code = max(code, demo_journals(home, REPO_ROOT / "data" / "sample"))
+    code = max(code, demo_journals(home, REPO_ROOT / "data" / "sample"))  # the journal pipeline over them
     _refresh_index(home)  # the journals, MEMORY.md and the Cores it wrote
     return code
 

@@ -481,19 +481,27 @@ def register(sub: argparse._SubParsersAction) -> None:
     mo.set_defaults(fn=cmd_monthly)
 
 
-def demo_journals(home: Path, sample_root: Path, in_process: bool = True) -> int:
-    """The demo's second half: the sample transcripts into the workspace, then the journal pipeline over them."""
+def install_demo_transcripts(home: Path, sample_root: Path) -> None:
+    """The sample transcripts into the workspace (idempotent). The demo does this before anything loads the code
+    location, whose journal partitions start at the workspace's first transcript day."""
     import shutil
 
-    from memory_pipeline.journals.reconstruct import reconstruct
-    from memory_pipeline.journals.sample_transcripts import DAYS, START, write_sample_transcripts
-    from memory_pipeline.operator.instance import cli_instance
+    from memory_pipeline.journals.sample_transcripts import write_sample_transcripts
 
     raw = sample_root / "raw"
     if raw.is_dir():
         shutil.copytree(raw, home / "raw", dirs_exist_ok=True)
     else:
         write_sample_transcripts(home)
+
+
+def demo_journals(home: Path, sample_root: Path, in_process: bool = True) -> int:
+    """The demo's second half: the sample transcripts into the workspace, then the journal pipeline over them."""
+    from memory_pipeline.journals.reconstruct import reconstruct
+    from memory_pipeline.journals.sample_transcripts import DAYS, START
+    from memory_pipeline.operator.instance import cli_instance
+
+    install_demo_transcripts(home, sample_root)
     last = START.fromordinal(START.toordinal() + DAYS - 1)
     print(f"journals: sample transcripts {START}..{last} → knowledge/journal, knowledge/memory/MEMORY.md")
     with cli_instance(home, announce=False) as instance:
