@@ -17,6 +17,10 @@ from memory_pipeline.settings import workspace_home
 
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 WORKSPACE_YAML = REPO_ROOT / "workspace.yaml"
+SUPERSESSION_NOTE = (
+    "note: dagster dev's `SupersessionWarning … Use 'dg dev' instead` only points to Dagster's newer `dg` CLI "
+    "(dagster-dg-cli, not installed here); `dagster dev` is what `dg dev` runs, and nothing needs changing"
+)
 STOP_GRACE_S = 6.0  # then the rest of dagster dev's process group is killed: the UI stops within 10 s
 
 
@@ -75,6 +79,7 @@ def cmd_ui(args: argparse.Namespace) -> int:
     resolve_left_in_flight(Path(env["DAGSTER_HOME"]))  # by a UI (or CLI) that stopped without ending them
     print(f"Dagster UI: {ui_url(args.host, args.port)}", flush=True)
     print(f"  workspace    {home}\n  Ctrl-C stops it", flush=True)
+    print(SUPERSESSION_NOTE, file=sys.stderr, flush=True)
     try:
         return supervise(dagster_dev_command(dagster, args.host, args.port), env)
     finally:
@@ -107,7 +112,12 @@ def supervise(cmd: list[str], env: dict[str, str], grace_s: float = STOP_GRACE_S
     whatever is left after `grace_s` is SIGKILLed, so the UI stops within seconds (dagster dev alone waits up to
     60 s per child) and leaves no process behind. Signals are handled explicitly: a shell that started us in the
     background may have set SIGINT to ignored."""
-    proc = subprocess.Popen(cmd, env=env, start_new_session=True, preexec_fn=_die_with_parent)  # noqa: PLW1509
+    # In DAGSTER_HOME: from the repository, dagster dev would warn that the repository's dagster.yaml "will not be
+    # used" (DAGSTER_HOME holds the copy of it that is, operator.instance.dagster_home).
+    cwd = env.get("DAGSTER_HOME") or None
+    proc = subprocess.Popen(  # noqa: PLW1509
+        cmd, env=env, cwd=cwd, start_new_session=True, preexec_fn=_die_with_parent
+    )
     stop: list[int] = []
 
     def on_signal(signum: int, _frame: object) -> None:

@@ -79,11 +79,25 @@ def dagster_home(home: Path) -> Path:
         dagster_home = home.resolve().parent / "dagster_home"
     os.environ["DAGSTER_HOME"] = str(dagster_home)  # absolute: the same instance from any directory
     dagster_home.mkdir(parents=True, exist_ok=True)
-    config = dagster_home / "dagster.yaml"
-    template = REPO_ROOT / "dagster.yaml"
-    if not config.exists() and template.exists():
-        shutil.copyfile(template, config)
+    sync_config(dagster_home / "dagster.yaml", REPO_ROOT / "dagster.yaml")
     return dagster_home
+
+
+def sync_config(config: Path, template: Path) -> None:
+    """DAGSTER_HOME's dagster.yaml is the repository's: copied on first use, and replaced (saying so, the old one
+    kept beside it) when the repository's changed and the copy still starts with its header line. A file of the
+    operator's own (another first line) is left as it is."""
+    if not template.exists():
+        return
+    if not config.exists():
+        shutil.copyfile(template, config)
+        return
+    new, old = template.read_text(encoding="utf-8"), config.read_text(encoding="utf-8")
+    if new == old or old.partition("\n")[0] != new.partition("\n")[0]:
+        return
+    shutil.copyfile(config, config.with_name("dagster.yaml.previous"))
+    shutil.copyfile(template, config)
+    say(f"updated {config} from the repository's dagster.yaml (the previous one is dagster.yaml.previous)")
 
 
 def recover_dead_cli_runs(instance: Any, home: Path | None = None) -> None:

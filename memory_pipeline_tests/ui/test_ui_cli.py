@@ -1,3 +1,4 @@
+import os
 import socket
 import sys
 from pathlib import Path
@@ -89,3 +90,31 @@ def test_a_cli_run_is_in_the_instance_the_ui_opens_and_filed_under_its_job(
         assert run.status == dg.DagsterRunStatus.SUCCESS
         origin = run.remote_job_origin  # what the timeline groups by
         assert (origin.location_name, origin.repository_origin.repository_name) == (location, "__repository__")
+
+
+def test_dagster_dev_runs_in_dagster_home_so_it_finds_its_own_dagster_yaml(tmp_path: Path) -> None:
+    """Issue 29 point 6: dagster dev warns "dagster.yaml will not be used" when started beside another
+    dagster.yaml than DAGSTER_HOME's; `supervise` starts it in DAGSTER_HOME."""
+    home, out = tmp_path / "dagster_home", tmp_path / "cwd.txt"
+    home.mkdir()
+    code = "import os, sys; open(sys.argv[1], 'w').write(os.getcwd())"
+    env = {**os.environ, "DAGSTER_HOME": str(home)}
+    assert ui.supervise([sys.executable, "-c", code, str(out)], env) == 0
+    assert Path(out.read_text()) == home
+
+
+def test_dagster_home_config_follows_the_repository_unless_it_is_the_operators_own(tmp_path: Path) -> None:
+    from memory_pipeline.operator.instance import sync_config
+
+    template, config = tmp_path / "repo.yaml", tmp_path / "home" / "dagster.yaml"
+    config.parent.mkdir()
+    template.write_text("# Instance config.\nrun_monitoring: {enabled: true}\n")
+    sync_config(config, template)
+    assert config.read_text() == template.read_text()  # first use: a copy
+    template.write_text("# Instance config.\nrun_monitoring: {enabled: false}\n")
+    sync_config(config, template)  # the repository's changed: the copy follows, the old one kept
+    assert config.read_text() == template.read_text()
+    assert "enabled: true" in (config.parent / "dagster.yaml.previous").read_text()
+    config.write_text("# mine\nstorage: {}\n")
+    sync_config(config, template)
+    assert config.read_text() == "# mine\nstorage: {}\n"
