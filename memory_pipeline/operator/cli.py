@@ -17,10 +17,9 @@ from memory_pipeline.settings import workspace_home
 
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 WORKSPACE_YAML = REPO_ROOT / "workspace.yaml"
-SUPERSESSION_NOTE = (
-    "note: dagster dev's `SupersessionWarning … Use 'dg dev' instead` only points to Dagster's newer `dg` CLI "
-    "(dagster-dg-cli, not installed here); `dagster dev` is what `dg dev` runs, and nothing needs changing"
-)
+# `dagster dev` warns that it "is superseded … Use 'dg dev' instead": a pointer to Dagster's newer `dg` CLI
+# (dagster-dg-cli, not a dependency here), which runs the same dev server. Silenced unless --verbose.
+SUPERSESSION_FILTER = "ignore:Function `dev_command` is superseded"
 STOP_GRACE_S = 6.0  # then the rest of dagster dev's process group is killed: the UI stops within 10 s
 
 
@@ -79,7 +78,6 @@ def cmd_ui(args: argparse.Namespace) -> int:
     resolve_left_in_flight(Path(env["DAGSTER_HOME"]))  # by a UI (or CLI) that stopped without ending them
     print(f"Dagster UI: {ui_url(args.host, args.port)}", flush=True)
     print(f"  workspace    {home}\n  Ctrl-C stops it", flush=True)
-    print(SUPERSESSION_NOTE, file=sys.stderr, flush=True)
     try:
         return supervise(dagster_dev_command(dagster, args.host, args.port), env)
     finally:
@@ -102,8 +100,12 @@ def ui_environment(home: Path) -> dict[str, str]:
     """What `dagster dev` runs with: the workspace, and the DAGSTER_HOME the CLI's run commands resolve for it
     (operator.instance.dagster_home), so the UI opens the instance holding their runs."""
     from memory_pipeline.operator.instance import dagster_home
+    from memory_pipeline.settings import verbose
 
-    return {**os.environ, "MEMORY_PIPELINE_HOME": str(home), "DAGSTER_HOME": str(dagster_home(home))}
+    env = {**os.environ, "MEMORY_PIPELINE_HOME": str(home), "DAGSTER_HOME": str(dagster_home(home))}
+    if not verbose():
+        env["PYTHONWARNINGS"] = ",".join(w for w in (os.environ.get("PYTHONWARNINGS"), SUPERSESSION_FILTER) if w)
+    return env
 
 
 def supervise(cmd: list[str], env: dict[str, str], grace_s: float = STOP_GRACE_S) -> int:

@@ -1,5 +1,6 @@
 import os
 import socket
+import subprocess
 import sys
 from pathlib import Path
 
@@ -118,3 +119,15 @@ def test_dagster_home_config_follows_the_repository_unless_it_is_the_operators_o
     config.write_text("# mine\nstorage: {}\n")
     sync_config(config, template)
     assert config.read_text() == "# mine\nstorage: {}\n"
+
+
+def test_the_dg_dev_supersession_notice_is_silenced_unless_verbose(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("MEMORY_PIPELINE_VERBOSE", raising=False)
+    monkeypatch.delenv("PYTHONWARNINGS", raising=False)
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dh"))
+    env = ui.ui_environment(tmp_path / "ws")
+    code = "import warnings; warnings.warn(\"Function `dev_command` is superseded and its usage is discouraged.\")"
+    quiet = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert "superseded" not in quiet.stderr
