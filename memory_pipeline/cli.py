@@ -16,6 +16,7 @@ from memory_pipeline.errors import UserError
 from memory_pipeline.operator.instance import (
     HOST_TAG,
     PID_TAG,
+    cli_instance,
     dagster_home,
     lease_ttl,
     open_store,
@@ -54,18 +55,15 @@ _store_path, _lease_ttl, _say = store_path, lease_ttl, say
 def _run_job(home: Path, job_name: str, run_config: dict[str, Any], as_of: str = "") -> Any:
     import socket
 
-    import dagster as dg
-
     from memory_pipeline.definitions import defs_with
     from memory_pipeline.resources.defaults import default_resources
     from memory_pipeline.settings import console_loggers
 
-    _dagster_home(home)
     defs = defs_with(default_resources(str(home), as_of=as_of))
     job = defs.resolve_job_def(job_name)
     config = {"loggers": console_loggers(), **run_config}
     tags = {PID_TAG: str(os.getpid()), HOST_TAG: socket.gethostname()}
-    with dg.DagsterInstance.get() as instance:
+    with cli_instance(home) as instance:
         _recover_dead_cli_runs(instance, home)  # never wait silently for a slot, nor for ever
         from memory_pipeline.operator.progress import progress_for  # a bar on stderr when it is a terminal
 
@@ -204,10 +202,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     added = install_sample_knowledge(home)  # topics/, knowledge/identity, projects, people (seed 001 §2.2)
     print(f"sample knowledge: {len(added)} topic and knowledge files under {home}")
+    from memory_pipeline.journals.cli import install_demo_transcripts
+
+    install_demo_transcripts(home, REPO_ROOT / "data" / "sample")  # before the journal partitions are defined
     code = cmd_run(argparse.Namespace(dry_run=False, cluster_id="", as_of=""))
     from memory_pipeline.journals.cli import demo_journals
 
-    code = max(code, demo_journals(home, REPO_ROOT / "data" / "sample"))
+    code = max(code, demo_journals(home, REPO_ROOT / "data" / "sample"))  # the journal pipeline over them
     _refresh_index(home)  # the journals, MEMORY.md and the Cores it wrote
     return code
 

@@ -1,6 +1,11 @@
+import os
 import shutil
 from datetime import UTC, datetime
 from pathlib import Path
+
+# Journal partitions start at a workspace's first transcript day; the code location is loaded once per process,
+# so the tests (LoCoMo's 2022–2023 days, the 2026 sample, temporary workspaces) pin one early first day.
+os.environ.setdefault("MEMORY_PIPELINE_JOURNAL_START", "2022-01-01")
 
 import dagster as dg
 import pytest

@@ -29,8 +29,7 @@ def cmd_compact(args: argparse.Namespace) -> int:
 
     from memory_pipeline.definitions import defs_with
     from memory_pipeline.defs.compaction.partitions import partition_for
-    from memory_pipeline.operator.instance import HOST_TAG, PID_TAG
-    from memory_pipeline.operator.instance import dagster_home as _dagster_home
+    from memory_pipeline.operator.instance import HOST_TAG, PID_TAG, cli_instance
     from memory_pipeline.operator.instance import recover_dead_cli_runs as _recover_dead_cli_runs
     from memory_pipeline.resources import EngineConfig
     from memory_pipeline.resources.defaults import default_resources
@@ -40,7 +39,6 @@ def cmd_compact(args: argparse.Namespace) -> int:
     if not home.is_dir():
         print(f"workspace {home} does not exist: set MEMORY_PIPELINE_HOME", file=sys.stderr)
         return 2
-    _dagster_home(home)
     defs = defs_with(default_resources(str(home), as_of=args.as_of))
     job = defs.resolve_job_def("tiered_compaction")
     config = {"approved": args.approve, "dry_run": args.dry_run, "as_of": args.as_of, "trigger": "cli"}
@@ -49,7 +47,7 @@ def cmd_compact(args: argparse.Namespace) -> int:
         "ops": {"tier_volumes": {"config": config}},
     }
     tags = {PID_TAG: str(os.getpid()), HOST_TAG: socket.gethostname(), "memory_pipeline/compaction_requested_by": "cli"}
-    with dg.DagsterInstance.get() as instance:
+    with cli_instance(home) as instance:
         _recover_dead_cli_runs(instance)
         result = job.execute_in_process(
             instance=instance,

@@ -20,11 +20,10 @@ def _date(value: str) -> date:
 
 
 def cmd_reconstruct(args: argparse.Namespace) -> int:
-    import dagster as dg
 
     from memory_pipeline.journals.extractors import select
     from memory_pipeline.journals.reconstruct import reconstruct
-    from memory_pipeline.operator.instance import dagster_home as _dagster_home
+    from memory_pipeline.operator.instance import cli_instance
     from memory_pipeline.operator.instance import recover_dead_cli_runs as _recover_dead_cli_runs
 
     home = workspace_home()
@@ -45,10 +44,9 @@ def cmd_reconstruct(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(str(exc), file=sys.stderr)
         return 2
-    _dagster_home(home)
     which = ", ".join(args.extractor) if args.extractor else "all extractors"
     print(f"reconstructing {args.start}..{args.end} ({which}) in {home}")
-    with dg.DagsterInstance.get() as instance:
+    with cli_instance(home) as instance:
         _recover_dead_cli_runs(instance, home)
         try:
             result = reconstruct(
@@ -197,14 +195,13 @@ def flush_session(home: Path, turns: list, now: datetime | None = None) -> dict[
     same turns again: nothing is written or run — unless the first flush stopped before its record, which this
     one then finishes (`resumed`). A failure is one line in `error` (nothing recorded, so a retry finishes it);
     a running git holding .git/index.lock raises GitLockError before anything is written."""
-    import dagster as dg
 
     from memory_pipeline.faults import crash_point
     from memory_pipeline.journals.commit_messages import KnowledgeChange, template
     from memory_pipeline.journals.flush import existing, is_done, mark_done, session_id_of, write_flush
     from memory_pipeline.journals.gitlog import check_index_lock, commit_knowledge
     from memory_pipeline.journals.reconstruct import reconstruct
-    from memory_pipeline.operator.instance import dagster_home as _dagster_home
+    from memory_pipeline.operator.instance import cli_instance
     from memory_pipeline.operator.instance import recover_dead_cli_runs as _recover_dead_cli_runs
 
     raw = home / "raw" / "conversations"
@@ -223,8 +220,8 @@ def flush_session(home: Path, turns: list, now: datetime | None = None) -> dict[
     if not outcome.written:
         out["note"] = "an earlier flush of these turns stopped before it completed: finished it now"
     day = date.fromisoformat(outcome.day)
-    _dagster_home(home)
-    with dg.DagsterInstance.get() as instance:  # CRITICAL: a failing step is the one line below, not its trace
+    # CRITICAL: a failing step is the one line below, not its trace
+    with cli_instance(home, announce=False) as instance:
         _recover_dead_cli_runs(instance, home)  # a flush killed mid-run left its store pool slot claimed
         result = reconstruct(instance, day, day, multiprocess=False, echo=lambda _l: None, quiet_level="CRITICAL")
     if result.failed or result.rejected:
@@ -484,23 +481,30 @@ def register(sub: argparse._SubParsersAction) -> None:
     mo.set_defaults(fn=cmd_monthly)
 
 
-def demo_journals(home: Path, sample_root: Path, in_process: bool = True) -> int:
-    """The demo's second half: the sample transcripts into the workspace, then the journal pipeline over them."""
+def install_demo_transcripts(home: Path, sample_root: Path) -> None:
+    """The sample transcripts into the workspace (idempotent). The demo does this before anything loads the code
+    location, whose journal partitions start at the workspace's first transcript day."""
     import shutil
 
-    import dagster as dg
-
-    from memory_pipeline.journals.reconstruct import reconstruct
-    from memory_pipeline.journals.sample_transcripts import DAYS, START, write_sample_transcripts
+    from memory_pipeline.journals.sample_transcripts import write_sample_transcripts
 
     raw = sample_root / "raw"
     if raw.is_dir():
         shutil.copytree(raw, home / "raw", dirs_exist_ok=True)
     else:
         write_sample_transcripts(home)
+
+
+def demo_journals(home: Path, sample_root: Path, in_process: bool = True) -> int:
+    """The demo's second half: the sample transcripts into the workspace, then the journal pipeline over them."""
+    from memory_pipeline.journals.reconstruct import reconstruct
+    from memory_pipeline.journals.sample_transcripts import DAYS, START
+    from memory_pipeline.operator.instance import cli_instance
+
+    install_demo_transcripts(home, sample_root)
     last = START.fromordinal(START.toordinal() + DAYS - 1)
     print(f"journals: sample transcripts {START}..{last} → knowledge/journal, knowledge/memory/MEMORY.md")
-    with dg.DagsterInstance.get() as instance:
+    with cli_instance(home, announce=False) as instance:
         result = reconstruct(
             instance, START, last, multiprocess=not in_process, echo=lambda _line: None, quiet_level="WARNING"
         )

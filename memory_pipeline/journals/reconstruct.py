@@ -245,7 +245,8 @@ def reconstruct(
     wanted = [(start + timedelta(days=i)).isoformat() for i in range((end - start).days + 1)]
     for key in wanted:
         if key not in valid_days:
-            echo(f"  {key}: not a complete partition yet (or before MEMORY_PIPELINE_JOURNAL_START); skipped")
+            echo(f"  {key}: not a complete partition yet (or before the journals' first day: "
+                 "MEMORY_PIPELINE_JOURNAL_START, else the first transcript day); skipped")
     daily_run = launch(dg.reconstructable(journal_daily_job), {} if multiprocess else IN_PROCESS, selection)
     for seg in contiguous([k for k in wanted if k in valid_days], 1):
         done, failed, errors, run_ids = backfill(seg, daily_run, echo=echo)

@@ -341,6 +341,25 @@ def day_folder(raw_root: Path, day: date) -> Path:
     return raw_root / f"{day:%Y/%m/%d}"
 
 
+def first_day(raw_root: Path) -> date | None:
+    """The earliest YYYY/MM/DD folder under `raw_root` that holds a transcript (`*.md`), or None."""
+
+    def numbered(folder: Path, width: int) -> list[Path]:
+        if not folder.is_dir():
+            return []
+        return sorted(p for p in folder.iterdir() if p.is_dir() and len(p.name) == width and p.name.isdigit())
+
+    for year in numbered(raw_root, 4):
+        for month in numbered(year, 2):
+            for day in numbered(month, 2):
+                if any(day.glob("*.md")):
+                    try:
+                        return date(int(year.name), int(month.name), int(day.name))
+                    except ValueError:
+                        continue
+    return None
+
+
 @dataclass(frozen=True)
 class Rejected:
     path: str

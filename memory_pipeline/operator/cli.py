@@ -17,6 +17,9 @@ from memory_pipeline.settings import workspace_home
 
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 WORKSPACE_YAML = REPO_ROOT / "workspace.yaml"
+# `dagster dev` warns that it "is superseded … Use 'dg dev' instead": a pointer to Dagster's newer `dg` CLI
+# (dagster-dg-cli, not a dependency here), which runs the same dev server. Silenced unless --verbose.
+SUPERSESSION_FILTER = "ignore:Function `dev_command` is superseded"
 STOP_GRACE_S = 6.0  # then the rest of dagster dev's process group is killed: the UI stops within 10 s
 
 
@@ -55,7 +58,7 @@ def ui_url(host: str, port: int) -> str:
 def cmd_ui(args: argparse.Namespace) -> int:
     """Runs `dagster dev` on the same workspace and persistent DAGSTER_HOME that `memory-pipeline run` records
     to, in a process group of its own that this process stops on Ctrl-C, SIGTERM or SIGHUP (see `supervise`)."""
-    from memory_pipeline.operator.instance import dagster_home as _dagster_home
+    from memory_pipeline.operator.instance import home_line
 
     if not 0 < args.port < 65536:
         print(f"--port {args.port}: expected 1–65535", file=sys.stderr)
@@ -68,13 +71,41 @@ def cmd_ui(args: argparse.Namespace) -> int:
         print(f"{args.host}:{args.port} is in use (another `dagster dev`?); pick another with --port", file=sys.stderr)
         return 2
     home = workspace_home().resolve()
-    dagster_home = _dagster_home(home).resolve()
+    env = ui_environment(home)
     if not (home / "memory.duckdb").exists():
         print(f"note: no memory store in {home} yet (`memory-pipeline demo` or `import` creates one)", file=sys.stderr)
-    env = {**os.environ, "MEMORY_PIPELINE_HOME": str(home), "DAGSTER_HOME": str(dagster_home)}
+    print(home_line(Path(env["DAGSTER_HOME"])), file=sys.stderr, flush=True)
+    resolve_left_in_flight(Path(env["DAGSTER_HOME"]))  # by a UI (or CLI) that stopped without ending them
     print(f"Dagster UI: {ui_url(args.host, args.port)}", flush=True)
-    print(f"  workspace    {home}\n  DAGSTER_HOME {dagster_home}\n  Ctrl-C stops it", flush=True)
-    return supervise(dagster_dev_command(dagster, args.host, args.port), env)
+    print(f"  workspace    {home}\n  Ctrl-C stops it", flush=True)
+    try:
+        return supervise(dagster_dev_command(dagster, args.host, args.port), env)
+    finally:
+        resolve_left_in_flight(Path(env["DAGSTER_HOME"]))  # the runs this UI launched stopped with it
+
+
+def resolve_left_in_flight(dagster_home: Path) -> None:
+    """Mark runs whose process is gone as ended (operator/reconcile.py), in one stderr line when there were any."""
+    import dagster as dg
+
+    from memory_pipeline.operator.reconcile import reconcile
+
+    with dg.DagsterInstance.from_config(str(dagster_home)) as instance:
+        line = reconcile(instance)
+    if line:
+        print(f"run history: {line}", file=sys.stderr, flush=True)
+
+
+def ui_environment(home: Path) -> dict[str, str]:
+    """What `dagster dev` runs with: the workspace, and the DAGSTER_HOME the CLI's run commands resolve for it
+    (operator.instance.dagster_home), so the UI opens the instance holding their runs."""
+    from memory_pipeline.operator.instance import dagster_home
+    from memory_pipeline.settings import verbose
+
+    env = {**os.environ, "MEMORY_PIPELINE_HOME": str(home), "DAGSTER_HOME": str(dagster_home(home))}
+    if not verbose():
+        env["PYTHONWARNINGS"] = ",".join(w for w in (os.environ.get("PYTHONWARNINGS"), SUPERSESSION_FILTER) if w)
+    return env
 
 
 def supervise(cmd: list[str], env: dict[str, str], grace_s: float = STOP_GRACE_S) -> int:
@@ -83,7 +114,12 @@ def supervise(cmd: list[str], env: dict[str, str], grace_s: float = STOP_GRACE_S
     whatever is left after `grace_s` is SIGKILLed, so the UI stops within seconds (dagster dev alone waits up to
     60 s per child) and leaves no process behind. Signals are handled explicitly: a shell that started us in the
     background may have set SIGINT to ignored."""
-    proc = subprocess.Popen(cmd, env=env, start_new_session=True, preexec_fn=_die_with_parent)  # noqa: PLW1509
+    # In DAGSTER_HOME: from the repository, dagster dev would warn that the repository's dagster.yaml "will not be
+    # used" (DAGSTER_HOME holds the copy of it that is, operator.instance.dagster_home).
+    cwd = env.get("DAGSTER_HOME") or None
+    proc = subprocess.Popen(  # noqa: PLW1509
+        cmd, env=env, cwd=cwd, start_new_session=True, preexec_fn=_die_with_parent
+    )
     stop: list[int] = []
 
     def on_signal(signum: int, _frame: object) -> None:

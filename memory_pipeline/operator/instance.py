@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,21 +19,85 @@ from memory_pipeline.settings import REPO_ROOT
 if TYPE_CHECKING:
     from memory_pipeline.store import MemoryStore
 
+WORKSPACE_YAML = REPO_ROOT / "workspace.yaml"
+REPOSITORY = "__repository__"  # the name Dagster gives the repository of a `Definitions` object
+
+
+def job_origin(job_name: str, workspace_yaml: Path = WORKSPACE_YAML) -> Any:
+    """The origin the UI gives a run of `job_name` in the code location `workspace.yaml` loads. A CLI run
+    created with it is filed under that location's job: the Jobs page, the timeline and re-execution find it
+    (a plain in-process run has no origin and shows on the Runs page only)."""
+    from dagster._core.remote_origin import RemoteRepositoryOrigin
+    from dagster._core.workspace.load import location_origins_from_yaml_paths
+
+    [location] = location_origins_from_yaml_paths([str(workspace_yaml)])
+    return RemoteRepositoryOrigin(code_location_origin=location, repository_name=REPOSITORY).get_job_origin(job_name)
+
+
+@contextmanager
+def filed_under_location(instance: Any) -> Iterator[Any]:
+    """While open, every run this process creates on `instance` (`execute_in_process`, `execute_job`) carries the
+    origin of its job in the code location (`job_origin`), as a run launched from the UI does."""
+    create = instance.create_run_for_job
+
+    def create_with_origin(*args: Any, **kwargs: Any) -> Any:
+        job_def = kwargs.get("job_def", args[0] if args else None)
+        if kwargs.get("remote_job_origin") is None and job_def is not None:
+            kwargs["remote_job_origin"] = job_origin(job_def.name)
+        return create(*args, **kwargs)
+
+    instance.create_run_for_job = create_with_origin
+    try:
+        yield instance
+    finally:
+        del instance.create_run_for_job  # the class's method again
+
+
+def home_line(path: Path) -> str:
+    """The one line the CLI's run commands and `memory-pipeline ui` print: where the run history they share is."""
+    return f"DAGSTER_HOME {path} (run history shared by the CLI and `memory-pipeline ui`)"
+
+
+@contextmanager
+def cli_instance(home: Path, *, announce: bool = True) -> Iterator[Any]:
+    """The persistent instance beside `home` (`dagster_home`), its path said on stderr unless `announce` is
+    False, with the runs created through it filed under the code location (`filed_under_location`)."""
+    import dagster as dg
+
+    path = dagster_home(home)
+    if announce:
+        say(home_line(path))
+    with dg.DagsterInstance.get() as instance, filed_under_location(instance):
+        yield instance
 
 
 def dagster_home(home: Path) -> Path:
     """A persistent instance beside the workspace, so run history survives `dagster dev` restarts."""
     if os.environ.get("DAGSTER_HOME"):
-        dagster_home = Path(os.environ["DAGSTER_HOME"])
+        dagster_home = Path(os.environ["DAGSTER_HOME"]).expanduser().resolve()
     else:
-        dagster_home = home.parent / "dagster_home"
-        os.environ["DAGSTER_HOME"] = str(dagster_home)
+        dagster_home = home.resolve().parent / "dagster_home"
+    os.environ["DAGSTER_HOME"] = str(dagster_home)  # absolute: the same instance from any directory
     dagster_home.mkdir(parents=True, exist_ok=True)
-    config = dagster_home / "dagster.yaml"
-    template = REPO_ROOT / "dagster.yaml"
-    if not config.exists() and template.exists():
-        shutil.copyfile(template, config)
+    sync_config(dagster_home / "dagster.yaml", REPO_ROOT / "dagster.yaml")
     return dagster_home
+
+
+def sync_config(config: Path, template: Path) -> None:
+    """DAGSTER_HOME's dagster.yaml is the repository's: copied on first use, and replaced (saying so, the old one
+    kept beside it) when the repository's changed and the copy still starts with its header line. A file of the
+    operator's own (another first line) is left as it is."""
+    if not template.exists():
+        return
+    if not config.exists():
+        shutil.copyfile(template, config)
+        return
+    new, old = template.read_text(encoding="utf-8"), config.read_text(encoding="utf-8")
+    if new == old or old.partition("\n")[0] != new.partition("\n")[0]:
+        return
+    shutil.copyfile(config, config.with_name("dagster.yaml.previous"))
+    shutil.copyfile(template, config)
+    say(f"updated {config} from the repository's dagster.yaml (the previous one is dagster.yaml.previous)")
 
 
 def recover_dead_cli_runs(instance: Any, home: Path | None = None) -> None:

@@ -4,7 +4,6 @@ range of missing Cores, then the same for Spheres. Already built partitions are 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,7 +12,14 @@ from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PART
 
 from memory_pipeline.defs.rollups.partitions import CORES, SPHERES
 from memory_pipeline.rollups import repository
-from memory_pipeline.rollups.counters import CORES_PER_SPHERE, core_index, core_key_at, sphere_index, sphere_key
+from memory_pipeline.rollups.counters import (
+    CORES_PER_SPHERE,
+    contiguous_ranges,
+    core_index,
+    core_key_at,
+    sphere_index,
+    sphere_key,
+)
 from memory_pipeline.store import MemoryStore
 
 
@@ -25,17 +31,6 @@ class BackfillSummary:
     spheres_built: list[str] = field(default_factory=list)
     runs: list[str] = field(default_factory=list)
     failed: str | None = None
-
-
-def _ranges(keys: list[str], index: Callable[[str], int]) -> list[tuple[str, str]]:
-    """Contiguous (first, last) ranges of keys by their index."""
-    out: list[tuple[str, str]] = []
-    for key in sorted(keys, key=index):
-        if out and index(key) == index(out[-1][1]) + 1:
-            out[-1] = (out[-1][0], key)
-        else:
-            out.append((key, key))
-    return out
 
 
 def _run(defs: dg.Definitions, instance: dg.DagsterInstance, job: str, first: str, last: str, tags: dict) -> Any:
@@ -66,7 +61,7 @@ def backfill(
     closable = [core_key_at(i) for i in range(summary.assigned // 8)]
     known = set(instance.get_dynamic_partitions(CORES))
     instance.add_dynamic_partitions(CORES, [k for k in closable if k not in known])
-    for first, last in _ranges([k for k in closable if k not in built], core_index):
+    for first, last in contiguous_ranges([k for k in closable if k not in built], core_index):
         result = _run(defs, instance, "rollup_cores", first, last, tags)
         summary.runs.append(result.run_id)
         if not result.success:
@@ -83,7 +78,7 @@ def backfill(
         s += 1
     known = set(instance.get_dynamic_partitions(SPHERES))
     instance.add_dynamic_partitions(SPHERES, [k for k in complete if k not in known])
-    for first, last in _ranges([k for k in complete if k not in built_spheres], sphere_index):
+    for first, last in contiguous_ranges([k for k in complete if k not in built_spheres], sphere_index):
         result = _run(defs, instance, "rollup_spheres", first, last, tags)
         summary.runs.append(result.run_id)
         if not result.success:

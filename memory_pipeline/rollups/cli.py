@@ -13,11 +13,8 @@ from memory_pipeline.settings import workspace_home
 def cmd_build(args: argparse.Namespace) -> int:
     import socket
 
-    import dagster as dg
-
     from memory_pipeline.definitions import defs_with
-    from memory_pipeline.operator.instance import HOST_TAG, PID_TAG
-    from memory_pipeline.operator.instance import dagster_home as _dagster_home
+    from memory_pipeline.operator.instance import HOST_TAG, PID_TAG, cli_instance
     from memory_pipeline.operator.instance import open_store as _store
     from memory_pipeline.operator.instance import recover_dead_cli_runs as _recover_dead_cli_runs
     from memory_pipeline.resources.defaults import default_resources
@@ -25,10 +22,9 @@ def cmd_build(args: argparse.Namespace) -> int:
 
     home = workspace_home()
     store = _store(home)
-    _dagster_home(home)
     defs = defs_with(default_resources(str(home)))
     tags = {PID_TAG: str(os.getpid()), HOST_TAG: socket.gethostname()}
-    with dg.DagsterInstance.get() as instance:
+    with cli_instance(home) as instance:
         _recover_dead_cli_runs(instance)
         summary = backfill(defs, instance, store, tags)
     print(f"sessions {summary.sessions} (assigned {summary.assigned})")

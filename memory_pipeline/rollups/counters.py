@@ -11,6 +11,7 @@ import json
 import os
 import re
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -153,3 +154,14 @@ def counters_payload(sessions: int, cores_built: int, spheres_built: int, now: d
         "spheres_built": spheres_built,
         "derived_from": "memory.duckdb compression_meta / rollup_cores / rollup_spheres (recomputed on every write)",
     }
+
+
+def contiguous_ranges(keys: list[str], index: Callable[[str], int]) -> list[tuple[str, str]]:
+    """Contiguous (first, last) ranges of keys by their index: one single-run backfill (or run) each."""
+    out: list[tuple[str, str]] = []
+    for key in sorted(keys, key=index):
+        if out and index(key) == index(out[-1][1]) + 1:
+            out[-1] = (out[-1][0], key)
+        else:
+            out.append((key, key))
+    return out

@@ -34,12 +34,12 @@ def test_spike_requests_spam_compaction_once_per_hour_and_critical_outbox_pauses
     home = tmp_path / "ws"
     spam_store(home, 60)
     res = resources(home, outbox_critical=5)
-    with dg.build_sensor_context(resources=res) as ctx:
+    with dg.build_sensor_context(instance=dg.DagsterInstance.ephemeral(), resources=res) as ctx:
         result = compaction_triggers(ctx)
     assert isinstance(result, dg.SensorResult) and len(result.run_requests) == 1
     request = result.run_requests[0]
     assert request.run_config["ops"]["clusters"]["config"] == {"source": "keys", "key_prefixes": "spam:"}
-    with dg.build_sensor_context(resources=res, cursor=result.cursor) as ctx:
+    with dg.build_sensor_context(instance=dg.DagsterInstance.ephemeral(), resources=res, cursor=result.cursor) as ctx:
         assert isinstance(compaction_triggers(ctx), dg.SkipReason)  # same hour: not requested twice
 
     from memory_pipeline.store import MemoryStore
@@ -55,9 +55,9 @@ def test_spike_requests_spam_compaction_once_per_hour_and_critical_outbox_pauses
             run_id="r",
             now=NOW - timedelta(hours=1),
         )
-    with dg.build_sensor_context(resources=res) as ctx:
+    with dg.build_sensor_context(instance=dg.DagsterInstance.ephemeral(), resources=res) as ctx:
         paused = compaction_triggers(ctx)
     assert isinstance(paused, dg.SkipReason) and "compaction paused: ops/outbox-critical" in paused.skip_message
-    with dg.build_sensor_context(resources=res) as ctx:
+    with dg.build_sensor_context(instance=dg.DagsterInstance.ephemeral(), resources=res) as ctx:
         drain = outbox_drain_sensor(ctx)
     assert isinstance(drain, dg.SensorResult) and len(drain.run_requests) == 1

@@ -103,9 +103,9 @@ def test_locomo_through_the_journals_sessions_asset_and_the_sensor(tmp_path: Pat
         for request in getattr(result, "dynamic_partitions_requests", None) or []:
             instance.add_dynamic_partitions(request.partitions_def_name, list(request.partition_keys))
         for run in getattr(result, "run_requests", None) or []:
-            if run.job_name == "rollup_cores":
+            if run.job_name == "rollup_cores":  # one key, or a range in the tags
                 assert dg.materialize(
-                    [cores], partition_key=run.partition_key, instance=instance, resources=resources
+                    [cores], partition_key=run.partition_key, instance=instance, resources=resources, tags=run.tags
                 ).success
     assert instance.get_dynamic_partitions("rollup_cores") == ["core_000_000", "core_000_001"]
     assert sorted(p.name for p in build.cores_dir(home).iterdir()) == ["core_000_000.json", "core_000_001.json"]

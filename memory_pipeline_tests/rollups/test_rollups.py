@@ -17,6 +17,8 @@ from memory_pipeline.rollups.schema import RollupSchemaError, validate
 from memory_pipeline_tests.conftest import resources_for
 from memory_pipeline_tests.rollups.helpers import START, insert_sessions, session
 
+RANGE_START, RANGE_END = "dagster/asset_partition_range_start", "dagster/asset_partition_range_end"
+
 
 def rollup_defs(home: Path) -> dg.Definitions:
     """This domain alone (the code location's other domains are tested on their own)."""
@@ -58,7 +60,9 @@ def test_sphere_after_the_8th_core_is_built(tmp_path: Path) -> None:
     instance = dg.DagsterInstance.ephemeral()
     result, cursor = tick(home, instance)
     keys = added(result)["rollup_cores"]
-    assert keys == [f"core_000_{c:03d}" for c in range(8)] and len(result.run_requests) == 8
+    assert keys == [f"core_000_{c:03d}" for c in range(8)]
+    [run] = [r for r in result.run_requests if r.job_name == "rollup_cores"]  # 8 Cores added together: one run
+    assert (run.tags[RANGE_START], run.tags[RANGE_END]) == (keys[0], keys[7])
     instance.add_dynamic_partitions(cores_partitions.name, keys)
     for key in keys[:7]:
         build.build_core(store, home, key)

@@ -65,7 +65,8 @@ def test_full_rebuild_job_after_the_index_is_deleted(workspace: Path) -> None:
 
 def test_sensor_requests_a_build_when_missing_or_stale(workspace: Path, tmp_path: Path) -> None:
     res = resources(workspace)
-    ctx = dg.build_sensor_context(resources=res)
+    instance = dg.DagsterInstance.ephemeral()
+    ctx = dg.build_sensor_context(instance=instance, resources=res)
     assert search_index_sensor(ctx).skip_reason
     import_jsonl(
         MemoryStore(workspace / "memory.duckdb"),
@@ -81,10 +82,10 @@ def test_sensor_requests_a_build_when_missing_or_stale(workspace: Path, tmp_path
             ],
         ),
     )
-    [req] = search_index_sensor(dg.build_sensor_context(resources=res)).run_requests
+    [req] = search_index_sensor(dg.build_sensor_context(instance=instance, resources=res)).run_requests
     assert req.run_key.startswith("delta-1-")
     delete_index(workspace)
-    [req] = search_index_sensor(dg.build_sensor_context(resources=res)).run_requests
+    [req] = search_index_sensor(dg.build_sensor_context(instance=instance, resources=res)).run_requests
     assert req.job_name == "search_index_rebuild"
 
 

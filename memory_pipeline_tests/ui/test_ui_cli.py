@@ -1,8 +1,11 @@
+import os
 import socket
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from memory_pipeline.cli import main
 from memory_pipeline.operator import cli as ui
@@ -51,3 +54,80 @@ def test_ui_runs_dagster_dev_with_the_cli_workspace_and_instance(
 def test_url_for_wildcard_and_ipv6_hosts() -> None:
     assert ui.ui_url("0.0.0.0", 3000) == "http://127.0.0.1:3000"
     assert ui.ui_url("::1", 3001) == "http://[::1]:3001"
+
+
+def test_a_cli_run_is_in_the_instance_the_ui_opens_and_filed_under_its_job(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 29 point 3: the CLI and `ui` resolve one DAGSTER_HOME and say it in the same line; the CLI's run is
+    found there with the filter the UI's Jobs page and timeline use (the code location's repository label)."""
+    import dagster as dg
+
+    from memory_pipeline.operator.instance import home_line
+    from memory_pipeline_tests.rollups.helpers import insert_sessions, session
+
+    ws = tmp_path / "ws"
+    insert_sessions(ws, [session(i) for i in range(1, 4)])
+    monkeypatch.setenv("MEMORY_PIPELINE_HOME", str(ws))
+    monkeypatch.delenv("DAGSTER_HOME", raising=False)
+    assert main(["rollups", "build"]) == 0  # one rollup_assign run, in process
+    cli_line = next(line for line in capsys.readouterr().err.splitlines() if line.startswith("DAGSTER_HOME "))
+
+    monkeypatch.delenv("DAGSTER_HOME", raising=False)  # a fresh shell: what would `ui` open?
+    seen: dict = {}
+    monkeypatch.setattr(ui, "supervise", lambda argv, env: seen.update(env=env) or 0)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    assert main(["ui", "--port", str(port)]) == 0
+    ui_line = next(line for line in capsys.readouterr().err.splitlines() if line.startswith("DAGSTER_HOME "))
+    assert cli_line == ui_line == home_line(Path(seen["env"]["DAGSTER_HOME"]))
+
+    location = yaml.safe_load(ui.WORKSPACE_YAML.read_text())["load_from"][0]["python_module"]["location_name"]
+    with dg.DagsterInstance.from_config(seen["env"]["DAGSTER_HOME"]) as instance:
+        jobs_page = dg.RunsFilter(job_name="rollup_assign", tags={".dagster/repository": f"__repository__@{location}"})
+        [record] = instance.get_run_records(filters=jobs_page)
+        run = record.dagster_run
+        assert run.status == dg.DagsterRunStatus.SUCCESS
+        origin = run.remote_job_origin  # what the timeline groups by
+        assert (origin.location_name, origin.repository_origin.repository_name) == (location, "__repository__")
+
+
+def test_dagster_dev_runs_in_dagster_home_so_it_finds_its_own_dagster_yaml(tmp_path: Path) -> None:
+    """Issue 29 point 6: dagster dev warns "dagster.yaml will not be used" when started beside another
+    dagster.yaml than DAGSTER_HOME's; `supervise` starts it in DAGSTER_HOME."""
+    home, out = tmp_path / "dagster_home", tmp_path / "cwd.txt"
+    home.mkdir()
+    code = "import os, sys; open(sys.argv[1], 'w').write(os.getcwd())"
+    env = {**os.environ, "DAGSTER_HOME": str(home)}
+    assert ui.supervise([sys.executable, "-c", code, str(out)], env) == 0
+    assert Path(out.read_text()) == home
+
+
+def test_dagster_home_config_follows_the_repository_unless_it_is_the_operators_own(tmp_path: Path) -> None:
+    from memory_pipeline.operator.instance import sync_config
+
+    template, config = tmp_path / "repo.yaml", tmp_path / "home" / "dagster.yaml"
+    config.parent.mkdir()
+    template.write_text("# Instance config.\nrun_monitoring: {enabled: true}\n")
+    sync_config(config, template)
+    assert config.read_text() == template.read_text()  # first use: a copy
+    template.write_text("# Instance config.\nrun_monitoring: {enabled: false}\n")
+    sync_config(config, template)  # the repository's changed: the copy follows, the old one kept
+    assert config.read_text() == template.read_text()
+    assert "enabled: true" in (config.parent / "dagster.yaml.previous").read_text()
+    config.write_text("# mine\nstorage: {}\n")
+    sync_config(config, template)
+    assert config.read_text() == "# mine\nstorage: {}\n"
+
+
+def test_the_dg_dev_supersession_notice_is_silenced_unless_verbose(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("MEMORY_PIPELINE_VERBOSE", raising=False)
+    monkeypatch.delenv("PYTHONWARNINGS", raising=False)
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dh"))
+    env = ui.ui_environment(tmp_path / "ws")
+    code = "import warnings; warnings.warn(\"Function `dev_command` is superseded and its usage is discouraged.\")"
+    quiet = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert "superseded" not in quiet.stderr

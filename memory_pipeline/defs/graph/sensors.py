@@ -8,6 +8,7 @@ import dagster as dg
 from memory_pipeline.defs.abstraction.schedules import nightly_consolidation
 from memory_pipeline.defs.graph.assets import drain_outbox_job
 from memory_pipeline.graph.triggers import StoreCounts, TriggerParams, decide, quantise
+from memory_pipeline.operator.run_guard import busy_reason
 from memory_pipeline.resources import EngineConfig, MemoryStoreResource
 from memory_pipeline.store import outbox
 
@@ -51,6 +52,9 @@ def compaction_triggers(
     bucket = engine.now().strftime("%Y-%m-%dT%H")  # one request per hour bucket of a spike
     if context.cursor == bucket:
         return dg.SkipReason(f"already requested for {bucket}: {decision.reason}")
+    busy = busy_reason(context.instance, [nightly_consolidation.name])
+    if busy:  # the cursor is left alone: the next tick asks again once that run is done
+        return dg.SkipReason(busy)
     request = dg.RunRequest(
         run_key=f"spam-compaction-{bucket}",
         job_name=nightly_consolidation.name,
@@ -77,4 +81,7 @@ def outbox_drain_sensor(
     key = str(newest)
     if context.cursor == key:
         return dg.SkipReason(f"drain already requested for actions up to {key}")
+    busy = busy_reason(context.instance, [drain_outbox_job.name])
+    if busy:
+        return dg.SkipReason(busy)
     return dg.SensorResult(run_requests=[dg.RunRequest(run_key=f"drain-{key}")], cursor=key)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from memory_pipeline.defs.journals.partitions import daily_partitions, weekly_partitions
+from memory_pipeline.defs.journals.partitions import START_NOTE, daily_partitions, weekly_partitions
 from memory_pipeline.journals import knowledge, tables
 from memory_pipeline.journals.commit_messages import KnowledgeChange, template
 from memory_pipeline.journals.extractors import EXTRACTORS, Extractor, category_of
@@ -98,7 +98,8 @@ def _failing_as(step: str, key: str, where: Path) -> Iterator[None]:
     ],
     description="Each day's transcripts (raw/conversations/YYYY/MM/DD) parsed into sessions and turns: Parquet "
     "through the IO manager, and the store's `sessions` table (each day's rows replaced in its own transaction). "
-    "A transcript that breaks the format is listed with path and line and skipped; the others go on.",
+    "A transcript that breaks the format is listed with path and line and skipped; the others go on. "
+    + START_NOTE,
 )
 def sessions(context: dg.AssetExecutionContext, store: MemoryStoreResource) -> Iterator[object]:
     home = store.home_path
@@ -337,7 +338,8 @@ def _merged(run: _ExtractorRun, parts: list[tables.ExtractionOutcome]) -> tables
     code_version="1",
     kinds={"markdown"},
     description="knowledge/journal/YYYY-MM-DD.md: frontmatter (type: journal, date, sessions), bullets grouped by "
-    "topic, from the current extractors' memories of the day. A day without sessions writes no file.",
+    "topic, from the current extractors' memories of the day. A day without sessions writes no file. "
+    + START_NOTE,
 )
 def journals(context: dg.AssetExecutionContext, store: MemoryStoreResource, sessions: dict) -> dg.MaterializeResult:
     home = store.home_path

@@ -1,21 +1,32 @@
-"""`rollups_sensor`: adds the next Core partition and requests its run in the same tick once 8 sessions past
-the last Core exist; a Sphere once its 8 Cores are built; and an assignment run when new sessions arrive, so
-every session gets its `compression_meta` and the counters file follows. Reads the store only."""
+"""`rollups_sensor`: adds the next Core partitions and requests one run for them in the same tick once 8
+sessions past the last Core exist; a Sphere once its 8 Cores are built; and an assignment run when new sessions
+arrive, so every session gets its `compression_meta` and the counters file follows. A job with a run queued or
+in flight is not requested again (its keys wait for a later tick). Reads the store only."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import dagster as dg
 import duckdb
+from dagster._core.storage.tags import ASSET_PARTITION_RANGE_END_TAG, ASSET_PARTITION_RANGE_START_TAG
 
 from memory_pipeline.defs.rollups.assets import rollup_assign, rollup_cores, rollup_spheres
 from memory_pipeline.defs.rollups.partitions import CORES, SPHERES, cores_partitions, spheres_partitions
+from memory_pipeline.operator.run_guard import busy_reason
 from memory_pipeline.resources import MemoryStoreResource
-from memory_pipeline.rollups.counters import CORES_PER_SPHERE, SESSIONS_PER_CORE, core_key_at, sphere_key
+from memory_pipeline.rollups.counters import (
+    CORES_PER_SPHERE,
+    SESSIONS_PER_CORE,
+    contiguous_ranges,
+    core_index,
+    core_key_at,
+    sphere_index,
+    sphere_key,
+)
 from memory_pipeline.store import MemoryStore
 from memory_pipeline.store.db import StoreError
 
@@ -60,14 +71,28 @@ def plan(
     return new_cores, new_spheres, assign
 
 
+def range_requests(job: str, keys: Sequence[str], index: Callable[[str], int]) -> list[dg.RunRequest]:
+    """One run per contiguous range of keys (the assets' single-run backfill policy builds a range in one run),
+    so the 11 Cores a large import closes at once are one run, not 11."""
+    out = []
+    for first, last in contiguous_ranges(list(keys), index):
+        if first == last:
+            out.append(dg.RunRequest(run_key=first, job_name=job, partition_key=first))
+        else:
+            tags = {ASSET_PARTITION_RANGE_START_TAG: first, ASSET_PARTITION_RANGE_END_TAG: last}
+            out.append(dg.RunRequest(run_key=f"{first}..{last}", job_name=job, tags=tags))
+    return out
+
+
 @dg.sensor(
     jobs=[rollup_assign, rollup_cores, rollup_spheres],
     minimum_interval_seconds=60,
     default_status=dg.DefaultSensorStatus.RUNNING,
-    description="Every minute, counts the store's sessions: every 8 sessions a new Core partition and a "
-    "rollup_cores run, every 8 Cores a Sphere and a rollup_spheres run, and rollup_assign for new sessions. A "
-    "tick that skips with 'memory store unreadable' retries on its own; a missing store means MEMORY_PIPELINE_HOME "
-    "points at the wrong folder.",
+    description="Every minute, counts the store's sessions: every 8 sessions a new Core partition, every 8 Cores "
+    "a Sphere, and rollup_assign for new sessions. Partitions added in one tick are built by one run, and no job "
+    "is requested while a run of it is queued or in flight (the keys wait for the next tick). A tick that skips "
+    "with 'memory store unreadable' retries on its own; a missing store means MEMORY_PIPELINE_HOME points at the "
+    "wrong folder.",
 )
 def rollups_sensor(context: dg.SensorEvaluationContext, store: MemoryStoreResource) -> dg.SensorResult | dg.SkipReason:
     """Every 8 sessions a Core, every 8 Cores a Sphere, on dynamic partitions."""  # seed 002
@@ -81,15 +106,25 @@ def rollups_sensor(context: dg.SensorEvaluationContext, store: MemoryStoreResour
     core_keys = context.instance.get_dynamic_partitions(CORES)
     sphere_keys = context.instance.get_dynamic_partitions(SPHERES)
     new_cores, new_spheres, assign = plan(state, core_keys, sphere_keys, cursor)
-    new_cursor = json.dumps({"sessions": state.sessions, "cores": len(core_keys) + len(new_cores)}, sort_keys=True)
+    wanted = {rollup_cores.name: bool(new_cores), rollup_spheres.name: bool(new_spheres), rollup_assign.name: assign}
+    # A job with a run queued or in flight is not asked again: what it would get is planned again next tick.
+    blocked = {job: why for job, on in wanted.items() if on and (why := busy_reason(context.instance, [job]))}
+    busy = list(blocked.values())
+    new_cores = [] if rollup_cores.name in blocked else new_cores
+    new_spheres = [] if rollup_spheres.name in blocked else new_spheres
+    assign = assign and rollup_assign.name not in blocked
+    sessions_seen = cursor.get("sessions") if rollup_assign.name in blocked else state.sessions
+    new_cursor = json.dumps({"sessions": sessions_seen, "cores": len(core_keys) + len(new_cores)}, sort_keys=True)
     if not (new_cores or new_spheres or assign):
         context.update_cursor(new_cursor)
+        if busy:
+            return dg.SkipReason("; ".join(busy))
         return dg.SkipReason(
             f"{state.sessions} sessions, {len(core_keys)} Cores, {len(sphere_keys)} Spheres: nothing to add "
             f"({SESSIONS_PER_CORE - state.sessions % SESSIONS_PER_CORE} sessions to the next Core)"
         )
-    runs = [dg.RunRequest(run_key=k, job_name=rollup_cores.name, partition_key=k) for k in new_cores]
-    runs += [dg.RunRequest(run_key=k, job_name=rollup_spheres.name, partition_key=k) for k in new_spheres]
+    runs = range_requests(rollup_cores.name, new_cores, core_index)
+    runs += range_requests(rollup_spheres.name, new_spheres, sphere_index)
     if assign:
         runs.append(dg.RunRequest(run_key=f"assign-{state.sessions}", job_name=rollup_assign.name))
     requests = []

@@ -3,6 +3,7 @@ memory_pipeline/search/."""
 
 import dagster as dg
 
+from memory_pipeline.operator.run_guard import busy_reason
 from memory_pipeline.resources import EmbedderResource, MemoryStoreResource
 from memory_pipeline.search.index import build_index, pending_changes
 from memory_pipeline.search.usage_ingest import ingest_spool
@@ -112,17 +113,24 @@ search_usage_ingest = dg.define_asset_job(
 )
 
 
+INDEX_JOBS = (search_index_update.name, search_index_rebuild.name)
+
+
 @dg.sensor(
-    job=search_index_update,
+    jobs=[search_index_update, search_index_rebuild],
     minimum_interval_seconds=60,
     default_status=dg.DefaultSensorStatus.RUNNING,
     description="Requests an index update when the index is missing (deleted: a full build) or when writes "
-    "that no asset announced (CLI imports, hand-edited files) have piled up. Queries see them at once anyway.",
+    "that no asset announced (CLI imports, hand-edited files) have piled up; never while a run building the "
+    "index is queued or in flight. Queries see such writes at once anyway.",
 )
 def search_index_sensor(context: dg.SensorEvaluationContext, store: MemoryStoreResource) -> dg.SensorResult:
     home = store.home_path
     if not home.is_dir():
         return dg.SensorResult(skip_reason=f"no workspace at {home}")
+    busy = busy_reason(context.instance, INDEX_JOBS, ["search_index"])  # the automation's runs build it too
+    if busy:
+        return dg.SensorResult(skip_reason=busy)
     pending = pending_changes(home)
     if pending is None:
         return dg.SensorResult(
@@ -138,18 +146,23 @@ def search_index_sensor(context: dg.SensorEvaluationContext, store: MemoryStoreR
     if pending["busy"] or not (pending["store_rows"] or pending["files"]):
         return dg.SensorResult(skip_reason="index up to date" if not pending["busy"] else "store busy")
     key = f"delta-{pending['store_rows']}-{pending['files']}-{context.cursor or 0}"
-    return dg.SensorResult(run_requests=[dg.RunRequest(run_key=key)], cursor=str(int(context.cursor or 0) + 1))
+    request = dg.RunRequest(run_key=key, job_name=search_index_update.name)
+    return dg.SensorResult(run_requests=[request], cursor=str(int(context.cursor or 0) + 1))
 
 
 @dg.sensor(
     job=search_usage_ingest,
     minimum_interval_seconds=300,
     default_status=dg.DefaultSensorStatus.RUNNING,
-    description="Imports the usage spool when it holds hits; the run waits for the store pool like every writer.",
+    description="Imports the usage spool when it holds hits, unless an import is already queued or in flight; "
+    "the run waits for the store pool like every writer.",
 )
 def search_usage_sensor(context: dg.SensorEvaluationContext, store: MemoryStoreResource) -> dg.SensorResult:
     files = pending_files(store.home_path)
     if not files:
         return dg.SensorResult(skip_reason="usage spool empty")
+    busy = busy_reason(context.instance, [search_usage_ingest.name], ["search_usage"])
+    if busy:
+        return dg.SensorResult(skip_reason=busy)
     stamp = max(f.stat().st_mtime_ns for f in files)
     return dg.SensorResult(run_requests=[dg.RunRequest(run_key=f"usage-{stamp}")])
