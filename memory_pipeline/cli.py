@@ -455,6 +455,9 @@ def _quiet_library_warnings() -> None:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(_take_verbose(list(sys.argv[1:] if argv is None else argv)))
     try:
+        from memory_pipeline.environment import check_environment
+
+        check_environment()  # every setting, before any command starts: one line naming a malformed one
         _quiet_library_warnings()
         return int(args.fn(args))
     except SettingsError as exc:
