@@ -170,8 +170,9 @@ def index_for(home: Path, encode: Encode, model: str) -> tuple[LoadedIndex | Non
     the store; (None, notice) when it cannot be, and the notice says why."""
     try:
         idx = _cached_index(home)
-    except IndexMissing:
-        return _build_now(home, encode, model, "search index missing")
+    except IndexMissing as exc:  # none, or a damaged one (a truncated file, vectors that do not fit the docs)
+        why = "search index missing" if current_folder(home) is None else str(exc).splitlines()[0]
+        return _build_now(home, encode, model, why)
     if idx.model != model:
         return _build_now(home, encode, model, f"search index was built for {idx.model}, not {model}")
     view = store_view(home, idx)
