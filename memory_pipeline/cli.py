@@ -480,7 +480,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {problem}", file=sys.stderr)
         return 2
     try:
-        from memory_pipeline.environment import check_environment
+        from memory_pipeline.operator.environment import check_environment
 
         check_environment()  # every setting, before any command starts: one line naming a malformed one
         _quiet_library_warnings()

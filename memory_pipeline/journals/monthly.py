@@ -66,7 +66,7 @@ def parse_month(text: str) -> tuple[date, date]:
 
 def retention_days(env: dict[str, str] | None = None) -> int:
     """MEMORY_PIPELINE_JOURNAL_RETENTION_DAYS (default 90); a SettingsError naming it when not a number ≥ 0."""
-    from memory_pipeline.environment import journal_retention_days
+    from memory_pipeline.operator.environment import journal_retention_days
 
     return journal_retention_days(env)
 

@@ -28,7 +28,7 @@ import pytest
 from memory_pipeline.cli import main
 from memory_pipeline.context.sample import install_sample_knowledge
 from memory_pipeline.embedding.spec import HASHING, MINILM
-from memory_pipeline.environment import check_environment, journal_retention_days
+from memory_pipeline.operator.environment import check_environment, journal_retention_days
 from memory_pipeline.search.index import current_folder
 from memory_pipeline.search.live import clear_cache, default_embedder
 from memory_pipeline.settings import SettingsError

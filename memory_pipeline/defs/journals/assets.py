@@ -477,7 +477,7 @@ def journal_archive(
 
     home = store.home_path
     today = date.fromisoformat(config.as_of) if config.as_of else datetime.now(ZoneInfo(journal_timezone())).date()
-    from memory_pipeline.environment import journal_retention_days
+    from memory_pipeline.operator.environment import journal_retention_days
 
     if config.retention_days is not None and config.retention_days < 0:
         raise dg.Failure(f"retention_days={config.retention_days}: must be ≥ 0")
