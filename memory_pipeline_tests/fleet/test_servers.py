@@ -123,12 +123,15 @@ def _cmdline(pid: int) -> bytes:
 
 def _queue_window(fleet: Fleet, run_id: str) -> tuple[float, float]:
     """When the run coordinator enqueued and dequeued a run, from the run's own event log."""
-    stamps = {}
+    from dagster import DagsterEventType
+
+    stamps: dict[DagsterEventType, float] = {}
     for entry in fleet.instance.all_logs(run_id):
         ev = entry.dagster_event
-        if ev is not None and ev.event_type_value in ("RUN_ENQUEUED", "RUN_DEQUEUED"):
-            stamps[ev.event_type_value] = float(entry.timestamp)
-    return stamps["RUN_ENQUEUED"], stamps["RUN_DEQUEUED"]
+        if ev is not None and ev.event_type in (DagsterEventType.RUN_ENQUEUED, DagsterEventType.RUN_DEQUEUED):
+            stamps[ev.event_type] = float(entry.timestamp)
+    assert set(stamps) == {DagsterEventType.RUN_ENQUEUED, DagsterEventType.RUN_DEQUEUED}, f"{run_id}: {stamps}"
+    return stamps[DagsterEventType.RUN_ENQUEUED], stamps[DagsterEventType.RUN_DEQUEUED]
 
 
 def test_a_killed_step_process_is_requeued_its_night_passes_and_holds_nobody_back(fleet: Fleet) -> None:
