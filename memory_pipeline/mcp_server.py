@@ -26,7 +26,7 @@ from memory_pipeline.search.usage_spool import append_later
 
 if TYPE_CHECKING:
     from memory_pipeline.context.gate import Gate
-    from memory_pipeline.search.engine import Hits
+    from memory_pipeline.search.hits import Hits
 
 INSTRUCTIONS = (
     "Long-term memory of this agent. Call `search` with a natural-language question to get the stored "

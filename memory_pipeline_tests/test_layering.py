@@ -13,6 +13,7 @@ surface — its package, or a module its `__init__.py` lists in `__all__`; and t
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -128,11 +129,12 @@ def violations(found: tuple[Import, ...]) -> list[str]:
     return out
 
 
-def cycles(found: tuple[Import, ...]) -> list[list[str]]:
-    """Strongly connected components of the unit graph with more than one unit (Tarjan)."""
+def cycles(found: tuple[Import, ...], unit: Callable[[str], str] = lambda m: layer(m)[1]) -> list[list[str]]:
+    """Strongly connected components of the unit graph with more than one unit (Tarjan). `unit` maps a module
+    to its unit: a layer's unit by default, the module itself for module-level circles."""
     graph: dict[str, set[str]] = {}
     for imp in found:
-        a, b = layer(imp.importer)[1], layer(imp.imported)[1]
+        a, b = unit(imp.importer), unit(imp.imported)
         graph.setdefault(a, set())
         graph.setdefault(b, set())
         if a != b:
@@ -190,6 +192,19 @@ def test_no_import_circle_between_units() -> None:
 )
 def test_the_rules_catch_a_bad_import(importer: str, imported: str, expected: str) -> None:
     assert expected in " ".join(violations((Import(importer, imported, "x.py:1"),)))
+
+
+def test_no_import_circle_between_modules() -> None:
+    """Every import counts — at module level, inside a function, under TYPE_CHECKING — since a circle hidden
+    in a function is still two modules that cannot be understood apart."""
+    found = all_imports()
+    assert cycles(found, unit=lambda m: m) == []
+
+
+def test_a_function_level_circle_between_modules_is_caught() -> None:
+    found = (Import("memory_pipeline.search.engine", "memory_pipeline.search.fallback", "a.py:1"),
+             Import("memory_pipeline.search.fallback", "memory_pipeline.search.engine", "b.py:9"))  # fmt: skip
+    assert cycles(found, unit=lambda m: m) == [["memory_pipeline.search.engine", "memory_pipeline.search.fallback"]]
 
 
 def test_a_circle_is_caught() -> None:

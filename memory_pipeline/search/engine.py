@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import duckdb
 import numpy as np
 
 from memory_pipeline.search import fallback
 from memory_pipeline.search.documents import Doc
+from memory_pipeline.search.hits import NOTHING as NOTHING
+from memory_pipeline.search.hits import Filters, Hit, Hits, make_hit
 from memory_pipeline.search.index import Encode, LoadedIndex, tokenize
 from memory_pipeline.search.live import (
     DELTA_EMBED_LIMIT as DELTA_EMBED_LIMIT,
@@ -46,50 +46,15 @@ from memory_pipeline.search.scoring import (
     recency,
     reference_boost,
     rrf,
-    snippet,
 )
 
 KINDS_ALIAS = {"memory": "any store row that is not a summary"}
 TIERS = ("active", "archived", "knowledge", "working", "episodic", "semantic", "archive", "raw")
-NOTHING = "nothing relevant"
+
 
 
 class SearchInputError(ValueError):
     """Bad input to search: the message is one line saying what to change."""
-
-
-@dataclass
-class Hit:
-    id: str  # memory id, or relative path for a file
-    kind: str
-    snippet: str
-    score: float
-    parts: dict[str, float]
-    date: str
-    source: str
-    tier: str
-    categories: list[str]
-    lifecycle: str = "active"
-    chunk: str = ""  # the index key (path#n for files)
-    archived_by: str = ""
-    sources: list[Hit] = field(default_factory=list)
-    text: str = ""  # the whole text (the context compiler packs whole items); not in to_dict's output
-
-    def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        out.pop("text", None)
-        for s in out["sources"]:
-            s.pop("text", None)
-        return out
-
-
-class Hits(list[Hit]):
-    """A list of hits with a `notice` ("nothing relevant", fallback mode, busy store) and `mode`."""
-
-    def __init__(self, hits: Sequence[Hit] = (), notice: str = "", mode: str = "index") -> None:
-        super().__init__(hits)
-        self.notice = notice
-        self.mode = mode
 
 
 # ------------------------------------------------------------------ validation
@@ -124,38 +89,6 @@ def _timestamp(value: str | datetime | None, what: str) -> float | None:
         except ValueError:
             raise SearchInputError(f"{what}: not an ISO date or time: {value!r}") from None
     return (dt if dt.tzinfo else dt.replace(tzinfo=UTC)).timestamp()
-
-
-# ------------------------------------------------------------------ filters
-
-
-@dataclass(frozen=True)
-class Filters:
-    category: str | None = None
-    kind: str | None = None
-    tier: str | None = None
-    since: float | None = None
-    until: float | None = None
-
-    def keep(self, d: Doc, lifecycle: str | None = None) -> bool:
-        if self.category is not None and self.category not in d.categories:
-            return False
-        if self.kind is not None:
-            if self.kind == "memory":
-                if d.source != "store" or d.kind == "summary":
-                    return False
-            elif d.kind != self.kind:
-                return False
-        tier = (
-            d.tier
-            if lifecycle is None or d.source != "store"
-            else ("archived" if lifecycle == "archived" else "active")
-        )
-        if self.tier is not None and tier != self.tier:
-            return False
-        if self.since is not None and d.date < self.since:
-            return False
-        return not (self.until is not None and d.date > self.until)
 
 
 # ------------------------------------------------------------------ search
@@ -376,32 +309,13 @@ def _rank(
             "reference": round(float(ref[j]), 4),
             "importance": round(float(impf[j]), 4),
         }
-        hits.append(_hit(d, query, float(final[j]), parts, r, lifecycles[i], archived_by[i]))
+        hits.append(make_hit(d, query, float(final[j]), parts, r, lifecycles[i], archived_by[i]))
     hits = abstractions_first(hits)
     if with_sources:
         _expand_sources(hits, idx, home, view, query, r)
     out = Hits(hits, notice)
     out.embed_ms = embed_ms  # type: ignore[attr-defined]
     return out
-
-
-def _hit(d: Doc, query: str, score: float, parts: dict[str, float], r: Ranking, lifecycle: str, by: str) -> Hit:
-    tier = d.tier if d.source != "store" else ("archived" if lifecycle == "archived" else "active")
-    return Hit(
-        id=d.key if d.source == "store" else d.path,
-        kind=d.kind,
-        snippet=snippet(d.text, query, r.snippet_chars),
-        score=round(score, 6),
-        parts=parts,
-        date=datetime.fromtimestamp(d.date, UTC).date().isoformat() if d.date else "",
-        source=d.source,
-        tier=tier,
-        categories=list(d.categories),
-        lifecycle=lifecycle,
-        chunk=d.key,
-        archived_by=by,
-        text=d.text,
-    )
 
 
 def abstractions_first(hits: list[Hit]) -> list[Hit]:
@@ -446,7 +360,7 @@ def _expand_sources(hits: list[Hit], idx: LoadedIndex, home: Path, view: StoreVi
             d = found.get(s)
             if d is not None:
                 lc, _imp, by, _use = view.overrides.get(s, (d.lifecycle, d.importance, d.archived_by, d.usage))
-                h.sources.append(_hit(d, query, 0.0, {}, r, lc, by))
+                h.sources.append(make_hit(d, query, 0.0, {}, r, lc, by))
 
 
 def store_docs_by_id(con: duckdb.DuckDBPyConnection, ids: list[str]) -> list[Doc]:

@@ -8,16 +8,14 @@ import math
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import duckdb
 import numpy as np
 
 from memory_pipeline.search.documents import all_file_docs, store_docs
+from memory_pipeline.search.hits import NOTHING, Filters, Hits, make_hit
 from memory_pipeline.search.scoring import Ranking, importance_factor
-
-if TYPE_CHECKING:
-    from memory_pipeline.search.engine import Filters, Hits
 
 _WORD = re.compile(r"[^\W_]{3,}", re.UNICODE)
 
@@ -39,7 +37,6 @@ def search_plain(
     now_ts: float,
     notice: str,
 ) -> Hits:
-    from memory_pipeline.search.engine import NOTHING, Hits, _hit
 
     terms = _terms(query)
     docs = all_file_docs(home)
@@ -75,7 +72,7 @@ def search_plain(
             scored.append((rel * imp, d, rel))
     scored.sort(key=lambda s: -s[0])
     hits = [
-        _hit(
+        make_hit(
             d,
             query,
             score,

@@ -1,0 +1,96 @@
+"""What a search returns and how it is filtered: `Hit`, `Hits`, `Filters` — shared by the index search and the
+keyword fallback, so neither imports the other."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from memory_pipeline.search.documents import Doc
+from memory_pipeline.search.scoring import Ranking, snippet
+
+NOTHING = "nothing relevant"
+
+
+@dataclass
+class Hit:
+    id: str  # memory id, or relative path for a file
+    kind: str
+    snippet: str
+    score: float
+    parts: dict[str, float]
+    date: str
+    source: str
+    tier: str
+    categories: list[str]
+    lifecycle: str = "active"
+    chunk: str = ""  # the index key (path#n for files)
+    archived_by: str = ""
+    sources: list[Hit] = field(default_factory=list)
+    text: str = ""  # the whole text (the context compiler packs whole items); not in to_dict's output
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out.pop("text", None)
+        for s in out["sources"]:
+            s.pop("text", None)
+        return out
+
+
+class Hits(list[Hit]):
+    """A list of hits with a `notice` ("nothing relevant", fallback mode, busy store) and `mode`."""
+
+    def __init__(self, hits: Sequence[Hit] = (), notice: str = "", mode: str = "index") -> None:
+        super().__init__(hits)
+        self.notice = notice
+        self.mode = mode
+
+
+@dataclass(frozen=True)
+class Filters:
+    category: str | None = None
+    kind: str | None = None
+    tier: str | None = None
+    since: float | None = None
+    until: float | None = None
+
+    def keep(self, d: Doc, lifecycle: str | None = None) -> bool:
+        if self.category is not None and self.category not in d.categories:
+            return False
+        if self.kind is not None:
+            if self.kind == "memory":
+                if d.source != "store" or d.kind == "summary":
+                    return False
+            elif d.kind != self.kind:
+                return False
+        tier = (
+            d.tier
+            if lifecycle is None or d.source != "store"
+            else ("archived" if lifecycle == "archived" else "active")
+        )
+        if self.tier is not None and tier != self.tier:
+            return False
+        if self.since is not None and d.date < self.since:
+            return False
+        return not (self.until is not None and d.date > self.until)
+
+
+def make_hit(d: Doc, query: str, score: float, parts: dict[str, float], r: Ranking, lifecycle: str, by: str) -> Hit:
+    tier = d.tier if d.source != "store" else ("archived" if lifecycle == "archived" else "active")
+    return Hit(
+        id=d.key if d.source == "store" else d.path,
+        kind=d.kind,
+        snippet=snippet(d.text, query, r.snippet_chars),
+        score=round(score, 6),
+        parts=parts,
+        date=datetime.fromtimestamp(d.date, UTC).date().isoformat() if d.date else "",
+        source=d.source,
+        tier=tier,
+        categories=list(d.categories),
+        lifecycle=lifecycle,
+        chunk=d.key,
+        archived_by=by,
+        text=d.text,
+    )
