@@ -13,7 +13,7 @@ what each read path returns within a token budget (512 / 1,000 / 2,000 / 4,000):
 - `cosine`: the stand-in — cosine top-k of the active memories, packed;
 - `recent`: the most recent active memories, packed.
 
-Scores: answer support (issue 10's rule, `locomo_scoring.answer_support`) on the text the path returned;
+Scores: answer support (issue 10's rule, `evaluation.locomo.answer_support`) on the text the path returned;
 evidence recall on the memory ids it returned (turn input only: extracted memories are not turns); the
 tokens actually used. The MiniLM default is picked from the curve by `benchmarks/locomo_rule.md`
 (`--choose CURVE.csv` applies it).
@@ -42,7 +42,7 @@ import numpy as np
 from benchmarks import common
 from benchmarks.locomo_retention import active_memories, active_tokens, clock_for, reduction_pct, write_csv
 from memory_pipeline.journals.locomo import default_locomo_path
-from memory_pipeline.journals.locomo_scoring import (
+from memory_pipeline.evaluation.locomo import (
     ADVERSARIAL_CATEGORY,
     HEADLINE_CATEGORIES,
     Conversation,
@@ -96,7 +96,7 @@ def _embed(home: Path, as_of: datetime) -> None:
 
 def prepare_turns(conv: Conversation, work: Path) -> Base:
     """Issue 10's input: every turn imported as a memory through the project's importer."""
-    from memory_pipeline.journals.locomo_scoring import write_jsonl
+    from memory_pipeline.evaluation.locomo import write_jsonl
     from memory_pipeline.store import MemoryStore
     from memory_pipeline.store.importers import import_jsonl
 

@@ -38,7 +38,7 @@ def ask(home: Path, budget: int = BUDGET) -> list[dict[str, Any]]:
     """One row per question: answered (or abstained) and the tokens P3 used."""
     from memory_pipeline.context.search_adapter import default_search
     from memory_pipeline.context.service import compile_for_agent
-    from memory_pipeline.journals.locomo_scoring import answer_support
+    from memory_pipeline.evaluation.locomo import answer_support
 
     rows = []
     search = default_search(home)

@@ -27,7 +27,7 @@ import numpy as np
 
 from benchmarks import common
 from memory_pipeline.journals.locomo import default_locomo_path
-from memory_pipeline.journals.locomo_scoring import (
+from memory_pipeline.evaluation.locomo import (
     HEADLINE_CATEGORIES,
     Conversation,
     answer_support,

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.common import append_results, load_average, machine, table
-from memory_pipeline.journals.locomo_scoring import evidence_hit, load_locomo, write_jsonl
+from memory_pipeline.evaluation.locomo import evidence_hit, load_locomo, write_jsonl
 
 HERE = Path(__file__).resolve().parent
 PROBES = HERE / "search_never_stored.txt"

@@ -2,7 +2,7 @@
 
 Each side's knowledge is its bullets (`- …` lines of knowledge/**/*.md: journals and MEMORY.md). Every question
 retrieves its `K` nearest bullets by the deterministic `hashing-bow-256` embedding (lexical, no model to load,
-the same on both sides) and is scored with the benchmarks' answer support (`locomo_scoring`: ≥ 2/3 of the gold
+the same on both sides) and is scored with the benchmarks' answer support (`evaluation.locomo`: ≥ 2/3 of the gold
 answer's content words in the retrieved text) — the project's one definition, not a second one. Headline
 categories 1–4, like the benchmarks.
 """
@@ -15,7 +15,7 @@ from typing import Any
 
 from memory_pipeline.embedding.hashing import hashing_embed
 from memory_pipeline.errors import UserError
-from memory_pipeline.journals import locomo_scoring as scoring
+from memory_pipeline.evaluation import locomo as scoring
 
 K = 10
 

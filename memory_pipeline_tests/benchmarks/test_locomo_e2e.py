@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from benchmarks import locomo_e2e as e2e
-from memory_pipeline.journals.locomo_scoring import load_locomo
+from memory_pipeline.evaluation.locomo import load_locomo
 
 FIXTURE = Path(__file__).with_name("locomo_fixture.json")
 

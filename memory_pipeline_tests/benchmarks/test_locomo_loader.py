@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_pipeline.journals.locomo_scoring import LocomoFormatError, load_locomo, write_jsonl
+from memory_pipeline.evaluation.locomo import LocomoFormatError, load_locomo, write_jsonl
 from memory_pipeline.store import MemoryStore
 from memory_pipeline.store.importers import import_jsonl
 

@@ -5,7 +5,7 @@ from datetime import datetime
 import numpy as np
 import pytest
 
-from memory_pipeline.journals.locomo_scoring import (
+from memory_pipeline.evaluation.locomo import (
     MemorySet,
     Question,
     answer_support,
