@@ -452,9 +452,37 @@ def _quiet_library_warnings() -> None:
                 warnings.filterwarnings("ignore", category=category)
 
 
+# Arguments that are text, not file names: bytes that are not UTF-8 in them (Python keeps them as lone surrogates)
+# could not be searched, printed or stored, so they are refused with one line naming the argument.
+TEXT_ARGUMENTS = ("query", "message", "agent_output", "words")
+
+
+def _not_utf8(args: argparse.Namespace) -> str:
+    """'' when every text argument is UTF-8; else the one-line error."""
+    for name in TEXT_ARGUMENTS:
+        value = getattr(args, name, None)
+        for text in value if isinstance(value, list) else [value]:
+            if not isinstance(text, str):
+                continue
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                char = ord(text[exc.start])
+                byte = f"byte 0x{char - 0xDC00:02x}" if 0xDC80 <= char <= 0xDCFF else f"U+{char:04X}"
+                return (f"the {name.replace('_', ' ')} argument is not valid UTF-8 text ({byte} at character "
+                        f"{exc.start + 1}); pass it as UTF-8")  # fmt: skip
+    return ""
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(_take_verbose(list(sys.argv[1:] if argv is None else argv)))
+    if problem := _not_utf8(args):
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     try:
+        from memory_pipeline.operator.environment import check_environment
+
+        check_environment()  # every setting, before any command starts: one line naming a malformed one
         _quiet_library_warnings()
         return int(args.fn(args))
     except SettingsError as exc:

@@ -2,6 +2,7 @@
 
 Unset (always, in production) it costs one environment lookup."""
 
+import errno
 import os
 import signal
 import time
@@ -37,3 +38,14 @@ def hold_point(name: str) -> None:
     deadline = time.monotonic() + HOLD_LIMIT_S
     while not release.exists() and time.monotonic() < deadline:
         time.sleep(0.02)
+
+
+# Failure points: MEMORY_PIPELINE_FAIL_AT=<name> makes the write there fail as on a full disk (OSError ENOSPC), so
+# a test can check what a command leaves behind when the disk fills up half-way, without filling a disk.
+FAIL_ENV = "MEMORY_PIPELINE_FAIL_AT"
+FAIL_POINTS = ("agent_add_write",)
+
+
+def fail_point(name: str) -> None:
+    if os.environ.get(FAIL_ENV) == name:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))

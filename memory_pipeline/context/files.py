@@ -37,7 +37,9 @@ class NotRegularFile(OSError):
 
 def read_regular_text(path: Path) -> str:
     """The UTF-8 text of `path` if it is a regular file (symlinks followed); raises `NotRegularFile`
-    otherwise, `OSError` when it cannot be opened and `UnicodeDecodeError` when it is not UTF-8."""
+    otherwise and `OSError` when it cannot be opened. Bytes that are not UTF-8 (one latin-1 "é" in SOUL.md) are
+    read as U+FFFD, as search indexes the same file (search/documents.py): a file search finds is never silently
+    missing from the prompt."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     try:
         mode = os.fstat(fd).st_mode
@@ -46,5 +48,6 @@ def read_regular_text(path: Path) -> str:
     except BaseException:
         os.close(fd)
         raise
-    with open(fd, encoding="utf-8") as fh:  # takes the descriptor; O_NONBLOCK changes nothing for a regular file
+    # `open` takes the descriptor; O_NONBLOCK changes nothing for a regular file
+    with open(fd, encoding="utf-8", errors="replace") as fh:
         return fh.read()

@@ -23,7 +23,16 @@ def fleet_root(environ: dict[str, str] | None = None) -> Path:
     value = (os.environ if environ is None else environ).get(FLEET_ROOT_ENV, "").strip()
     if not value:
         raise UserError(f"set {FLEET_ROOT_ENV} to the directory every fleet machine shares (agents, instance)")
-    return Path(value).expanduser().resolve()
+    root = Path(value).expanduser().resolve()
+    if root.exists() and not root.is_dir():
+        raise UserError(f"{FLEET_ROOT_ENV}={value}: is a file, not a directory; point it at the fleet's shared folder")
+    return root
+
+
+def _cannot(action: str, path: Path, exc: BaseException) -> UserError:
+    """One line for a file-system failure (read-only, full, permission), naming what was being done where."""
+    why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc).strip().splitlines()[0]
+    return UserError(f"cannot {action} {path}: {why}")
 
 
 def check_agent_id(agent: str) -> str:
@@ -63,29 +72,49 @@ def add_agent(root: Path, agent: str, now: datetime) -> Path:
     home = folder / agent
     if home.exists():
         raise UserError(f"agent {agent!r} already exists: {home}")
-    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise _cannot("create the agents folder", folder, exc) from None
     tmp = folder / f".adding-{agent}-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
-    (tmp / "reports").mkdir(parents=True)
-    from memory_pipeline.store import MemoryStore
-
-    MemoryStore(tmp / "memory.duckdb").migrate()  # an empty store: `memory-pipeline import` fills it
-    (tmp / MARKER).write_text(json.dumps({"agent": agent, "added": now.isoformat()}) + "\n")
+    try:
+        _build_workspace(tmp, agent, now)
+    except BaseException as exc:  # a full disk, a read-only mount, Ctrl-C: no half-built folder is left behind
+        shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(exc, OSError) or type(exc).__module__.startswith(("duckdb", "_duckdb")):
+            raise _cannot(f"create the workspace of agent {agent!r} in", folder, exc) from None
+        raise
     try:
         os.rename(tmp, home)  # atomic; fails if another `add` won the race
-    except OSError:
+    except OSError as exc:
         shutil.rmtree(tmp, ignore_errors=True)
-        raise UserError(f"agent {agent!r} already exists: {home}") from None
+        if home.exists():
+            raise UserError(f"agent {agent!r} already exists: {home}") from None
+        raise _cannot("create", home, exc) from None
     return home
+
+
+def _build_workspace(tmp: Path, agent: str, now: datetime) -> None:
+    from memory_pipeline.faults import fail_point
+    from memory_pipeline.store import MemoryStore
+
+    (tmp / "reports").mkdir(parents=True)
+    MemoryStore(tmp / "memory.duckdb").migrate()  # an empty store: `memory-pipeline import` fills it
+    fail_point("agent_add_write")
+    (tmp / MARKER).write_text(json.dumps({"agent": agent, "added": now.isoformat()}) + "\n")
 
 
 def remove_agent(root: Path, agent: str, now: datetime) -> Path:
     """Move the agent's workspace to `<fleet root>/archive/<id>@<UTC time>` (one rename) and return it."""
     home = agent_home(root, agent)
     archive = root / "archive"
-    archive.mkdir(parents=True, exist_ok=True)
     target = archive / f"{agent}@{now:%Y%m%dT%H%M%SZ}"
-    if target.exists():
-        raise UserError(f"{target} already exists: try again in a second")
-    os.rename(home, target)
+    try:
+        archive.mkdir(parents=True, exist_ok=True)
+        if target.exists():
+            raise UserError(f"{target} already exists: try again in a second")
+        os.rename(home, target)
+    except OSError as exc:
+        raise _cannot(f"move agent {agent!r}'s workspace to", target, exc) from None
     return target

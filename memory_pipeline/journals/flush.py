@@ -71,9 +71,11 @@ def load_turns(path: str) -> list[FlushTurn]:
     import sys
 
     where = "stdin" if path == "-" else path
+    if path == "-" and (sys.stdin is None or sys.stdin.closed):  # `flush - <&-`: Python has no stdin at all
+        raise FlushInputError("stdin is closed: pipe the turns in (… | memory-pipeline flush -) or give a FILE")
     try:
         text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, ValueError) as exc:  # ValueError: stdin closed while being read
         raise FlushInputError(f"{where}: cannot read: {exc.__class__.__name__}: {exc}") from None
     try:
         data = json.loads(text)

@@ -14,7 +14,9 @@ from pathlib import Path
 from memory_pipeline.errors import UserError
 from memory_pipeline.journals.gitlog import _git
 
-_FORMAT = "%H%x1f%ad%x1f%s%x1f%(trailers:key=Sessions,valueonly,separator=%x2c )"
+# Each commit starts with a record separator (\x1e), so a header is never read as a file name of the commit
+# before it: with --name-only git puts the next header right after the file list, with no blank line between.
+_FORMAT = "%x1e%H%x1f%ad%x1f%s%x1f%(trailers:key=Sessions,valueonly,separator=%x2c )"
 
 
 class HistoryError(UserError):
@@ -43,15 +45,11 @@ def _changes(home: Path, *args: str) -> list[Change]:
     if done.returncode != 0:
         raise HistoryError(f"git log failed: {done.stderr.strip().splitlines()[0] if done.stderr.strip() else '?'}")
     out: list[Change] = []
-    for block in done.stdout.split("\n\n"):
-        lines = [x for x in block.strip("\n").split("\n") if x]
-        if not lines or "\x1f" not in lines[0]:
-            if out and lines:  # --name-only lists follow their header after a blank line
-                last = out[-1]
-                out[-1] = Change(last.commit, last.date, last.subject, last.sessions, last.files + tuple(lines))
-            continue
-        commit, date, subject, sessions = (lines[0].split("\x1f") + ["", "", "", ""])[:4]
-        out.append(Change(commit, date, subject, sessions.strip(), tuple(lines[1:])))
+    for record in done.stdout.split("\x1e")[1:]:
+        header, _, rest = record.partition("\n")
+        commit, date, subject, sessions = (header.split("\x1f") + ["", "", "", ""])[:4]
+        files = tuple(line for line in rest.split("\n") if line.strip())
+        out.append(Change(commit, date, subject, sessions.strip(), files))
     return out
 
 

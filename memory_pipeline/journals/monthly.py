@@ -65,8 +65,10 @@ def parse_month(text: str) -> tuple[date, date]:
 
 
 def retention_days(env: dict[str, str] | None = None) -> int:
-    e = dict(os.environ) if env is None else env
-    return int(e.get("MEMORY_PIPELINE_JOURNAL_RETENTION_DAYS") or 90)
+    """MEMORY_PIPELINE_JOURNAL_RETENTION_DAYS (default 90); a SettingsError naming it when not a number ≥ 0."""
+    from memory_pipeline.operator.environment import journal_retention_days
+
+    return journal_retention_days(env)
 
 
 # ---------------------------------------------------------------- project and people files

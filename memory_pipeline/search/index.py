@@ -172,6 +172,7 @@ def load_index(home: Path) -> LoadedIndex:
         )
     except (OSError, ValueError, KeyError) as exc:
         raise IndexMissing(f"search index {folder} is unreadable ({exc})") from exc
+    _check_shapes(folder, manifest, len(docs), vectors, len(seg_docs), seg_vectors)
     seg_tokens = tokenize([d.text for d in seg_docs]) if seg_docs else []
     postings: dict[str, list[int]] = {}
     for j, tokens in enumerate(seg_tokens):
@@ -194,6 +195,23 @@ def load_index(home: Path) -> LoadedIndex:
         dates=np.array([d.date for d in docs], dtype=np.float64),
         importance=np.array([d.importance for d in docs], dtype=np.float32),
     )
+
+
+def _check_shapes(
+    folder: Path, manifest: dict[str, Any], n_docs: int, vectors: Any, n_seg: int, seg_vectors: Any
+) -> None:
+    """One row of the manifest's dimension per document, in the base and in the segment; else IndexMissing
+    (a damaged or hand-edited index is rebuilt, like a truncated file, instead of failing every search)."""
+    dim = manifest.get("dim")
+    for name, matrix, rows in (("vectors.npy", vectors, n_docs), ("seg_vectors.npy", seg_vectors, n_seg)):
+        if matrix is None or (name == "seg_vectors.npy" and not n_seg):
+            continue
+        shape = tuple(getattr(matrix, "shape", ()))
+        if len(shape) != 2 or shape[0] != rows or (rows and isinstance(dim, int) and shape[1] != dim):
+            raise IndexMissing(
+                f"search index {folder} is damaged ({name} has shape {shape}; expected {rows} rows of dimension "
+                f"{dim})"
+            )
 
 
 # ------------------------------------------------------------------ build

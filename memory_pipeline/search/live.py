@@ -15,6 +15,7 @@ import numpy as np
 
 from memory_pipeline.search.documents import Doc, file_docs, file_signature, iter_files, store_docs
 from memory_pipeline.search.index import Encode, IndexMissing, LoadedIndex, current_folder, load_index
+from memory_pipeline.settings import SettingsError
 
 # ------------------------------------------------------------------ caches (one process, e.g. the MCP server)
 
@@ -44,11 +45,18 @@ def clear_cache() -> None:
 
 
 def default_embedder() -> tuple[Encode, str]:
-    from memory_pipeline.resources.embedder import EmbedderResource
+    """The encoder search embeds documents and queries with, and its model name (the index's `model`).
 
-    model = os.environ.get("MEMORY_PIPELINE_EMBEDDER") or EmbedderResource().model
-    res = EmbedderResource(model=model)
-    return res.encode, model
+    MEMORY_PIPELINE_EMBEDDER as the night reads it (a malformed or unknown setting is a SettingsError naming the
+    variable, never a silent fallback). With `imported:<name>` and a plug-in, search uses the imported vectors and
+    embeds the rest with the plug-in; without a plug-in nothing can embed a query in <name>'s space, so search
+    indexes with the built-in all-MiniLM-L6-v2 (as atom matching and recall do)."""
+    from memory_pipeline.resources.embedder import MINILM, EmbedderResource
+
+    res = EmbedderResource.from_env()
+    if res.can_encode:
+        return res.encode, res.model
+    return EmbedderResource(model=MINILM).encode, MINILM
 
 
 # ------------------------------------------------------------------ the delta
@@ -162,8 +170,9 @@ def index_for(home: Path, encode: Encode, model: str) -> tuple[LoadedIndex | Non
     the store; (None, notice) when it cannot be, and the notice says why."""
     try:
         idx = _cached_index(home)
-    except IndexMissing:
-        return _build_now(home, encode, model, "search index missing")
+    except IndexMissing as exc:  # none, or a damaged one (a truncated file, vectors that do not fit the docs)
+        why = "search index missing" if current_folder(home) is None else str(exc).splitlines()[0]
+        return _build_now(home, encode, model, why)
     if idx.model != model:
         return _build_now(home, encode, model, f"search index was built for {idx.model}, not {model}")
     view = store_view(home, idx)
@@ -188,6 +197,8 @@ def _build_now(home: Path, encode: Encode, model: str, why: str, full: bool = Tr
     try:
         stats = build_index(home, encode, model, full=full)
         idx = _cached_index(home)
+    except SettingsError:
+        raise  # a configuration error (a failing plug-in) is one line from the caller, never a silent fallback
     except (OSError, duckdb.Error, IndexMissing, ValueError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         return None, f"{why} and could not be built ({first}); these results come from a plain keyword scan"
@@ -209,6 +220,8 @@ def refresh_index(home: Path) -> str:
         full = True
     try:
         stats = build_index(home, encode, model, full=full)
+    except SettingsError:
+        raise
     except (OSError, duckdb.Error, ValueError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         return f"search index not updated ({first}); the next search builds it"

@@ -32,7 +32,7 @@ from memory_pipeline.faults import crash_point
 from memory_pipeline.store import repository as repo
 from memory_pipeline.store.db import MemoryStore, first_line, utcnow
 from memory_pipeline.store.invariants import Violation
-from memory_pipeline.store.records import ImportRejected, MemoryRecord, RecordError, parse_record
+from memory_pipeline.store.records import ImportRejected, MemoryRecord, RecordError, check_vector, parse_record
 
 MAX_LINE_BYTES = 8 * 1024 * 1024  # one JSONL record; longer lines are rejected without reading them into memory
 SHOWN_IDS = 5
@@ -359,6 +359,8 @@ def _read_brain_db(
                     obj["embedding"] = _decode_vector(
                         raw.decode() if isinstance(raw, bytes) and raw[:1] == b"[" else raw, vec_where
                     )
+                    if all(isinstance(v, int | float) and not isinstance(v, bool) for v in obj["embedding"]):
+                        check_vector([float(v) for v in obj["embedding"]], vec_where, "vector")
                     models[str(obj["id"])] = model
                     origins[str(obj["id"])] = (vec_where, "vector")
                 parsed.append((where, parse_record(obj, where)))

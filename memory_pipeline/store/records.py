@@ -146,6 +146,27 @@ def _optional_str(value: Any, where: str, name: str) -> str | None:
     return value
 
 
+# A stored vector is scaled to unit length before any comparison, so only its direction counts; but a vector of
+# zeros has none, and one whose length overflows float32 (1e38 per component) turns into NaN on the way. Both
+# would sit in the store under a real model's name and silently distort every similarity they take part in.
+VECTOR_NORM_RANGE = (1e-6, 1e6)
+
+
+def check_vector(values: list[float], where: str, field_name: str) -> None:
+    """A RecordError naming `where` and `field_name` for a vector with a non-finite value, of all zeros, or whose
+    length is outside VECTOR_NORM_RANGE (float64 arithmetic, so the check itself cannot overflow)."""
+    if not all(math.isfinite(v) for v in values):
+        raise RecordError(where, field_name, "holds NaN or infinite values")
+    if not any(values):
+        raise RecordError(where, field_name, "is all zeros (a vector with no direction)")
+    low, high = VECTOR_NORM_RANGE
+    norm = math.hypot(*values)
+    if not low <= norm <= high:
+        raise RecordError(
+            where, field_name, f"length {norm:.3g} is outside {low:g}–{high:g} (not a real embedding's scale)"
+        )
+
+
 def parse_record(obj: Any, where: str, embedding_dim: int | None = None) -> MemoryRecord:
     """Validate one raw record (a JSON object or a SQLite row as a dict)."""
     if not isinstance(obj, dict):
@@ -202,6 +223,7 @@ def parse_record(obj: Any, where: str, embedding_dim: int | None = None) -> Memo
         if not isinstance(embedding, list) or not embedding:
             raise RecordError(where, "embedding", "expected a non-empty list of numbers")
         embedding = [_number(v, where, "embedding") for v in embedding]
+        check_vector(embedding, where, "embedding")
         if embedding_dim is not None and len(embedding) != embedding_dim:
             raise RecordError(where, "embedding", f"dimension {len(embedding)}, expected {embedding_dim}")
     return MemoryRecord(

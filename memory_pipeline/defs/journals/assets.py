@@ -11,7 +11,6 @@ are committed, that day's are rolled back, nothing is half-written (`reconstruct
 with a run over them and carries on after the failed day).
 """
 
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -459,7 +458,8 @@ def memory_cap_result(path: Path) -> dg.AssetCheckResult:
 
 class ArchiveConfig(dg.Config):
     as_of: str = ""  # YYYY-MM-DD; default today in the journal timezone
-    retention_days: int = int(os.environ.get("MEMORY_PIPELINE_JOURNAL_RETENTION_DAYS") or 90)
+    # None: MEMORY_PIPELINE_JOURNAL_RETENTION_DAYS (default 90), read when the run starts, not at import time
+    retention_days: int | None = None
 
 
 @dg.asset(
@@ -477,7 +477,12 @@ def journal_archive(
 
     home = store.home_path
     today = date.fromisoformat(config.as_of) if config.as_of else datetime.now(ZoneInfo(journal_timezone())).date()
-    old = knowledge.journals_to_archive(knowledge_root(home) / "journal", today, config.retention_days)
+    from memory_pipeline.operator.environment import journal_retention_days
+
+    if config.retention_days is not None and config.retention_days < 0:
+        raise dg.Failure(f"retention_days={config.retention_days}: must be ≥ 0")
+    days = journal_retention_days() if config.retention_days is None else config.retention_days
+    old = knowledge.journals_to_archive(knowledge_root(home) / "journal", today, days)
     moved = [knowledge.archive_journal(p, home / "archive" / "journal") for p in old]
     if moved:
         change = KnowledgeChange("maintenance", f"archive {len(moved)} journal(s) before {today}",
@@ -488,7 +493,7 @@ def journal_archive(
         metadata={
             "moved": len(moved),
             "as_of": str(today),
-            "retention_days": config.retention_days,
+            "retention_days": days,
             "files": dg.MetadataValue.json([p.name for p in moved]),
         }
     )
