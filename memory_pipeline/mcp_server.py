@@ -1,7 +1,9 @@
 """`memory-pipeline mcp`: the MCP server (official `mcp` SDK, MCPServer) exposing `search`, `context` and
 `flush` over stdio or streamable HTTP on 127.0.0.1. `search` and `context` are read-only apart from usage
 events, which go to the spool in the background, and the gate log `context` appends to; `flush` writes a
-transcript and rebuilds that day's journal.
+transcript and rebuilds that day's journal (and MEMORY.md), committed to the workspace's git. Resources, all
+read-only: `memory://MEMORY.md`, `memory://journal/{day}`, `memory://identity/{name}`. No prompts, and none
+advertised. A rejected argument is one line naming it and what is allowed (`memory_pipeline.mcp_arguments`).
 
 Every tool is async and runs its blocking work on a worker thread (`anyio.to_thread.run_sync`), so a slow call
 (a large history, a slow disk) never holds up the calls that come after it; over stdio every line gets an
@@ -15,11 +17,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import anyio
-from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import ToolAnnotations
-from pydantic import BaseModel, Field
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError, UnexpectedToolError
+from mcp.types import CallToolResult, InputRequiredResult, Tool, ToolAnnotations
+from pydantic import BaseModel, Field, ValidationError
 
+from memory_pipeline.mcp_arguments import argument_error, titled
 from memory_pipeline.search.engine import SearchInputError, search
 from memory_pipeline.search.index import Encode
 from memory_pipeline.search.usage_spool import append_later
@@ -108,11 +111,60 @@ class FlushResponse(BaseModel):
     note: str = ""
 
 
+def package_version() -> str:
+    """This package's installed version (`serverInfo.version`)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("memory_pipeline")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "0+unknown"
+
+
+class MemoryServer(MCPServer):
+    """MCPServer whose rejected arguments are one line naming the argument and what is allowed, and whose tool
+    schemas are titled for people (`search arguments`, `search result`) rather than after Python names."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            tool = self._tool_manager.get_tool(name)
+            cause = exc.__cause__
+            if isinstance(exc, UnexpectedToolError) or tool is None:
+                raise
+            if isinstance(cause, ValidationError):  # `from cause`: the SDK still logs argument names only
+                raise ToolError(argument_error(name, tool.parameters, cause, arguments)) from cause
+            if type(cause) is ToolError:  # a tool's own one-line refusal: "search: unknown kind 'x' (known: …)"
+                raise ToolError(f"{name}: {cause}") from cause
+            raise
+
+    async def list_tools(self) -> list[Tool]:
+        return [
+            t.model_copy(update={"input_schema": titled(t.input_schema, f"{t.name} arguments"),
+                                 "output_schema": titled(t.output_schema, f"{t.name} result")})  # fmt: skip
+            for t in await super().list_tools()
+        ]
+
+
+KIND_HELP = (
+    "only this kind: one of the kinds the workspace holds (`memory` is any stored memory but a summary); an "
+    "unknown one is refused with the known list"
+)
+CATEGORY_HELP = "only this category: one of the workspace's categories; an unknown one is refused with the known list"
+
+
 def build_server(
     home: Path | None = None, embedder: tuple[Encode, str] | None = None, record_usage: bool = True
 ) -> MCPServer:
     """The server object; `home`/`embedder` default to MEMORY_PIPELINE_HOME and the configured embedder."""
-    server: MCPServer = MCPServer("memory-pipeline", instructions=INSTRUCTIONS)
+    server = MemoryServer("memory-pipeline", instructions=INSTRUCTIONS, version=package_version())
+    # No prompts to offer: the SDK registers prompts/list regardless, which advertises an empty capability.
+    for method in ("prompts/list", "prompts/get"):
+        server._lowlevel_server._request_handlers.pop(method, None)
+    add_resources(server, home)
     from memory_pipeline.context.service import gate_from_env
 
     gate = gate_from_env()  # one per server: its cache spares a second LLM call for the same message and topic
@@ -126,8 +178,8 @@ def build_server(
     async def search_memory(
         query: Annotated[str, Field(description="what to look for, in words", min_length=1, max_length=4096)],
         k: Annotated[int, Field(description="number of hits", ge=1, le=1000)] = 10,
-        category: Annotated[str | None, Field(description="only this category")] = None,
-        kind: Annotated[str | None, Field(description="memory, summary, journal, core, sphere, transcript…")] = None,
+        category: Annotated[str | None, Field(description=CATEGORY_HELP)] = None,
+        kind: Annotated[str | None, Field(description=KIND_HELP)] = None,
         tier: Annotated[
             Literal["active", "archived", "knowledge", "working", "episodic", "semantic", "archive", "raw"] | None,
             Field(description="only this tier"),
@@ -163,7 +215,9 @@ def build_server(
         name="flush",
         description="Call before your context window is compacted: the turns about to drop out are kept as a "
         "transcript and their durable decisions, lessons and events go to today's journal and MEMORY.md. "
-        "Calling it again with the same turns writes nothing.",  # the pre-compaction flush is seed 001 §6.4
+        "It answers when that day's journal is rebuilt: expect 10 to 20 seconds (it runs the journal pipeline "
+        "for the day). Calling it again with the same turns writes nothing and answers at once.",
+        # the pre-compaction flush is seed 001 §6.4
         annotations=ToolAnnotations(read_only_hint=False, idempotent_hint=True, open_world_hint=False),
     )
     async def flush(
@@ -254,8 +308,92 @@ def _flush_work(home: Path | None, turns: Sequence[HistoryTurn]) -> FlushRespons
                          journal=str(out.get("journal", "")), note=str(out.get("note", "")))  # fmt: skip
 
 
+MARKDOWN = "text/markdown"
+
+
+def add_resources(server: MCPServer, home: Path | None) -> None:
+    """Read-only resources: MEMORY.md, a day's journal and the identity files, read from the workspace at read
+    time (regular files only, as the context compiler reads them; a FIFO in their place is refused, never
+    waited on). The identity files present at start are listed; the template reads any of them."""
+
+    def where() -> Path:
+        from memory_pipeline.settings import workspace_home
+
+        return Path(home) if home else workspace_home()
+
+    @server.resource("memory://MEMORY.md", name="MEMORY.md", title="Core memory (MEMORY.md)", mime_type=MARKDOWN,
+                     description="knowledge/memory/MEMORY.md: the agent's curated long-term memory, rebuilt weekly "
+                     "from the journals and by `flush`; meant for the main session only")  # fmt: skip
+    def memory_md() -> str:
+        return _read_resource(where(), "knowledge/memory/MEMORY.md")
+
+    @server.resource("memory://journal/{day}", name="journal", title="Journal of one day", mime_type=MARKDOWN,
+                     description="knowledge/journal/<day>.md for an ISO date (memory://journal/2026-10-03): that "
+                     "day's decisions, lessons and events, built from its transcripts")  # fmt: skip
+    def journal(day: str) -> str:
+        from datetime import date
+
+        try:
+            when = date.fromisoformat(day) if len(day) == 10 else None
+        except ValueError:
+            when = None
+        if when is None:
+            raise ResourceNotFoundError(f"journal date {day!r} is not an ISO date (YYYY-MM-DD)")
+        return _read_resource(where(), f"knowledge/journal/{when.isoformat()}.md")
+
+    def identity(name: str) -> str:
+        known = _identity_names(where())
+        file = name if name.endswith(".md") else f"{name}.md"
+        if file not in known:
+            raise ResourceNotFoundError(f"no identity file {name!r} (known: {', '.join(known) or 'none'})")
+        return _read_resource(where(), f"knowledge/identity/{file}")
+
+    server.resource("memory://identity/{name}", name="identity", title="Identity file", mime_type=MARKDOWN,
+                    description="knowledge/identity/<name>.md (memory://identity/SOUL.md): who the agent is and "
+                    "whom it serves; always at the top of the compiled prompt")(identity)  # fmt: skip
+    for name in _identity_names(where()):
+        server.resource(f"memory://identity/{name}", name=name, title=f"Identity: {name}", mime_type=MARKDOWN,
+                        description=f"knowledge/identity/{name}")(_reader(identity, name))  # fmt: skip
+
+
+def _reader(read: Callable[[str], str], name: str) -> Callable[[], str]:
+    def one() -> str:
+        return read(name)
+
+    return one
+
+
+def _identity_names(home: Path) -> list[str]:
+    folder = home / "knowledge" / "identity"
+    return sorted(p.name for p in folder.glob("*.md")) if folder.is_dir() else []
+
+
+def _read_resource(home: Path, rel: str) -> str:
+    from memory_pipeline.context.files import NotRegularFile, read_regular_text
+
+    try:
+        return read_regular_text(home / rel)
+    except FileNotFoundError:
+        raise ResourceNotFoundError(f"{rel} does not exist in the workspace") from None
+    except NotRegularFile as exc:
+        raise ResourceError(f"{rel} {exc.problem}: not read") from None
+    except OSError as exc:
+        raise ResourceError(f"{rel} cannot be read: {exc.strerror or exc}") from None
+
+
+def quiet_libraries() -> None:
+    """Alembic's schema-check INFO lines (`Context impl SQLiteImpl.`, `Will assume non-transactional DDL.`) and
+    Dagster's run logs, both from `flush` opening the Dagster instance, are not the server's to print: WARNING
+    and above only. Set after the SDK configures logging, which happens when the server is built."""
+    import logging
+
+    for name in ("alembic", "dagster"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
 def serve(transport: str, host: str = "127.0.0.1", port: int = 8765) -> int:
     server = build_server()
+    quiet_libraries()
     if transport == "stdio":
         from memory_pipeline.mcp_stdio import run_stdio
 

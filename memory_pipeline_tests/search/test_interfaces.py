@@ -1,11 +1,14 @@
 import json
 import os
+import re
 import sys
+from collections.abc import Iterator
+from importlib.metadata import version
 from pathlib import Path
 
 import anyio
 import pytest
-from mcp import Client, StdioServerParameters
+from mcp import Client, MCPError, StdioServerParameters
 
 from memory_pipeline.cli import main
 from memory_pipeline.mcp_server import build_server
@@ -89,6 +92,17 @@ async def _exercise(client: Client) -> None:
         assert err.is_error, bad
     err = await client.call_tool("search", {"query": "alert", "category": "nope"})
     assert "unknown category 'nope'" in err.content[0].text
+    # a rejected argument is one line naming it and what is allowed, not pydantic's dump
+    for bad, expected in (
+        ({"query": "alert", "k": 0}, "search: argument 'k' must be a whole number from 1 to 1000"),
+        ({"k": 3}, "search: argument 'query' is required: text of 1 to 4,096 characters"),
+        ({"query": "alert", "tier": "hot"}, "search: argument 'tier' must be one of active, archived"),
+    ):
+        text = (await client.call_tool("search", bad)).content[0].text
+        assert text.startswith(expected) and "\n" not in text, text
+        assert not any(s in text for s in ("validation error", "pydantic", "Arguments", "search_memory")), text
+    assert client.server_info is not None and client.server_info.version == version("memory_pipeline") != ""
+    assert client.server_capabilities.prompts is None  # no prompts, so none advertised
 
 
 def test_mcp_in_process(workspace: Path) -> None:
@@ -101,6 +115,98 @@ def test_mcp_in_process(workspace: Path) -> None:
     anyio.run(run)
     flush()
     assert pending_files(workspace)  # the hits were spooled as inclusions
+
+
+def _titles(schema: object) -> Iterator[str]:
+    """Every schema title (not property names, which are the arguments)."""
+    if isinstance(schema, dict):
+        if isinstance(schema.get("title"), str):
+            yield schema["title"]
+        for key, value in schema.items():
+            if key == "properties" and isinstance(value, dict):
+                for prop in value.values():
+                    yield from _titles(prop)
+            elif key != "title":
+                yield from _titles(value)
+    elif isinstance(schema, list):
+        for item in schema:
+            yield from _titles(item)
+
+
+def test_mcp_schemas_are_titled_for_people_and_flush_states_its_time(workspace: Path) -> None:
+    async def run() -> list[dict[str, object]]:
+        async with Client(build_server(workspace, minilm(), record_usage=False)) as client:
+            return [t.model_dump(mode="json", by_alias=True) for t in (await client.list_tools()).tools]
+
+    tools = {t["name"]: t for t in anyio.run(run)}
+    for name, tool in tools.items():
+        assert tool["inputSchema"]["title"] == f"{name} arguments"
+        assert tool["outputSchema"]["title"] == f"{name} result"
+        titles = set(_titles(tool["inputSchema"])) | set(_titles(tool["outputSchema"]))
+        assert {"search hit", "history turn"} & titles, titles
+        for title in titles:  # the SDK's defaults are Python names: search_memoryArguments, SearchResponse
+            assert not re.search(r"_|[a-z](Arguments|Output)$|[a-z][A-Z]", title), (name, title)
+    kind = tools["search"]["inputSchema"]["properties"]["kind"]["description"]
+    assert "kinds the workspace holds" in kind and "core" not in kind and "sphere" not in kind
+    assert "10 to 20 seconds" in tools["flush"]["description"]
+
+
+def test_mcp_resources_read_memory_md_journals_and_identity_files_only(workspace: Path) -> None:
+    knowledge = workspace / "knowledge"
+    (knowledge / "memory").mkdir(parents=True)
+    (knowledge / "memory" / "MEMORY.md").write_text("# Core memory\n\n- ferries sell out in June\n", encoding="utf-8")
+    (knowledge / "identity").mkdir()
+    (knowledge / "identity" / "SOUL.md").write_text("# Soul\n", encoding="utf-8")
+    server = build_server(workspace, minilm(), record_usage=False)
+
+    async def run() -> None:
+        async with Client(server) as client:
+            listed = {str(r.uri): r for r in (await client.list_resources()).resources}
+            assert set(listed) == {"memory://MEMORY.md", "memory://identity/SOUL.md"}
+            assert all(r.mime_type == "text/markdown" and r.description for r in listed.values())
+            templates = {t.uri_template for t in (await client.list_resource_templates()).resource_templates}
+            assert templates == {"memory://journal/{day}", "memory://identity/{name}"}
+            read = await client.read_resource("memory://MEMORY.md")
+            assert read.contents[0].text == (knowledge / "memory" / "MEMORY.md").read_text(encoding="utf-8")
+            day = await client.read_resource("memory://journal/2026-10-20")
+            assert "ferry to Naxos" in day.contents[0].text
+            assert (await client.read_resource("memory://identity/SOUL")).contents[0].text == "# Soul\n"
+            for uri, message in (
+                ("memory://journal/yesterday", "not an ISO date"),
+                ("memory://journal/2020-01-01", "knowledge/journal/2020-01-01.md does not exist"),
+                ("memory://identity/..%2F..%2Fmemory.duckdb", "Unknown resource"),
+                ("memory://identity/NOPE", "no identity file 'NOPE' (known: SOUL.md)"),
+            ):
+                with pytest.raises(MCPError, match=re.escape(message)):
+                    await client.read_resource(uri)
+            (knowledge / "memory" / "MEMORY.md").unlink()
+            os.mkfifo(knowledge / "memory" / "MEMORY.md")  # nobody writes to it: a plain open() would hang
+            with anyio.fail_after(30), pytest.raises(MCPError, match="is a named pipe"):
+                await client.read_resource("memory://MEMORY.md")
+            tools = {t.name: t for t in (await client.list_tools()).tools}
+            assert tools["search"].annotations.read_only_hint and not tools["flush"].annotations.read_only_hint
+
+    anyio.run(run)
+
+
+def test_mcp_server_keeps_alembic_and_dagster_info_off_stderr(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    from memory_pipeline.mcp_server import quiet_libraries
+
+    names = ("alembic", "dagster")
+    levels = {name: logging.getLogger(name).level for name in names}
+    try:
+        build_server(tmp_path, record_usage=False)  # the SDK sets up logging (INFO to stderr) here
+        quiet_libraries()  # what `serve` does next
+        with caplog.at_level(logging.INFO):  # INFO reaches every handler unless the logger itself drops it
+            logging.getLogger("alembic.runtime.migration").info("Context impl SQLiteImpl.")
+            logging.getLogger("dagster").info("run started")
+            logging.getLogger("alembic.runtime.migration").warning("a real problem")
+        assert "SQLiteImpl" not in caplog.text and "run started" not in caplog.text and "a real problem" in caplog.text
+    finally:
+        for name, level in levels.items():
+            logging.getLogger(name).setLevel(level)
 
 
 def test_mcp_stdio_subprocess(workspace: Path) -> None:
