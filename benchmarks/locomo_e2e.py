@@ -115,7 +115,8 @@ def prepare_memories(conv: Conversation, work: Path, data: Path) -> Base:
     home = work / conv.sample_id / "memories" / "base"
     shutil.rmtree(home.parent, ignore_errors=True)
     home.mkdir(parents=True)
-    env = {**os.environ, "MEMORY_PIPELINE_HOME": str(home), "DAGSTER_HOME": str(home.parent / "dagster_home")}
+    env = {**os.environ, "MEMORY_PIPELINE_HOME": str(home), "DAGSTER_HOME": str(home.parent / "dagster_home"),
+           "MEMORY_PIPELINE_JOURNAL_START": "2022-01-01"}  # LoCoMo's sessions are dated 2022-2023
     Path(env["DAGSTER_HOME"]).mkdir()
     cmd = [sys.executable, "-m", "benchmarks.locomo_e2e", "--journal", str(data), conv.sample_id]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
