@@ -41,7 +41,6 @@ import numpy as np
 
 from benchmarks import common
 from benchmarks.locomo_retention import active_memories, active_tokens, clock_for, reduction_pct, write_csv
-from memory_pipeline.journals.locomo import default_locomo_path
 from memory_pipeline.evaluation.locomo import (
     ADVERSARIAL_CATEGORY,
     HEADLINE_CATEGORIES,
@@ -50,6 +49,7 @@ from memory_pipeline.evaluation.locomo import (
     evidence_hit,
     load_locomo,
 )
+from memory_pipeline.journals.locomo import default_locomo_path
 
 RESULTS_DIR = common.HERE / "results" / "locomo_e2e"
 BUDGETS = (512, 1000, 2000, 4000)

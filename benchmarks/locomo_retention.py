@@ -27,7 +27,6 @@ from typing import Any
 import numpy as np
 
 from benchmarks import common
-from memory_pipeline.journals.locomo import default_locomo_path
 from memory_pipeline.evaluation.locomo import (
     ADVERSARIAL_CATEGORY,
     HEADLINE_CATEGORIES,
@@ -38,6 +37,7 @@ from memory_pipeline.evaluation.locomo import (
     score_questions,
     write_jsonl,
 )
+from memory_pipeline.journals.locomo import default_locomo_path
 
 DEFAULT_DATA = default_locomo_path()
 RESULTS_DIR = common.HERE / "results"
