@@ -55,8 +55,13 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_remove(args: argparse.Namespace) -> int:
-    target = registry.remove_agent(registry.fleet_root(), args.agent, datetime.now(UTC))
+    from memory_pipeline.fleet import tokens
+
+    root = registry.fleet_root()
+    target = registry.remove_agent(root, args.agent, datetime.now(UTC))
     print(f"removed {args.agent}: its workspace is kept in {target}")
+    if tokens.revoke(root, args.agent):  # an id added again later must not inherit the old token
+        print("  its gateway token is revoked")
     note = _sync_instance([], [args.agent])
     if note:
         print(note)

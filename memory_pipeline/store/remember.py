@@ -21,6 +21,7 @@ import hashlib
 import json
 import os
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -41,6 +42,7 @@ SOURCE = "mcp:remember"
 MAX_TEXT_CHARS = 65_536  # one memory; import's limit is a line, this is one agent's note
 MAX_REASON_CHARS = 1_000
 NOTHING_WRITTEN = "nothing was written"
+SAME_PROCESS_WAIT_S = 2.0  # how long a write waits for this process's own readers before leaving it spooled
 _LOCKS: dict[str, threading.Lock] = {}
 _LOCKS_GUARD = threading.Lock()
 
@@ -305,18 +307,26 @@ def ingest_writes(home: Path, lock_timeout_s: float = 0.0) -> dict[str, int] | N
         counts = {"files": len(files), "inserted": 0, "forgotten": 0, "conflicts": 0}
         conflicts: list[dict[str, Any]] = []
         store = MemoryStore(home / "memory.duckdb", lock_timeout_s=lock_timeout_s)
-        try:
-            store.migrate()
-            with store.transaction() as con:
-                for entry in entries:
-                    outcome = _apply(con, entry)
-                    if outcome in ("inserted", "forgotten"):
-                        counts[outcome] += 1
-                    elif outcome == "conflict":
-                        counts["conflicts"] += 1
-                        conflicts.append(entry)
-        except (StoreError, duckdb.Error):
-            return None  # busy (or this process reads it right now): still spooled, claimed
+        deadline = time.monotonic() + max(lock_timeout_s, SAME_PROCESS_WAIT_S)
+        while True:
+            try:
+                store.migrate()
+                with store.transaction() as con:
+                    for entry in entries:
+                        outcome = _apply(con, entry)
+                        if outcome in ("inserted", "forgotten"):
+                            counts[outcome] += 1
+                        elif outcome == "conflict":
+                            counts["conflicts"] += 1
+                            conflicts.append(entry)
+                break
+            except (StoreError, duckdb.Error) as exc:
+                # a read-only connection of this process (a search) is open: it is short, so wait a little; a
+                # night holding the store: still spooled (claimed), imported by a later call
+                same_process = isinstance(exc.__cause__ or exc, duckdb.ConnectionException)
+                if not same_process or time.monotonic() >= deadline:
+                    return None
+                time.sleep(0.02)
         if conflicts:
             with open(folder / "rejected.jsonl", "a", encoding="utf-8") as fh:
                 fh.writelines(json.dumps(e, ensure_ascii=False) + "\n" for e in conflicts)

@@ -47,7 +47,7 @@ def _remember(home: Path | None, text: str, category: str | None, importance: fl
         raise ToolError(str(exc)) from None
     note = "" if done.created else "already remembered with this text: nothing written"
     if done.created and not done.stored:
-        note = "the store is busy (a night is running): kept durably and searchable; stored when it is free"
+        note = "the store is busy (a night holds it): kept durably and searchable already; stored when it is free"
     return RememberResponse(id=done.id, created=done.created, stored=done.stored, note=note)
 
 

@@ -126,3 +126,15 @@ def test_tokens_are_salted_hashes_replaced_on_reissue(tmp_path: Path) -> None:
     assert (tmp_path / "gateway" / "tokens.json").stat().st_mode & 0o077 == 0
     assert tokens.revoke(tmp_path, "alice") and book.agent(second) is None
     assert not tokens.revoke(tmp_path, "alice")
+
+
+def test_removing_an_agent_revokes_its_token_so_an_id_added_again_does_not_inherit_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("MEMORY_PIPELINE_FLEET_ROOT", str(tmp_path))
+    monkeypatch.setenv("MEMORY_PIPELINE_HOME", str(tmp_path / "dagster-less"))
+    keys = fleet(tmp_path, ["alice"])
+    assert main(["agents", "remove", "alice"]) == 0
+    assert "gateway token is revoked" in capsys.readouterr().out
+    registry.add_agent(tmp_path, "alice", NOW)
+    assert tokens.TokenBook(tmp_path).agent(keys["alice"]) is None
