@@ -142,6 +142,9 @@ def _result_of(status: int, body: bytes) -> tuple[str, int | None]:
     """(outcome, number of hits) of a JSON response: 'ok', 'error' (a JSON-RPC or tool error), or 'http_<n>'."""
     if status >= 400:
         return f"http_{status}", None
+    if b"data:" in body[:64] or body.startswith(b":"):  # an SSE stream (a slow call): its last event is the answer
+        events = [line[5:].strip() for line in body.splitlines() if line.startswith(b"data:")]
+        body = events[-1] if events else b""
     try:
         obj = json.loads(body) if body else None
     except (json.JSONDecodeError, UnicodeDecodeError):
@@ -244,11 +247,13 @@ class Gateway:
             done(413, "too_large")
             return
         audit["method"], audit["tool"] = _call_of(body)
-        status, captured = await self._forward(agent, scope, body, send)
+        status, captured = await self._forward(agent, scope, body, receive, send)
         outcome, audit["hits"] = _result_of(status, captured)
         done(status, outcome)
 
-    async def _forward(self, agent: str, scope: Scope, body: bytes, send: Send) -> tuple[int, bytes]:
+    async def _forward(
+        self, agent: str, scope: Scope, body: bytes, receive: Receive, send: Send
+    ) -> tuple[int, bytes]:
         """The request, with its body replayed, through the agent's session manager; its status and body."""
         manager = await self._manager(agent)
         sent = False
@@ -260,8 +265,7 @@ class Gateway:
             if not sent:
                 sent = True
                 return {"type": "http.request", "body": body, "more_body": False}
-            await anyio.sleep_forever()  # the client has nothing more to send; the handler stops waiting itself
-            raise AssertionError
+            return await receive()  # the body is read: what comes now is the client's disconnect
 
         async def watch(message: Message) -> None:
             nonlocal status

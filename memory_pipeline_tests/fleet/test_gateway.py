@@ -138,3 +138,17 @@ def test_removing_an_agent_revokes_its_token_so_an_id_added_again_does_not_inher
     assert "gateway token is revoked" in capsys.readouterr().out
     registry.add_agent(tmp_path, "alice", NOW)
     assert tokens.TokenBook(tmp_path).agent(keys["alice"]) is None
+
+
+def test_the_audit_reads_method_tool_outcome_and_hits_from_json_and_sse_answers() -> None:
+    from memory_pipeline.fleet.gateway import _call_of, _result_of
+
+    assert _call_of(b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search"}}') == (
+        "tools/call", "search")  # fmt: skip
+    assert _call_of(b"not json") == ("", "") and _call_of(b"[1]") == ("", "")
+    answer = b'{"jsonrpc":"2.0","id":1,"result":{"structuredContent":{"hits":[{"id":"a"},{"id":"b"}]}}}'
+    assert _result_of(200, answer) == ("ok", 2)
+    assert _result_of(200, b": ping\r\n\r\nevent: message\r\ndata: " + answer + b"\r\n\r\n") == ("ok", 2)
+    assert _result_of(200, b'{"jsonrpc":"2.0","id":1,"result":{"isError":true,"content":[]}}') == ("error", None)
+    assert _result_of(200, b'{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"x"}}') == ("error", None)
+    assert _result_of(404, b"") == ("http_404", None)
