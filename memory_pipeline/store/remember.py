@@ -194,6 +194,14 @@ def _entries(paths: list[Path]) -> Iterator[dict[str, Any]]:
                 yield entry
 
 
+def _when(entry: dict[str, Any]) -> str:
+    return str(entry.get("at", ""))  # ISO with microseconds: sorts as time does
+
+
+def _now_iso() -> str:
+    return utcnow().isoformat(timespec="microseconds")
+
+
 def _parse_entry(entry: dict[str, Any]) -> MemoryRecord | None:
     try:
         return parse_record(entry.get("record"), "spool")
@@ -205,7 +213,7 @@ def pending(home: Path) -> Pending:
     """Spooled writes, in order (a forget after a remember hides it). Entries the store already has are
     filtered by the caller (search dedupes by id against the store's rows)."""
     out = Pending()
-    for entry in _entries(_spool_files(home)):
+    for entry in sorted(_entries(_spool_files(home)), key=_when):
         if entry.get("op") == "remember" and (record := _parse_entry(entry)) is not None:
             out.records.setdefault(record.id, record)
         elif entry.get("op") == "forget" and isinstance(entry.get("id"), str):
@@ -297,13 +305,14 @@ def ingest_writes(home: Path, lock_timeout_s: float = 0.0) -> dict[str, int] | N
         claimed = folder / "claimed"
         claimed.mkdir(exist_ok=True)
         for path in sorted(folder.glob("*.jsonl")):
-            os.replace(path, claimed / f"{path.stem}.{uuid.uuid4().hex[:8]}.jsonl")
+            os.replace(path, claimed / f"{time.time_ns()}-{path.stem}.{uuid.uuid4().hex[:8]}.jsonl")
         files = sorted(claimed.glob("*.jsonl"))
         entries: list[dict[str, Any]] = []
         for path in files:
             with open(path, "rb") as fh:
                 fcntl.flock(fh.fileno(), fcntl.LOCK_EX)  # a writer that opened it before the move finishes first
                 entries.extend(_entries([path]))
+        entries.sort(key=_when)  # stable: one file's lines keep their order; files interleave by time
         counts = {"files": len(files), "inserted": 0, "forgotten": 0, "conflicts": 0}
         conflicts: list[dict[str, Any]] = []
         store = MemoryStore(home / "memory.duckdb", lock_timeout_s=lock_timeout_s)
@@ -361,7 +370,7 @@ def remember(home: Path, record: MemoryRecord) -> Remembered:
                 f"remember: id {record.id!r} is already stored with other text: {_short(held)} (stored) vs "
                 f"{_short(record.content)} (this call); use another id; {NOTHING_WRITTEN}"
             )
-        _append(home, {"op": "remember", "record": _record_json(record), "at": utcnow().isoformat()})
+        _append(home, {"op": "remember", "record": _record_json(record), "at": _now_iso()})
     done = ingest_writes(home) if readable or not (home / "memory.duckdb").exists() else None
     return Remembered(record.id, created=True, stored=done is not None)
 
@@ -395,7 +404,7 @@ def forget(home: Path, memory_id: Any, reason: Any) -> Forgotten:
             _check_forgettable(home, memory_id, row)
         event = uuid.uuid4().hex[:12]
         _append(home, {"op": "forget", "id": memory_id, "reason": reason, "event": event,
-                       "at": utcnow().isoformat()})  # fmt: skip
+                       "at": _now_iso()})  # fmt: skip
     done = ingest_writes(home) if readable else None
     return Forgotten(memory_id, reason, stored=done is not None)
 

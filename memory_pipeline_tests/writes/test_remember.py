@@ -173,3 +173,19 @@ def test_the_agent_writes_asset_imports_what_was_spooled_while_the_store_was_bus
     result = dg.materialize([agent_writes], resources={"store": MemoryStoreResource(home=str(home))})
     [mat] = result.asset_materializations_for_node("agent_writes")
     assert mat.metadata["inserted"].value == 1 and _row(home, "d-1") is not None
+
+
+def test_spooled_writes_are_imported_in_the_order_they_were_made_whatever_their_files_names(home: Path) -> None:
+    folder = spool_dir(home)
+    folder.mkdir(parents=True)
+    record = {"id": "o-1", "content": "Order matters here", "importance": 1.0, "categories": [], "tags": [],
+              "created_at": "2026-11-20T09:00:00", "kind": "observation", "source": "mcp:remember"}  # fmt: skip
+    forget_line = {"op": "forget", "id": "o-1", "reason": "later", "event": "e1", "at": "2026-11-20T09:00:02.000000"}
+    (folder / "20261120-1.jsonl").write_text(json.dumps(forget_line) + "\n")  # sorts first, happened last
+    (folder / "20261120-2.jsonl").write_text(
+        json.dumps({"op": "remember", "record": record, "at": "2026-11-20T09:00:01.000000"}) + "\n"
+    )
+    assert "o-1" not in _ids(home, "order matters")  # pending: remembered, then forgotten
+    assert ingest_writes(home) == {"files": 2, "inserted": 1, "forgotten": 1, "conflicts": 0}
+    row = _row(home, "o-1")
+    assert row is not None and row[1] == "forgotten"
