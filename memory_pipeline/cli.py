@@ -43,6 +43,7 @@ DOMAIN_CLIS: tuple[str, ...] = (
     "memory_pipeline.search.cli",
     "memory_pipeline.fleet_ops.cli",
     "memory_pipeline.fleet.cli",
+    "memory_pipeline.writes.cli",
 )
 
 

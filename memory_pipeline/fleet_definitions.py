@@ -120,9 +120,11 @@ _MULTI: dict[int, dg.MultiPartitionsDefinition] = {}
 RETRY_WHOLE = {"dagster/retry_strategy": "ALL_STEPS"}
 
 agent_night = dg.define_asset_job(
-    "agent_night", selection=dg.AssetSelection.groups("abstraction") | dg.AssetSelection.assets("search_usage"),
+    "agent_night",
+    selection=dg.AssetSelection.groups("abstraction") | dg.AssetSelection.assets("search_usage", "agent_writes"),
     executor_def=fleet_executor(), tags=RETRY_WHOLE,
-    description="One agent's nightly consolidation (and its search-usage spool): the agent is the partition. "
+    description="One agent's nightly consolidation (and its search-usage and agent-writes spools): the agent is "
+    "the partition. "
     "Started by fleet_nights; a failed run is retried once, whole, and its first step reconciles what it left.")
 # The search index follows every agent's writes by its own eager condition (one run per agent partition).
 fleet_automation = dg.AutomationConditionSensorDefinition(

@@ -227,6 +227,9 @@ def build_server(
     ) -> FlushResponse:
         return await anyio.to_thread.run_sync(_flush_work, home, turns)
 
+    from memory_pipeline.writes.tools import register_write_tools
+
+    register_write_tools(server, home)  # `remember` and `forget`
     return server
 
 

@@ -1,4 +1,4 @@
-"""`memory-pipeline agents add|list|remove ID`: the fleet's agents (issue 21 part 1). The folder under
+"""`memory-pipeline agents add|list|remove|token ID`: the fleet's agents (issue 21 part 1). The folder under
 <fleet root>/agents is the registry; the instance's `agents` partitions follow it at once here, and the
 `agents_registry` sensor catches up whatever this could not reach (an instance that was down)."""
 
@@ -55,22 +55,49 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_remove(args: argparse.Namespace) -> int:
-    target = registry.remove_agent(registry.fleet_root(), args.agent, datetime.now(UTC))
+    from memory_pipeline.fleet import tokens
+
+    root = registry.fleet_root()
+    target = registry.remove_agent(root, args.agent, datetime.now(UTC))
     print(f"removed {args.agent}: its workspace is kept in {target}")
+    if tokens.revoke(root, args.agent):  # an id added again later must not inherit the old token
+        print("  its gateway token is revoked")
     note = _sync_instance([], [args.agent])
     if note:
         print(note)
     return 0
 
 
+def cmd_token(args: argparse.Namespace) -> int:
+    from memory_pipeline.fleet import tokens
+
+    root = registry.fleet_root()
+    if args.revoke:
+        had = tokens.revoke(root, args.agent)
+        print(f"revoked {args.agent}'s gateway token" if had else f"{args.agent} had no gateway token")
+        return 0
+    token = tokens.issue(root, args.agent, datetime.now(UTC))
+    print(f"new gateway token for {args.agent} (any previous one no longer works); it is shown only now,")
+    print("send it as `Authorization: Bearer <token>` to `memory-pipeline fleet serve`:")
+    print(token)
+    return 0
+
+
 def register(sub: Any) -> None:
-    agents = sub.add_parser("agents", help="the fleet's agents: add | list | remove (MEMORY_PIPELINE_FLEET_ROOT)")
+    agents = sub.add_parser(
+        "agents", help="the fleet's agents: add | list | remove | token (MEMORY_PIPELINE_FLEET_ROOT)"
+    )
     cmds = agents.add_subparsers(dest="agents_command", required=True)
     p = cmds.add_parser("add", help="a new agent: an empty workspace and an `agents` partition")
     p.add_argument("agent", help="the id: lower-case letters, digits, - and _")
     p.set_defaults(fn=cmd_add)
     p = cmds.add_parser("list", help="the registered agents and their workspaces")
     p.set_defaults(fn=cmd_list)
+    p = cmds.add_parser("token", help="a new bearer token for the fleet gateway (last line, shown once; replaces "
+                        "the old one), or --revoke")
+    p.add_argument("agent")
+    p.add_argument("--revoke", action="store_true", help="end the agent's token: its next request gets 401")
+    p.set_defaults(fn=cmd_token)
     p = cmds.add_parser("remove", help="archive the agent's workspace (never deleted) and drop its partition")
     p.add_argument("agent")
     p.set_defaults(fn=cmd_remove)

@@ -1,4 +1,4 @@
-"""`memory-pipeline fleet postgres|redis|daemon|webserver|worker`: each of the fleet's processes, one command,
+"""`memory-pipeline fleet postgres|redis|daemon|webserver|worker|serve`: each of the fleet's processes, one command,
 in the foreground (run each under systemd, supervisord or a terminal of its own). See notes on "Running a fleet".
 Each owns its server's process tree: SIGTERM or Ctrl-C stops all of it (fleet_ops/supervise.py).
 
@@ -107,8 +107,27 @@ def cmd_worker(args: argparse.Namespace) -> int:
     return _serve(worker_command(name, args.concurrency), env)
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from memory_pipeline.fleet.gateway import GatewayConfig, build_app
+    from memory_pipeline.fleet.registry import fleet_root, list_agents
+    from memory_pipeline.mcp_server import build_server
+
+    root = fleet_root()
+    try:
+        config = GatewayConfig(max_body_bytes=args.max_body_bytes, rate_per_s=args.rate, burst=args.burst)
+    except ValueError as exc:
+        raise UserError(f"fleet serve: {exc}") from None
+    app = build_app(root, lambda home: build_server(home), config)
+    print(f"serving {len(list_agents(root))} agent(s) of {root} at http://{args.host}:{args.port}/mcp "
+          f"(probes: /healthz, /readyz; audit: {root / 'gateway' / 'audit.jsonl'})", flush=True)  # fmt: skip
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    return 0
+
+
 def register(sub: argparse._SubParsersAction) -> None:
-    fleet = sub.add_parser("fleet", help="run the fleet's servers: postgres, redis, daemon, webserver, worker")
+    fleet = sub.add_parser("fleet", help="run the fleet's servers: postgres, redis, daemon, webserver, worker, serve")
     cmds = fleet.add_subparsers(dest="fleet_command", required=True)
     p = cmds.add_parser("postgres", help="a PostgreSQL server for the instance (initialised on first use)")
     p.add_argument("--data", help="default: $MEMORY_PIPELINE_FLEET_ROOT/postgres")
@@ -124,6 +143,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=3000)
     p.set_defaults(fn=cmd_webserver)
+    p = cmds.add_parser("serve", help="one MCP endpoint (/mcp, streamable HTTP) for every agent, by bearer token")
+    p.add_argument("--host", default="127.0.0.1", help="default 127.0.0.1; terminate TLS at the ingress")
+    p.add_argument("--port", type=int, default=8780)
+    p.add_argument("--max-body-bytes", type=int, default=1 << 20, help="larger requests get 413 (default 1 MiB)")
+    p.add_argument("--rate", type=float, default=20.0, help="calls per second per agent, sustained (default 20)")
+    p.add_argument("--burst", type=int, default=40, help="calls an agent may make at once (default 40); more: 429")
+    p.set_defaults(fn=cmd_serve)
     p = cmds.add_parser("worker", help="a dagster-celery worker (any machine that mounts the fleet root)")
     p.add_argument("--name", help="the Celery node name (default: worker-<host>-<pid>)")
     p.add_argument("--concurrency", type=int, default=1, help="steps this worker runs at once (default 1)")

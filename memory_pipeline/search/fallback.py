@@ -54,6 +54,14 @@ def search_plain(
                 pass
             finally:
                 con.close()
+    from memory_pipeline.search.live import spool_doc
+    from memory_pipeline.store.remember import pending
+
+    spool = pending(home)  # agents' writes not in the store yet: remembered ones found, forgotten ones hidden
+    have = {d.key for d in docs if d.source == "store"}
+    docs = [d for d in docs if d.key not in spool.forgotten] + [
+        spool_doc(r) for rid, r in spool.records.items() if rid not in have and rid not in spool.forgotten
+    ]
     check_choice(filters.category, {c for d in docs for c in d.categories}, "category")
     check_choice(filters.kind, {d.kind for d in docs} | {"memory"}, "kind")
     if not terms:

@@ -8,7 +8,9 @@ import os
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
 import numpy as np
@@ -16,6 +18,10 @@ import numpy as np
 from memory_pipeline.search.documents import Doc, file_docs, file_signature, iter_files, store_docs
 from memory_pipeline.search.index import Encode, IndexMissing, LoadedIndex, current_folder, load_index
 from memory_pipeline.settings import SettingsError
+from memory_pipeline.store.remember import Pending, pending
+
+if TYPE_CHECKING:
+    from memory_pipeline.store.records import MemoryRecord
 
 # ------------------------------------------------------------------ caches (one process, e.g. the MCP server)
 
@@ -107,6 +113,28 @@ def _store_stamp(home: Path) -> tuple[int, ...]:
 
 
 def store_view(home: Path, idx: LoadedIndex) -> StoreView:
+    """The store's view, plus the agents' writes still spooled (`remember`/`forget` while the store was busy):
+    remembered memories are in the delta, forgotten ones are hidden, at once."""
+    return with_spool(_store_view(home, idx), pending(home))
+
+
+def with_spool(view: StoreView, spool: Pending) -> StoreView:
+    if not spool.records and not spool.forgotten:
+        return view
+    known = {d.key for d in view.delta}
+    delta = list(view.delta) + [spool_doc(r) for rid, r in spool.records.items() if rid not in known]
+    overrides = dict(view.overrides)
+    overrides.update({mid: ("forgotten", 0.0, "forgotten", 0.0) for mid in spool.forgotten})
+    return StoreView(delta, overrides, view.busy)
+
+
+def spool_doc(r: MemoryRecord) -> Doc:
+    return Doc(key=r.id, text=r.content, kind=r.kind, source="store", tier="active",
+               date=r.created_at.replace(tzinfo=UTC).timestamp(), importance=r.importance,
+               categories=list(r.categories))  # fmt: skip
+
+
+def _store_view(home: Path, idx: LoadedIndex) -> StoreView:
     key = (str(home), str(idx.folder))
     stamp = _store_stamp(home)
     cached = _VIEWS.get(key)

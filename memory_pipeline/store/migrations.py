@@ -316,4 +316,9 @@ MIGRATIONS: tuple[Migration, ...] = (
             "ALTER TABLE tombstones ADD COLUMN IF NOT EXISTS added_nexus_keys VARCHAR[]",
         ),
     ),
+    Migration(
+        37,
+        "agents' writes: why a memory was forgotten (its tombstone, run_id 'forget')",
+        ("ALTER TABLE tombstones ADD COLUMN IF NOT EXISTS reason VARCHAR",),
+    ),
 )

@@ -164,3 +164,29 @@ def test_a_worker_holds_only_its_running_step_and_gives_it_back_when_it_dies(
         assert limit < visibility < raw["run_monitoring"]["max_runtime_seconds"]
         assert raw["run_retries"] == {"enabled": True, "max_retries": 1}
         assert conf.broker_transport_options["max_retries"] == 3  # dagster-celery's defaults kept
+
+
+def test_the_gateway_manifest_runs_the_real_serve_command_and_probes_its_own_routes(tmp_path: Path) -> None:
+    from memory_pipeline.cli import build_parser
+    from memory_pipeline.fleet.gateway import build_app
+
+    deployment, service = yaml.safe_load_all((REPO_ROOT / "deploy" / "helm" / "gateway.yaml").read_text())
+    assert (deployment["kind"], service["kind"]) == ("Deployment", "Service")
+    pod = deployment["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert container["command"] == ["memory-pipeline"]
+    args = build_parser().parse_args(container["args"])
+    assert args.fn.__name__ == "cmd_serve" and args.host == "0.0.0.0"
+    (port,) = container["ports"]
+    assert port["containerPort"] == args.port and service["spec"]["ports"][0]["targetPort"] == port["name"]
+    routes = {r.path for r in build_app(tmp_path, lambda home: None).routes}  # type: ignore[arg-type, return-value]
+    for probe in ("livenessProbe", "readinessProbe", "startupProbe"):
+        assert container[probe]["httpGet"]["path"] in routes and container[probe]["httpGet"]["port"] == port["name"]
+    assert {"/mcp", "/healthz", "/readyz"} <= routes
+    env = {e["name"]: e["value"] for e in container["env"]}
+    values = yaml.safe_load(HELM_VALUES.read_text())
+    (location,) = values["dagster-user-deployments"]["deployments"]
+    assert env["MEMORY_PIPELINE_FLEET_ROOT"] == "/fleet" == location["volumeMounts"][0]["mountPath"]
+    assert pod["volumes"] == location["volumes"] and container["volumeMounts"] == location["volumeMounts"]
+    assert container["image"].split(":")[0] == location["image"]["repository"]
+    assert "8780" in (REPO_ROOT / "deploy" / "Dockerfile").read_text()

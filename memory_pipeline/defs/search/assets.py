@@ -8,6 +8,7 @@ from memory_pipeline.resources import EmbedderResource, MemoryStoreResource
 from memory_pipeline.search.index import build_index, pending_changes
 from memory_pipeline.search.usage_ingest import ingest_spool
 from memory_pipeline.search.usage_spool import pending_files
+from memory_pipeline.store.remember import ingest_writes, spool_dir
 
 GROUP = "search"
 STORE_POOL = "memory_store"  # the usage ingest writes the store: one writer at a time, never beside the nightly
@@ -91,6 +92,23 @@ def search_usage(context: dg.AssetExecutionContext, store: MemoryStoreResource) 
     return dg.MaterializeResult(metadata=result)
 
 
+@dg.asset(
+    group_name=GROUP,
+    pool=STORE_POOL,
+    kinds={"duckdb"},
+    tags={"component": "AgentWrites"},
+    description="Memories agents remembered and forgot over MCP while the store was busy, spooled durably as "
+    "JSONL (searchable already) and imported here in one transaction, oldest first.",
+)
+def agent_writes(context: dg.AssetExecutionContext, store: MemoryStoreResource) -> dg.MaterializeResult:
+    result = ingest_writes(store.home_path, lock_timeout_s=300.0)
+    if result is None:
+        raise dg.Failure("the store stayed busy for 5 minutes; the writes stay spooled for the next run")
+    context.log.info(f"agent writes: {result['inserted']} remembered, {result['forgotten']} forgotten, "
+                     f"{result['conflicts']} conflicting id(s) kept in spool/writes/rejected.jsonl")  # fmt: skip
+    return dg.MaterializeResult(metadata=result)
+
+
 search_index_rebuild = dg.define_asset_job(
     "search_index_rebuild",
     selection=[search_index],
@@ -110,6 +128,12 @@ search_usage_ingest = dg.define_asset_job(
     description="Imports the usage spool (hits returned to agents) into the store for usage decay; started by "
     "search_usage_sensor. A failed import keeps the files it claimed, and the next run (or one launched by hand) "
     "imports them again.",
+)
+
+agent_writes_ingest = dg.define_asset_job(
+    "agent_writes_ingest", selection=[agent_writes],
+    description="Imports agents' spooled remember/forget writes into the store; started by agent_writes_sensor. "
+    "A failed import keeps the files it claimed, and the next run imports them again.",
 )
 
 
@@ -166,3 +190,19 @@ def search_usage_sensor(context: dg.SensorEvaluationContext, store: MemoryStoreR
         return dg.SensorResult(skip_reason=busy)
     stamp = max(f.stat().st_mtime_ns for f in files)
     return dg.SensorResult(run_requests=[dg.RunRequest(run_key=f"usage-{stamp}")])
+
+
+@dg.sensor(
+    job=agent_writes_ingest,
+    minimum_interval_seconds=60,
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    description="Imports agents' spooled writes when there are any; the run waits for the store pool like every "
+    "writer.",
+)
+def agent_writes_sensor(context: dg.SensorEvaluationContext, store: MemoryStoreResource) -> dg.SensorResult:
+    folder = spool_dir(store.home_path)
+    files = sorted(folder.glob("*.jsonl")) + sorted(folder.glob("claimed/*.jsonl")) if folder.is_dir() else []
+    if not files:
+        return dg.SensorResult(skip_reason="no spooled writes")
+    stamp = max(f.stat().st_mtime_ns for f in files)
+    return dg.SensorResult(run_requests=[dg.RunRequest(run_key=f"writes-{stamp}")])

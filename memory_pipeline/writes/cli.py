@@ -1,0 +1,47 @@
+"""`memory-pipeline forgotten list|restore ID`: what agents forgot, and the operator's undo."""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+from typing import Any
+
+from memory_pipeline.store.remember import list_forgotten, restore
+
+
+def _store() -> Any:
+    from memory_pipeline.settings import workspace_home
+    from memory_pipeline.store import MemoryStore
+
+    return MemoryStore(workspace_home() / "memory.duckdb")
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    rows = list_forgotten(_store())
+    for r in rows:
+        text = " ".join(r.text.split())
+        print(f"{r.id}\t{r.at:%Y-%m-%d %H:%M}\t{r.reason}\t{text[:60] + ('…' if len(text) > 60 else '')}")
+    if not rows:
+        print("no forgotten memories")
+    return 0
+
+
+def cmd_restore(args: argparse.Namespace) -> int:
+    from memory_pipeline.search import refresh_index
+    from memory_pipeline.settings import workspace_home
+
+    restore(_store(), args.id, by=f"operator:{args.by or getpass.getuser()}")
+    print(f"restored {args.id}: active again (its tombstone is kept, marked reverted)")
+    print(refresh_index(workspace_home()))
+    return 0
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("forgotten", help="memories agents forgot (MEMORY_PIPELINE_HOME): list | restore ID")
+    cmds = p.add_subparsers(dest="forgotten_command", required=True)
+    q = cmds.add_parser("list", help="forgotten memories: id, when, the reason, the start of the text")
+    q.set_defaults(fn=cmd_list)
+    q = cmds.add_parser("restore", help="make a forgotten memory active again (nothing was ever deleted)")
+    q.add_argument("id", help="the memory's id")
+    q.add_argument("--by", help="who restores it (default: the login name), kept on the tombstone")
+    q.set_defaults(fn=cmd_restore)

@@ -1,0 +1,92 @@
+"""`remember` and `forget` as MCP tools, registered on a server by `register_write_tools` (the single-agent
+server, and through it every agent's server in the fleet gateway). Blocking work runs on a worker thread."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import anyio
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+from pydantic import BaseModel, Field
+
+from memory_pipeline.store.remember import MAX_TEXT_CHARS, WriteError, build_record, forget, remember
+
+
+class RememberResponse(BaseModel):
+    id: str = Field(description="the memory's id: yours, or one derived from the text")
+    created: bool = Field(description="false when this id already held this text (nothing written)")
+    stored: bool = Field(description="true: in the store; false: kept durably until the store is free "
+                                     "(searchable already)")
+    note: str = ""
+
+
+class ForgetResponse(BaseModel):
+    id: str
+    reason: str
+    stored: bool = Field(description="true: archived in the store; false: kept durably until the store is free "
+                                     "(hidden already)")
+    note: str = ""
+
+
+def _home(home: Path | None) -> Path:
+    if home is not None:
+        return Path(home)
+    from memory_pipeline.settings import workspace_home
+
+    return workspace_home()
+
+
+def _remember(home: Path | None, text: str, category: str | None, importance: float | None,
+              tags: list[str] | None, memory_id: str | None) -> RememberResponse:  # fmt: skip
+    try:
+        done = remember(_home(home), build_record(text, category, importance, tags, memory_id))
+    except WriteError as exc:
+        raise ToolError(str(exc)) from None
+    note = "" if done.created else "already remembered with this text: nothing written"
+    if done.created and not done.stored:
+        note = "the store is busy (a night holds it): kept durably and searchable already; stored when it is free"
+    return RememberResponse(id=done.id, created=done.created, stored=done.stored, note=note)
+
+
+def _forget(home: Path | None, memory_id: str, reason: str) -> ForgetResponse:
+    try:
+        done = forget(_home(home), memory_id, reason)
+    except WriteError as exc:
+        raise ToolError(str(exc)) from None
+    note = "" if done.stored else "the store is busy: kept durably and hidden; archived when it is free"
+    return ForgetResponse(id=done.id, reason=done.reason, stored=done.stored, note=note)
+
+
+def register_write_tools(server: MCPServer, home: Path | None = None) -> None:
+    @server.tool(
+        name="remember",
+        description="Store a memory now: searchable at once, consolidated by the next night. Give your own `id` "
+        "to make retries safe (the same id and text again writes nothing; the same id with other text is an "
+        f"error). Text up to {MAX_TEXT_CHARS:,} characters.",
+        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
+                                    open_world_hint=False),  # fmt: skip
+    )
+    async def remember_tool(
+        text: Annotated[str, Field(description="what to remember, in words")],
+        category: Annotated[str | None, Field(description="one category, e.g. 'travel'")] = None,
+        importance: Annotated[float | None, Field(description="≥ 0; 1.0 when left out")] = None,
+        tags: Annotated[list[str] | None, Field(description="free-form tags")] = None,
+        id: Annotated[str | None, Field(description="your id for this memory (idempotency key)")] = None,  # noqa: A002
+    ) -> RememberResponse:
+        return await anyio.to_thread.run_sync(_remember, home, text, category, importance, tags, id)
+
+    @server.tool(
+        name="forget",
+        description="Forget a memory by id: it is archived with your reason and no longer found by search or "
+        "put in context. Nothing is deleted; an operator can restore it.",
+        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False,
+                                    open_world_hint=False),  # fmt: skip
+    )
+    async def forget_tool(
+        id: Annotated[str, Field(description="the memory's id, as search returned it")],  # noqa: A002
+        reason: Annotated[str, Field(description="why it should be forgotten (kept with it)")],
+    ) -> ForgetResponse:
+        return await anyio.to_thread.run_sync(_forget, home, id, reason)
