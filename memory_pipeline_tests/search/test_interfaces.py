@@ -143,7 +143,8 @@ def test_mcp_schemas_are_titled_for_people_and_flush_states_its_time(workspace: 
         assert tool["inputSchema"]["title"] == f"{name} arguments"
         assert tool["outputSchema"]["title"] == f"{name} result"
         titles = set(_titles(tool["inputSchema"])) | set(_titles(tool["outputSchema"]))
-        assert {"search hit", "history turn"} & titles, titles
+        if name in ("search", "context", "flush"):  # the tools with nested models: those are titled too
+            assert {"search hit", "history turn"} & titles, titles
         for title in titles:  # the SDK's defaults are Python names: search_memoryArguments, SearchResponse
             assert not re.search(r"_|[a-z](Arguments|Output)$|[a-z][A-Z]", title), (name, title)
     kind = tools["search"]["inputSchema"]["properties"]["kind"]["description"]
