@@ -9,6 +9,6 @@ bash scripts/setup.sh dev
 # Tests marked `slow` (real subprocesses killed mid-run, concurrent runs) run in CI (CI=true) or with
 # RUN_SLOW=1; locally the default suite skips them to stay fast.
 if [ "${CI:-}" = "true" ] || [ "${RUN_SLOW:-}" = "1" ]; then
-  exec .venv/bin/python -m pytest -q "$@"
+  exec .venv/bin/python -m pytest -q --durations=25 "$@"
 fi
-exec .venv/bin/python -m pytest -q -m "not slow" "$@"
+exec .venv/bin/python -m pytest -q --durations=25 -m "not slow" "$@"
