@@ -12,7 +12,7 @@ import pytest
 
 from memory_pipeline.defs.rollups.partitions import cores_partitions
 from memory_pipeline.defs.rollups.sensors import rollups_sensor
-from memory_pipeline.defs.search.assets import search_index_sensor, search_usage_sensor
+from memory_pipeline.defs.search.assets import agent_writes_sensor, search_index_sensor, search_usage_sensor
 from memory_pipeline.operator.instance import job_origin
 from memory_pipeline.operator.run_guard import ActiveRun, in_the_way
 from memory_pipeline.resources import EmbedderResource, MemoryStoreResource
@@ -73,6 +73,21 @@ def test_search_usage_sensor_skips_while_an_import_is_queued(tmp_path: Path) -> 
         add_run(instance, "search_usage_ingest", dg.DagsterRunStatus.QUEUED)
         result = search_usage_sensor(dg.build_sensor_context(instance=instance, resources=res))
         assert not result.run_requests and "search_usage_ingest run" in (result.skip_reason.skip_message or "")
+
+
+def test_agent_writes_sensor_skips_while_an_import_is_queued_and_asks_once_it_is_not(tmp_path: Path) -> None:
+    from memory_pipeline.store.remember import spool_dir
+
+    spool_dir(tmp_path).mkdir(parents=True)
+    (spool_dir(tmp_path) / "w-1.jsonl").write_text('{"op": "remember"}\n')
+    res = {"store": MemoryStoreResource(home=str(tmp_path))}
+    with dg.instance_for_test() as instance:
+        run_id = add_run(instance, "agent_writes_ingest", dg.DagsterRunStatus.QUEUED)
+        result = agent_writes_sensor(dg.build_sensor_context(instance=instance, resources=res))
+        assert not result.run_requests and "agent_writes_ingest run" in (result.skip_reason.skip_message or "")
+        instance.report_run_canceled(instance.get_run_by_id(run_id))
+        again = agent_writes_sensor(dg.build_sensor_context(instance=instance, resources=res))
+        assert len(again.run_requests) == 1
 
 
 def test_rollups_sensor_requests_one_run_for_cores_added_together_and_none_while_one_is_queued(

@@ -196,13 +196,16 @@ def search_usage_sensor(context: dg.SensorEvaluationContext, store: MemoryStoreR
     job=agent_writes_ingest,
     minimum_interval_seconds=60,
     default_status=dg.DefaultSensorStatus.RUNNING,
-    description="Imports agents' spooled writes when there are any; the run waits for the store pool like every "
-    "writer.",
+    description="Imports agents' spooled writes when there are any, unless an import is already queued or in "
+    "flight; the run waits for the store pool like every writer.",
 )
 def agent_writes_sensor(context: dg.SensorEvaluationContext, store: MemoryStoreResource) -> dg.SensorResult:
     folder = spool_dir(store.home_path)
     files = sorted(folder.glob("*.jsonl")) + sorted(folder.glob("claimed/*.jsonl")) if folder.is_dir() else []
     if not files:
         return dg.SensorResult(skip_reason="no spooled writes")
+    busy = busy_reason(context.instance, [agent_writes_ingest.name], ["agent_writes"])
+    if busy:
+        return dg.SensorResult(skip_reason=busy)
     stamp = max(f.stat().st_mtime_ns for f in files)
     return dg.SensorResult(run_requests=[dg.RunRequest(run_key=f"writes-{stamp}")])
