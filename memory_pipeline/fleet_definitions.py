@@ -269,36 +269,56 @@ def _nights(instance: dg.DagsterInstance, agent: str) -> list[fleet_report_rows.
     return nights
 
 
+_UNFINISHED = [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING,
+               dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING]
+
+
+def _running(instance: dg.DagsterInstance, agent: str) -> list[fleet_report_rows.Running]:
+    records = instance.get_run_records(dg.RunsFilter(tags={AGENT_TAG: agent}, statuses=_UNFINISHED), limit=20)
+    return [fleet_report_rows.Running(r.dagster_run.run_id, r.dagster_run.status.value,
+                                      datetime.fromtimestamp(r.start_time or r.create_timestamp.timestamp(), UTC))
+            for r in records]  # fmt: skip
+
+
 @dg.asset(
     group_name="fleet",
     kinds={"json"},
     check_specs=[dg.AssetCheckSpec(
         "every_agent_succeeded_within_48h", asset="fleet_report",
-        description="Warns when an agent has had no successful night for 48 hours (the agents are named in the "
-        "check's metadata and in an alert): open that agent's last agent_night run to see why.")],
-    description="Per agent: the last night's verdict, reduction, cost, duration, last success and deferrals.",
+        description="Warns when an agent has had no successful night for 48 hours, or has a night in flight for "
+        "longer than a night may take (2 h) — a hung night (the agents are named in the check's metadata and in "
+        "an alert): open that agent's last agent_night run to see why.")],
+    description="Per agent: the last night's verdict, reduction, cost, duration, last success and deferrals, "
+    "and any night still in flight with its state and age (over 2 h: overdue).",
 )
 def fleet_report(context: dg.AssetExecutionContext, fleet_notifier: NotifierResource) -> dg.MaterializeResult:
     root, now = registry.fleet_root(), datetime.now(UTC)
     held = budget.recent_reservations(root)
     rows = [
         fleet_report_rows.agent_row(agent, _nights(context.instance, agent),
-                                    _registered(registry.agents_dir(root) / agent), now, held)
+                                    _registered(registry.agents_dir(root) / agent), now, held,
+                                    _running(context.instance, agent))
         for agent in registry.list_agents(root)
     ]
     numbers = fleet_report_rows.summary(rows)
     path = fleet_report_rows.write(root / "reports", now, rows, numbers)
     stale = [r.agent for r in rows if r.stale]
+    overdue = [r.agent for r in rows if r.overdue]
     if stale:
         fleet_notifier.send(Alert(priority="action", source="report", run_id=context.run_id,
                                   subject=f"{len(stale)} agent(s) without a successful night for 48 h: "
                                           f"{', '.join(stale[:10])}", details={"agents": stale}), context.log)
+    if overdue:
+        fleet_notifier.send(Alert(priority="action", source="report", run_id=context.run_id,
+                                  subject=f"{len(overdue)} agent(s) with a night in flight for over 2 h: "
+                                          f"{', '.join(overdue[:10])}", details={"agents": overdue}), context.log)
     return dg.MaterializeResult(
         metadata={**numbers, "report_path": dg.MetadataValue.path(str(path)),
                   "agents_table": dg.MetadataValue.md(fleet_report_rows.markdown(rows))},
         check_results=[dg.AssetCheckResult(
-            check_name="every_agent_succeeded_within_48h", passed=not stale,
-            severity=dg.AssetCheckSeverity.WARN, metadata={"stale_agents": ", ".join(stale) or "none"})],
+            check_name="every_agent_succeeded_within_48h", passed=not stale and not overdue,
+            severity=dg.AssetCheckSeverity.WARN, metadata={"stale_agents": ", ".join(stale) or "none",
+                                                           "overdue_agents": ", ".join(overdue) or "none"})],
     )
 
 

@@ -14,6 +14,7 @@ from typing import Any
 from memory_pipeline.fleet.budget import Reservation
 
 STALE_AFTER = timedelta(hours=48)
+OVERDUE_AFTER = timedelta(hours=2)  # a night's expected bound: deploy/fleet/dagster.yaml's max_runtime_seconds
 SUCCESS_VERDICTS = ("PASS", "PARTIAL")  # a night that ran whole; FAIL (nothing compressed, errors) is not one
 
 
@@ -42,6 +43,17 @@ class AgentRow:
     hours_since_success: float | None
     deferred: str  # "" when nothing was deferred; else why
     stale: bool
+    in_flight: str = ""  # "" when no night is queued or running; else which, in what state, for how long
+    overdue: bool = False  # a night in flight longer than OVERDUE_AFTER
+
+
+@dataclass(frozen=True)
+class Running:
+    """A night not finished yet: queued, starting, started or being cancelled, since `since`."""
+
+    run_id: str
+    status: str
+    since: datetime
 
 
 def night_from_report(path: Path, run_id: str, finished: datetime, metadata: dict[str, Any]) -> Night:
@@ -67,10 +79,12 @@ def night_from_report(path: Path, run_id: str, finished: datetime, metadata: dic
 
 def agent_row(
     agent: str, nights: list[Night], registered: datetime, now: datetime,
-    reservations: dict[str, Reservation] | None = None,
+    reservations: dict[str, Reservation] | None = None, running: list[Running] | None = None,
 ) -> AgentRow:
-    """`nights`: the agent's finished nights, any order; `reservations`: the fleet budget's, by run id. Stale:
-    no successful night for STALE_AFTER, counted from registration for an agent that never had one."""
+    """`nights`: the agent's finished nights, any order; `reservations`: the fleet budget's, by run id;
+    `running`: its nights not finished yet. Stale: no successful night for STALE_AFTER, counted from
+    registration for an agent that never had one. Overdue: a night in flight for longer than OVERDUE_AFTER —
+    a hung night shows here, not as the last finished night's verdict."""
     latest = max(nights, key=lambda n: n.finished, default=None)
     ok = [n for n in nights if n.verdict in SUCCESS_VERDICTS]
     last_ok = max((n.finished for n in ok), default=None)
@@ -92,7 +106,17 @@ def agent_row(
         hours_since_success=round((now - last_ok).total_seconds() / 3600, 1) if last_ok else None,
         deferred=deferred,
         stale=since > STALE_AFTER,
+        **_in_flight(running or [], now),
     )
+
+
+def _in_flight(running: list[Running], now: datetime) -> dict[str, Any]:
+    if not running:
+        return {}
+    oldest = min(running, key=lambda r: r.since)
+    age = now - oldest.since
+    return {"in_flight": f"{oldest.run_id[:8]} {oldest.status} for {int(age.total_seconds() // 60)} min",
+            "overdue": age > OVERDUE_AFTER}
 
 
 def summary(rows: list[AgentRow]) -> dict[str, Any]:
@@ -106,6 +130,8 @@ def summary(rows: list[AgentRow]) -> dict[str, Any]:
         "agents_without_night": verdicts.count("NONE"),
         "agents_deferred": sum(1 for r in rows if r.deferred),
         "agents_stale": sum(1 for r in rows if r.stale),
+        "agents_in_flight": sum(1 for r in rows if r.in_flight),
+        "agents_overdue": sum(1 for r in rows if r.overdue),
         "fleet_cost_usd": round(sum(r.cost_usd for r in rows), 6),
         "mean_token_reduction_pct": round(sum(r.token_reduction_pct for r in rows) / len(rows), 2) if rows else 0.0,
     }
@@ -116,11 +142,12 @@ def as_records(rows: list[AgentRow]) -> list[dict[str, Any]]:
 
 
 def markdown(rows: list[AgentRow]) -> str:
-    head = "| agent | verdict | reduction % | cost $ | duration s | last success | deferred | stale |"
-    lines = [head, "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    head = "| agent | verdict | reduction % | cost $ | duration s | last success | deferred | stale | in flight |"
+    lines = [head, "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     lines += [
         f"| {r.agent} | {r.verdict} | {r.token_reduction_pct:g} | {r.cost_usd:.4f} | {r.duration_s:.1f} | "
-        f"{r.last_success or 'never'} | {r.deferred or ''} | {'**yes**' if r.stale else ''} |"
+        f"{r.last_success or 'never'} | {r.deferred or ''} | {'**yes**' if r.stale else ''} | "
+        f"{r.in_flight}{' **overdue**' if r.overdue else ''} |"
         for r in rows
     ]
     return "\n".join(lines)

@@ -278,6 +278,28 @@ def test_the_48_hour_rule_and_the_alert(root: Path) -> None:
                                       now).stale
 
 
+def test_nights_in_flight_show_with_their_age_and_a_hung_one_is_overdue(root: Path) -> None:
+    from memory_pipeline.fleet_definitions import AGENT_TAG, location
+
+    now = datetime.now(UTC)
+    hung = fleet_report.Running("a" * 36, "STARTED", now - timedelta(hours=3))
+    row = fleet_report.agent_row("ada", [], now - timedelta(hours=4), now, running=[hung])
+    assert row.in_flight == "aaaaaaaa STARTED for 180 min" and row.overdue
+    fresh = fleet_report.agent_row("ada", [], now, now, running=[fleet_report.Running("b" * 36, "QUEUED", now)])
+    assert fresh.in_flight.endswith("QUEUED for 0 min") and not fresh.overdue
+
+    registry.add_agent(root, "ada", now)
+    defs = location()
+    instance = _instance_with(["ada"])
+    instance.add_run(dg.DagsterRun(job_name="agent_night", run_id="c" * 36, status=dg.DagsterRunStatus.STARTED,
+                                   tags={AGENT_TAG: "ada"}))  # fmt: skip
+    result = dg.materialize([defs.get_assets_def("fleet_report")], instance=instance,
+                            resources={"fleet_notifier": defs.resources["fleet_notifier"]})
+    (mat,) = result.asset_materializations_for_node("fleet_report")
+    assert mat.metadata["agents_in_flight"].value == 1 and mat.metadata["agents_overdue"].value == 0
+    assert "cccccccc STARTED for 0 min" in mat.metadata["agents_table"].value
+
+
 # ------------------------------------------------------------------ schedule and sensor
 
 
