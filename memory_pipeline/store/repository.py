@@ -499,3 +499,18 @@ def summaries_of_run(con: duckdb.DuckDBPyConnection, run_id: str) -> pd.DataFram
 
 def since_days(now: datetime, days: float) -> datetime:
     return now - timedelta(days=days)
+
+
+def unreported_runs(con: duckdb.DuckDBPyConnection, run_id: str) -> list[tuple[str, int, int, datetime, datetime]]:
+    """Runs other than `run_id` that compressed clusters but never finished their row in consolidation_runs
+    (they died after their last commit, before their report): (run id, clusters, members archived, first and
+    last compression time)."""
+    rows = con.execute(
+        """SELECT run_id, count(*), coalesce(sum(member_count), 0), min(created_at), max(created_at)
+           FROM compression_log
+           WHERE status = 'compressed' AND run_id <> ?
+             AND run_id NOT IN (SELECT run_id FROM consolidation_runs WHERE finished_at IS NOT NULL)
+           GROUP BY run_id ORDER BY min(created_at)""",
+        [run_id],
+    ).fetchall()
+    return [(str(r[0]), int(r[1]), int(r[2]), r[3], r[4]) for r in rows]

@@ -14,6 +14,7 @@ from memory_pipeline.abstraction.report import (
     CompressionRunReport,
     decide_verdict,
     markdown_table,
+    recovered_report,
     reduction_pct,
 )
 from memory_pipeline.defs.abstraction import vector_steps
@@ -66,6 +67,7 @@ def report(
                 [run_id],
             ).fetchall()[0][0]
         )
+        unreported = repo.unreported_runs(con, run_id)  # nights that died after their work, before their report
     skip_reasons: dict[str, int] = {}
     for o in outcomes:
         if o.status == "skipped" and o.skip_reason:
@@ -73,7 +75,8 @@ def report(
             key = "compression_ratio below floor" if "below floor" in key else key
             skip_reasons[key] = skip_reasons.get(key, 0) + 1
     finished = utcnow()
-    verdict, reason = decide_verdict(len(compressed), len(errors))
+    recovered = len(exact_duplicates.pending_activated) + sum(u[1] for u in unreported)
+    verdict, reason = decide_verdict(len(compressed), len(errors), recovered=recovered)
     deferred = sum(1 for o in outcomes if o.status == "skipped" and llm_runs.is_deferred(o.skip_reason))
     verdict, reason = llm_runs.verdict_with_deferrals(verdict, reason, deferred, engine.max_cost_usd)
     started = exact_duplicates.started_at
@@ -127,11 +130,17 @@ def report(
         "graph": graph_section,
     }
     path = write_report(store.reports_dir, payload)
+    rebuilt = [recovered_report(*u, by=run_id) for u in unreported]
+    for dead in rebuilt:
+        write_report(store.reports_dir, dead)
     with db.transaction() as con:
         con.execute(
             "INSERT OR REPLACE INTO consolidation_runs VALUES (?, ?, ?, ?, ?)",
             [run_id, pd.Timestamp(started.rstrip("Z")).to_pydatetime(), finished, verdict, json.dumps(payload)],
         )
+        for dead, u in zip(rebuilt, unreported, strict=True):
+            con.execute("INSERT OR REPLACE INTO consolidation_runs VALUES (?, ?, ?, ?, ?)",
+                        [u[0], u[3], u[4], dead["verdict"], json.dumps(dead)])  # fmt: skip
         lease.release(con, run_id)
     context.log.info(
         f"Reporter: {verdict} — {r.abstractions_created} abstractions, {r.atoms_created} atoms created, "
