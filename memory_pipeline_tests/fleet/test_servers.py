@@ -61,7 +61,7 @@ def test_twenty_agents_nights_through_the_daemon(fleet: Fleet) -> None:
 
     records = fleet.wait_runs(
         lambda rs: len({_agent(r) for r in rs}) == AGENTS and all(_status(r) in DONE for r in rs),
-        timeout=900, what=f"{AGENTS} agents' nights",
+        timeout=1800, what=f"{AGENTS} agents' nights",  # a bound, not a target: 2 cores, CI beside other work
     )
 
     by_agent: dict[str, list[Any]] = {}
@@ -142,7 +142,7 @@ def test_a_killed_step_process_is_requeued_its_night_passes_and_holds_nobody_bac
 
     # wait for the slow agent's night to reach phase 1 (compressed_memories writes pending summaries), then kill
     # the worker process running it
-    deadline = time.monotonic() + 480
+    deadline = time.monotonic() + 900
     killed = None
     while killed is None and time.monotonic() < deadline:
         slow = [r for r in fleet.runs("slow") if r.dagster_run.tags.get("dagster/parent_run_id") is None]
@@ -162,7 +162,7 @@ def test_a_killed_step_process_is_requeued_its_night_passes_and_holds_nobody_bac
             and any(_status(r) == "SUCCESS" for r in slow_runs)
         )
 
-    records = fleet.wait_runs(finished, timeout=600, what="the killed night's step, run again")
+    records = fleet.wait_runs(finished, timeout=1200, what="the killed night's step, run again")
     slow_runs = sorted((r for r in records if _agent(r) == "slow"), key=lambda r: r.create_timestamp)
     # The killed step is run again one of two ways, and which depends on which Celery process notices the death
     # first (load decides that): late acknowledgement with task_reject_on_worker_lost (deploy/fleet/celery.yaml)
