@@ -313,10 +313,13 @@ def test_mcp_context_with_a_runaway_pattern_a_fifo_and_100k_turns(home: Path) ->
             redos, long, found = answers["redos"], answers["long"], answers["search"]
             assert not redos.is_error and not long.is_error and not found.is_error
             warnings = redos.structured_content["warnings"]
-            assert len(warnings) == 2, warnings
-            assert warnings[0].endswith("PIPE.md: is a named pipe (FIFO), not a regular file: skipped; "
-                                        "replace it with a regular file")
-            assert "runaway.md: field 'triggers[0].match': pattern '(a|aa)+$' ran longer than 0.25 s" in warnings[1]
+            fifo = [w for w in warnings if w.endswith("PIPE.md: is a named pipe (FIFO), not a regular file: "
+                                                      "skipped; replace it with a regular file")]  # fmt: skip
+            slow = [w for w in warnings if "ran longer than 0.25 s" in w]
+            assert len(fifo) == 1 and len(fifo) + len(slow) == len(warnings), warnings
+            # the runaway pattern always; under heavy load another topic's pattern may pass the bound too
+            assert any("runaway.md: field 'triggers[0].match': pattern '(a|aa)+$' ran longer than 0.25 s" in w
+                       for w in slow), warnings
             labels = {s["label"]: s for s in redos.structured_content["manifest"]}
             assert labels["topic:deploys"]["included"]
             manifest = long.structured_content["manifest"]
