@@ -4,7 +4,7 @@ archive state from the store, an abstention floor, and a plain keyword fallback 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -40,12 +40,14 @@ from memory_pipeline.search.scoring import (
     age_days,
     bm25_ceiling,
     bm25_one,
+    idf_share,
     importance_factor,
     linear,
     load_ranking,
     recency,
     reference_boost,
     rrf,
+    vector_query,
 )
 
 KINDS_ALIAS = {"memory": "any store row that is not a summary"}
@@ -176,12 +178,17 @@ def _search_index(
             idf[t] = float(np.log(1.0 + (n_all - df + 0.5) / (df + 0.5)))
     ceiling = bm25_ceiling(list(idf.values()))
     t_embed = time.perf_counter()
-    qv = np.asarray(encode([query]), dtype=np.float32)[0]
-    qv /= max(float(np.linalg.norm(qv)), 1e-12)
+    # two query vectors when common names leave the one that ranks: the whole query's decides relevance (the
+    # abstention floor was calibrated on it), the other the order
+    texts = list(dict.fromkeys([query, vector_query(query, _share_in(idx), r.vector_query_common)]))
+    qm = np.asarray(encode(texts), dtype=np.float32).reshape(len(texts), -1)
+    qm /= np.maximum(np.linalg.norm(qm, axis=1, keepdims=True), 1e-12)
+    qv, whole = qm[-1], qm[0]
     embed_ms = (time.perf_counter() - t_embed) * 1000
     n = len(idx.docs)
     bm = idx.bm25.get_scores(in_vocab) / ceiling if (in_vocab and n) else np.zeros(n, dtype=np.float32)
-    cos = idx.vectors @ qv if n else np.zeros(0, dtype=np.float32)
+    cos_both = idx.vectors @ qm.T if n else np.zeros((0, len(texts)), dtype=np.float32)
+    cos, cos_whole = cos_both[:, -1], cos_both[:, 0]
     # candidates: the best by either signal
     c = min(n, max(r.candidates, 5 * k))
     cand: set[int] = set()
@@ -192,6 +199,7 @@ def _search_index(
     docs: list[Doc] = []
     parts_bm: list[float] = []
     parts_cos: list[float] = []
+    parts_whole: list[float] = []
     delta_keys = {d.key for d in delta}
     for i in sorted(cand):
         d = idx.docs[i]
@@ -200,8 +208,10 @@ def _search_index(
         docs.append(d)
         parts_bm.append(float(bm[i]))
         parts_cos.append(float(cos[i]))
+        parts_whole.append(float(cos_whole[i]))
     if idx.seg_docs and idx.seg_vectors is not None:  # the incremental segment: exact, like the delta
         seg_cos = idx.seg_vectors @ qv
+        seg_whole = idx.seg_vectors @ whole
         seg_c = min(len(idx.seg_docs), max(r.candidates, 5 * k))
         picked = (
             set(np.argpartition(-seg_cos, seg_c - 1)[:seg_c].tolist())
@@ -218,6 +228,7 @@ def _search_index(
             docs.append(d)
             parts_bm.append(bm25_one(idx.seg_tokens[j], idf, avgdl_seg) / ceiling if j in matching else 0.0)
             parts_cos.append(float(seg_cos[j]))
+            parts_whole.append(float(seg_whole[j]))
     if delta:
         dv = delta_vectors(delta, encode, model)
         avgdl = float(idx.manifest.get("avgdl") or 0) or _avgdl(idx)
@@ -225,13 +236,14 @@ def _search_index(
             docs.append(d)
             parts_bm.append(bm25_one(tok, idf, avgdl) / ceiling)
             parts_cos.append(float(v @ qv))
+            parts_whole.append(float(v @ whole))
     return _rank(
         home,
         view,
         idx,
         docs,
         np.array(parts_bm),
-        np.array(parts_cos),
+        (np.array(parts_cos), np.array(parts_whole)),
         query,
         k,
         filters,
@@ -241,6 +253,18 @@ def _search_index(
         notice,
         embed_ms,
     )
+
+
+def _share_in(idx: LoadedIndex) -> Callable[[str], float]:
+    """A word's share of the indexed documents (0 when it is a stop word or not indexed)."""
+    n = len(idx.docs)
+
+    def share(word: str) -> float:
+        tokens = tokenize([word])[0]
+        pos = idx.vocab.get(tokens[0]) if tokens else None
+        return idf_share(float(idx.idf[pos]), n) if pos is not None else 0.0
+
+    return share
 
 
 def _avgdl(idx: LoadedIndex) -> float:
@@ -255,7 +279,7 @@ def _rank(
     idx: LoadedIndex,
     docs: list[Doc],
     bm: np.ndarray,
-    cos: np.ndarray,
+    cosines: tuple[np.ndarray, np.ndarray],
     query: str,
     k: int,
     filters: Filters,
@@ -281,8 +305,8 @@ def _rank(
     if not keep:
         return Hits([], notice or NOTHING)
     sel = np.array(keep)
-    bm_s, cos_s = bm[sel], cos[sel]
-    relevance = linear(bm_s, cos_s, r)
+    bm_s, cos_s = bm[sel], cosines[0][sel]
+    relevance = linear(bm_s, cosines[1][sel], r)  # the whole query's, as the floor was calibrated
     dates = np.array([docs[i].date for i in keep])
     rec = recency(age_days(dates, now_ts), r)
     ref = reference_boost(use[sel], r)
@@ -290,7 +314,7 @@ def _rank(
     modifier = rec * ref * impf
     # the modifiers act on each signal before fusion: for linear that is the seed's score × modifiers; for RRF
     # it lets them reorder each ranking without swamping relevance (RRF's scores are too flat to multiply)
-    base = rrf(bm_s * modifier, cos_s * modifier, r) if r.fusion == "rrf" else relevance * modifier
+    base = rrf(bm_s * modifier, cos_s * modifier, r) if r.fusion == "rrf" else linear(bm_s, cos_s, r) * modifier
     final = base
     ok = relevance >= r.floor
     if not ok.any():
