@@ -189,11 +189,11 @@ def _search_index(
     bm = idx.bm25.get_scores(in_vocab) / ceiling if (in_vocab and n) else np.zeros(n, dtype=np.float32)
     cos_both = idx.vectors @ qm.T if n else np.zeros((0, len(texts)), dtype=np.float32)
     cos, cos_whole = cos_both[:, -1], cos_both[:, 0]
-    # candidates: the best by either signal
+    # candidates: the best by either signal (and by the whole query's vector, whose relevance the floors read)
     c = min(n, max(r.candidates, 5 * k))
     cand: set[int] = set()
     if n:
-        for arr in (bm, cos):
+        for arr in (bm, cos, cos_whole) if len(texts) > 1 else (bm, cos):
             top = np.argpartition(-arr, c - 1)[:c] if c < n else np.arange(n)
             cand.update(int(i) for i in top if arr[i] > 0)
     docs: list[Doc] = []
@@ -213,11 +213,9 @@ def _search_index(
         seg_cos = idx.seg_vectors @ qv
         seg_whole = idx.seg_vectors @ whole
         seg_c = min(len(idx.seg_docs), max(r.candidates, 5 * k))
-        picked = (
-            set(np.argpartition(-seg_cos, seg_c - 1)[:seg_c].tolist())
-            if seg_c < len(seg_cos)
-            else set(range(len(seg_cos)))
-        )
+        picked = set(range(len(seg_cos)))
+        if seg_c < len(seg_cos):  # the best by either query vector (see the candidates above)
+            picked = {int(j) for arr in (seg_cos, seg_whole) for j in np.argpartition(-arr, seg_c - 1)[:seg_c]}
         matching = {j for t in idf for j in idx.seg_postings.get(t, ())}
         picked.update(matching)
         avgdl_seg = float(idx.manifest.get("avgdl") or 0) or _avgdl(idx)
