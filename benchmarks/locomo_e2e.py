@@ -396,7 +396,7 @@ def plot(rows: list[dict[str, Any]], path: Path) -> Path:
 def results_section(
     rows: list[dict[str, Any]], chosen: tuple[dict[str, Any] | None, str], args: Any, secs: float
 ) -> str:
-    lines = [f"Data: `{args.data}`; embedder MiniLM; offline distiller; grid thresholds "
+    lines = [f"Data: `{args.data.name}`; embedder MiniLM; offline distiller; grid thresholds "
              f"{', '.join(f'{t:.2f}' for t in args.thresholds)} × {', '.join(args.linkages)}; inputs "
              f"{', '.join(args.inputs)}; total {secs:.0f} s. Curve: `{args.out}`.", "",
              f"Rule (`benchmarks/locomo_rule.md`): {chosen[1]}.", "",
