@@ -22,8 +22,7 @@ from memory_pipeline.embedding.spec import HASHING
 from memory_pipeline.fleet.gateway import Gateway
 from memory_pipeline.mcp_server import build_server, warm_server
 from memory_pipeline.resources.embedder import MINILM
-from memory_pipeline.search import build_index
-from memory_pipeline.search import live
+from memory_pipeline.search import build_index, live
 from memory_pipeline_tests.fleet.gateway_helpers import fleet
 from memory_pipeline_tests.search.conftest import minilm
 
@@ -77,8 +76,8 @@ def test_the_stdio_server_says_it_is_warm_before_it_reads_a_request(workspace: P
                 said += os.read(proc.stderr.fileno(), 4096)
         version = live.current_folder(workspace)
         assert version is not None and version.name in said.decode() and MINILM in said.decode()
-        init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}  # fmt: skip
+        hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+        init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello}
         call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
                 "params": {"name": "search", "arguments": {"query": "price alert on TIA", "k": 3}}}  # fmt: skip
         for msg in (init, {"jsonrpc": "2.0", "method": "notifications/initialized"}, call):
@@ -107,7 +106,10 @@ def test_the_gateway_builds_and_warms_every_agent_before_it_is_ready(tmp_path: P
         built.append(home.name)
         return build_server(home, (hashing_embed, HASHING), record_usage=False)
 
-    gateway = Gateway(tmp_path, factory, warm=lambda home: warmed.append(live.warm(home, (hashing_embed, HASHING)).home))
+    def warm(home: Path) -> None:
+        warmed.append(live.warm(home, (hashing_embed, HASHING)).home)
+
+    gateway = Gateway(tmp_path, factory, warm=warm)
 
     async def start() -> None:
         async with gateway.running():
