@@ -107,7 +107,7 @@ def store_state(con: duckdb.DuckDBPyConnection) -> tuple[int, int]:
     return watermark, int(row[1])
 
 
-# Arrow: the columnar form of Doc, from the store without a Python object per row (a full build at 1M rows)
+# Arrow: the columnar form of Doc (DOC_FIELDS in the order of Doc's fields), from the store without a Python object per row (a full build at 1M rows)
 DOC_FIELDS = ("key", "text", "kind", "source", "tier", "date", "importance", "categories", "lifecycle", "archived_by",
               "source_ids", "path", "usage")  # fmt: skip
 DOC_SCHEMA = pa.schema(
@@ -148,7 +148,10 @@ def table_docs(table: pa.Table, with_text: bool = True) -> list[Doc]:
     cols = {n: table.column(n).to_pylist() for n in DOC_FIELDS if n in table.column_names}
     if not with_text or "text" not in cols:
         cols["text"] = [""] * table.num_rows
-    return [Doc(**dict(zip(DOC_FIELDS, row, strict=True))) for row in zip(*(cols[n] for n in DOC_FIELDS), strict=True)]
+    for name in ("categories", "source_ids"):
+        if name not in cols:
+            cols[name] = [[] for _ in range(table.num_rows)]
+    return [Doc(*row) for row in zip(*(cols[n] for n in DOC_FIELDS), strict=True)]  # DOC_FIELDS is Doc's order
 
 
 def live_metadata(con: duckdb.DuckDBPyConnection, ids: list[str]) -> dict[str, tuple[str, float, str, float]]:

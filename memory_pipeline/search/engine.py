@@ -24,6 +24,7 @@ from memory_pipeline.search.live import (
     delta_docs,
     delta_vectors,
     index_for,
+    query_vector,
     store_view,
 )
 from memory_pipeline.search.live import (
@@ -163,8 +164,7 @@ def _search_index(
     _check_choice(filters.kind, kinds, "kind")
     q_tokens = [t for t in dict.fromkeys(tokenize([query])[0]) if t]
     t_embed = time.perf_counter()
-    qv = np.asarray(encode([query]), dtype=np.float32)[0]
-    qv /= max(float(np.linalg.norm(qv)), 1e-12)
+    qv = query_vector(encode, model, query)
     embed_ms = (time.perf_counter() - t_embed) * 1000
     c = max(r.candidates, 5 * k)
     keys, bm_raw, cos_raw, idf = idx.candidates(q_tokens, qv, c)
@@ -180,7 +180,8 @@ def _search_index(
     parts_bm: list[float] = []
     parts_cos: list[float] = []
     delta_keys = {d.key for d in delta}
-    for (loc, bm_i, cos_i), d in zip(zip(keys, bm_raw, cos_raw, strict=True), idx.docs_at(keys), strict=True):
+    lists = filters.category is not None  # else categories and lineage are read for the hits only
+    for (loc, bm_i, cos_i), d in zip(zip(keys, bm_raw, cos_raw, strict=True), idx.docs_at(keys, lists), strict=True):
         if d.key in delta_keys or (d.source == "file" and d.path in stale):
             continue
         where[len(docs)] = loc
@@ -196,8 +197,10 @@ def _search_index(
 
     def fill(positions: list[int]) -> None:
         wanted = [p for p in positions if p in where and not docs[p].text]
-        for p, text in zip(wanted, idx.texts_at([where[p] for p in wanted]), strict=True):
+        places = [where[p] for p in wanted]
+        for p, text, (cats, sources) in zip(wanted, idx.texts_at(places), idx.lists_at(places), strict=True):
             docs[p].text = text
+            docs[p].categories, docs[p].source_ids = cats, sources
 
     return _rank(
         home,

@@ -14,10 +14,11 @@ import fcntl
 import json
 import os
 import shutil
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -93,6 +94,8 @@ class LoadedIndex:
     dead: list[int]  # per segment: deleted rows
     n_live: int
     avgdl: float
+    _scans: dict[tuple[tuple[str, ...], bytes], Any] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
     def model(self) -> str:
@@ -146,7 +149,7 @@ class LoadedIndex:
     ) -> tuple[list[tuple[int, int]], np.ndarray, np.ndarray, dict[str, float]]:
         """The live rows among the best `c` by BM25 (score > 0) or by cosine (> 0): (segment, row) each, their raw
         BM25 and cosine, and the query terms' idf."""
-        idf, scores = self.bm25(q_tokens)
+        idf, scores, scans = self._scanned(q_tokens, qv)
         picked: dict[tuple[int, int], list[float]] = {}
         bm_all = [(s, np.flatnonzero(a), a) for s, a in enumerate(scores) if a is not None]
         if bm_all:
@@ -158,7 +161,7 @@ class LoadedIndex:
                 picked[(int(where[j]), int(rows[j]))] = [float(flat[j]), np.nan]
         best: list[tuple[float, int, int]] = []
         for s, seg in enumerate(self.segments):
-            rows_s, cos_s = seg.cosine_top(qv, c, self.alive[s], self.dead[s])
+            rows_s, cos_s = seg.top(scans[s], qv, c, self.dead[s])
             best.extend((float(v), s, int(r)) for r, v in zip(rows_s, cos_s, strict=True) if v > 0)
         best.sort(key=lambda x: -x[0])
         for v, s, r in best[:c]:
@@ -174,16 +177,42 @@ class LoadedIndex:
             for i, (s, r) in enumerate(keys):
                 arr = scores[s]
                 bm[i] = float(arr[r]) if arr is not None else 0.0
-        return keys, bm, cos, idf
+        return keys, bm, cos, dict(idf)
 
-    def docs_at(self, keys: Sequence[tuple[int, int]]) -> list[Doc]:
-        """Documents (text empty) at (segment, row), in the order given."""
+    def _scanned(
+        self, q_tokens: Sequence[str], qv: np.ndarray
+    ) -> tuple[dict[str, float], list[np.ndarray | None], list[np.ndarray]]:
+        """BM25 and the vector scan of one query, kept for the next call with the same query (the context compiler
+        asks for 20 hits, then 40, 80, … while they fit: one scan serves them all)."""
+        key = (tuple(q_tokens), qv.tobytes())
+        with self._lock:
+            hit = self._scans.get(key)
+        if hit is not None:
+            return hit
+        idf, scores = self.bm25(q_tokens)
+        scans = [seg.scan(qv, alive) for seg, alive in zip(self.segments, self.alive, strict=True)]
+        with self._lock:
+            self._scans[key] = (idf, scores, scans)
+            while len(self._scans) > 2:
+                self._scans.pop(next(iter(self._scans)))
+        return idf, scores, scans
+
+    def docs_at(self, keys: Sequence[tuple[int, int]], lists: bool = True) -> list[Doc]:
+        """Documents (text empty) at (segment, row), in the order given (`lists=False`: see Segment.doc_rows)."""
         out: list[Doc | None] = [None] * len(keys)
         for s in {k[0] for k in keys}:
             idx = [i for i, k in enumerate(keys) if k[0] == s]
-            for i, d in zip(idx, self.segments[s].doc_rows([keys[i][1] for i in idx]), strict=True):
+            for i, d in zip(idx, self.segments[s].doc_rows([keys[i][1] for i in idx], lists), strict=True):
                 out[i] = d
         return [d for d in out if d is not None]
+
+    def lists_at(self, keys: Sequence[tuple[int, int]]) -> list[tuple[list[str], list[str]]]:
+        out: list[tuple[list[str], list[str]]] = [([], [])] * len(keys)
+        for s in {k[0] for k in keys}:
+            idx = [i for i, k in enumerate(keys) if k[0] == s]
+            for i, pair in zip(idx, self.segments[s].lists_of([keys[i][1] for i in idx]), strict=True):
+                out[i] = pair
+        return out
 
     def texts_at(self, keys: Sequence[tuple[int, int]]) -> list[str]:
         out = [""] * len(keys)

@@ -115,9 +115,18 @@ class Segment:
     text_offsets: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))  # memory-mapped
     text_data: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint8))  # memory-mapped UTF-8
 
-    def doc_rows(self, rows: np.ndarray | list[int]) -> list[Doc]:
-        """Documents without their text (which stays in Parquet until a hit needs it)."""
-        return table_docs(self.meta.take(pa.array(np.asarray(rows, dtype=np.int64))), with_text=False)
+    def doc_rows(self, rows: np.ndarray | list[int], lists: bool = True) -> list[Doc]:
+        """Documents without their text (read when a hit needs it); `lists=False`: without categories and lineage
+        either (a third of the cost: ranking needs neither, the hits get them from `lists_of`)."""
+        table = self.meta.take(pa.array(np.asarray(rows, dtype=np.int64)))
+        if not lists:
+            table = table.drop_columns(["categories", "source_ids"])
+        return table_docs(table, with_text=False)
+
+    def lists_of(self, rows: list[int]) -> list[tuple[list[str], list[str]]]:
+        """(categories, source ids) of these rows."""
+        table = self.meta.select(["categories", "source_ids"]).take(pa.array(rows, pa.int64()))
+        return list(zip(table.column(0).to_pylist(), table.column(1).to_pylist(), strict=True))
 
     def texts(self, rows: list[int]) -> list[str]:
         """The texts of these rows, read from the segment's text file (memory-mapped: only their pages)."""
@@ -142,28 +151,37 @@ class Segment:
     def cosine_top(
         self, qv: np.ndarray, c: int, alive: np.ndarray | None, n_dead: int
     ) -> tuple[np.ndarray, np.ndarray]:
-        """The (at most) `c` live rows closest to `qv` and their exact cosines: a float32 scan, or for a large
-        segment an int8 scan of RERANK·c rows rescored in float32."""
-        if self.rows == 0:
-            return np.zeros(0, np.int64), np.zeros(0, np.float32)
-        if self.codes is None:
-            cos = self.vectors @ qv
-            if alive is not None:
-                cos = np.where(alive, cos, -np.inf)
-            top = np.argpartition(-cos, c - 1)[:c] if c < self.rows else np.arange(self.rows)
-            top = top[np.isfinite(cos[top])]
-            return top.astype(np.int64), cos[top].astype(np.float32)
-        import numkong  # SIMD int8 kernels (VNNI/AMX where the CPU has them)
+        """The (at most) `c` live rows closest to `qv` and their exact cosines."""
+        return self.top(self.scan(qv, alive), qv, c, n_dead)
 
-        q = np.clip(np.rint(qv * self.code_scale), -127, 127).astype(np.int8)
-        dots = np.asarray(numkong.cdist(q[None, :], self.codes, metric="dot", threads=2, out_dtype="float32"))[0]
+    def scan(self, qv: np.ndarray, alive: np.ndarray | None) -> np.ndarray:
+        """Every row's similarity to `qv` (-inf for deleted rows): the float32 cosine, or for a large segment the
+        int8 dot product of the codes (SIMD kernels, VNNI/AMX where the CPU has them)."""
+        if self.rows == 0:
+            return np.zeros(0, np.float32)
+        if self.codes is None:
+            out = np.asarray(self.vectors @ qv, dtype=np.float32)
+        else:
+            import numkong
+
+            q = np.clip(np.rint(qv * self.code_scale), -127, 127).astype(np.int8)
+            out = np.asarray(numkong.cdist(q[None, :], self.codes, metric="dot", threads=2, out_dtype="float32"))[0]
         if alive is not None:
-            dots[~alive] = -np.inf
-        want = min(self.rows - n_dead, RERANK * c)
-        if want <= 0:
+            out[~alive] = -np.inf
+        return out
+
+    def top(self, scanned: np.ndarray, qv: np.ndarray, c: int, n_dead: int) -> tuple[np.ndarray, np.ndarray]:
+        """The best `c` live rows of a `scan` with their exact cosines (an int8 scan's best RERANK·c rows are
+        rescored in float32: only their pages of the vectors are read)."""
+        live = self.rows - n_dead
+        if live <= 0 or c <= 0:
             return np.zeros(0, np.int64), np.zeros(0, np.float32)
-        rows = np.sort(np.argpartition(-dots, want - 1)[:want]) if want < self.rows else np.flatnonzero(dots > -np.inf)
-        cos = np.asarray(self.vectors[rows] @ qv, dtype=np.float32)  # rescored exactly: only these rows' pages
+        want = min(live, c if self.codes is None else RERANK * c)
+        rows = np.argpartition(-scanned, want - 1)[:want] if want < self.rows else np.arange(self.rows)
+        rows = np.sort(rows[np.isfinite(scanned[rows])]).astype(np.int64)
+        if self.codes is None:
+            return rows, scanned[rows]
+        cos = np.asarray(self.vectors[rows] @ qv, dtype=np.float32)
         keep = np.argsort(-cos, kind="stable")[:c]
         return rows[keep], cos[keep]
 
@@ -176,22 +194,26 @@ class Segment:
         return out
 
 
+def _mapped(path: Path) -> np.ndarray:
+    """A memory-mapped .npy as a plain ndarray over the mapping (slicing a np.memmap costs ~20 µs a time)."""
+    return np.asarray(np.load(path, mmap_mode="r"))
+
+
 def load_segment(folder: Path, dim: int | None) -> Segment:
     try:
         stats = json.loads((folder / "stats.json").read_text(encoding="utf-8"))
-        meta = pq.read_table(folder / "docs.parquet", columns=META_FIELDS, memory_map=True)
-        vectors = np.load(folder / "vectors.npy", mmap_mode="r")
+        meta = pq.read_table(folder / "docs.parquet", columns=META_FIELDS).combine_chunks()  # one chunk: fast take
+        vectors = _mapped(folder / "vectors.npy")
         postings = Postings(
-            np.load(folder / "p_indptr.npy", mmap_mode="r"),
-            np.load(folder / "p_docs.npy", mmap_mode="r"),
-            np.load(folder / "p_tf.npy", mmap_mode="r"),
+            _mapped(folder / "p_indptr.npy"), _mapped(folder / "p_docs.npy"), _mapped(folder / "p_tf.npy"),
             np.load(folder / "dl.npy"),
         )
         vocab_list = json.loads((folder / "vocab.json").read_text(encoding="utf-8"))
-        codes = np.load(folder / "codes.npy", mmap_mode="r") if stats.get("code_scale") else None
-        text_offsets = np.load(folder / "text_offsets.npy", mmap_mode="r")
+        codes = _mapped(folder / "codes.npy") if stats.get("code_scale") else None
+        text_offsets = _mapped(folder / "text_offsets.npy")
         size = (folder / "texts.bin").stat().st_size
-        text_data = np.memmap(folder / "texts.bin", dtype=np.uint8, mode="r") if size else np.zeros(0, np.uint8)
+        text_data = np.asarray(np.memmap(folder / "texts.bin", dtype=np.uint8, mode="r")) if size else (
+            np.zeros(0, np.uint8))  # fmt: skip
     except (OSError, ValueError, KeyError) as exc:
         raise SegmentDamaged(f"segment {folder.name} is unreadable ({exc})") from exc
     rows = int(stats["rows"])
