@@ -107,7 +107,8 @@ def store_state(con: duckdb.DuckDBPyConnection) -> tuple[int, int]:
     return watermark, int(row[1])
 
 
-# Arrow: the columnar form of Doc (DOC_FIELDS in the order of Doc's fields), from the store without a Python object per row (a full build at 1M rows)
+# Arrow: the columnar form of Doc (DOC_FIELDS in the order of Doc's fields), from the store without a Python object
+# per row (a full build at 1M rows)
 DOC_FIELDS = ("key", "text", "kind", "source", "tier", "date", "importance", "categories", "lifecycle", "archived_by",
               "source_ids", "path", "usage")  # fmt: skip
 DOC_SCHEMA = pa.schema(
