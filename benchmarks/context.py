@@ -124,7 +124,7 @@ def run_size(n: int, m: int, budget: int) -> dict[str, Any]:
     from memory_pipeline.context.search_adapter import default_search
     from memory_pipeline.context.service import compile_for_agent
     from memory_pipeline.search import build_index, search
-    from memory_pipeline.search.live import warm
+    from memory_pipeline.search.warm import warm
 
     texts = sb.corpus(n)
     qs = sb.queries(texts, m)

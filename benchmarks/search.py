@@ -108,7 +108,7 @@ def query_process(home: str, qs: list[str], k: int = 10) -> dict[str, Any]:
     """In its own (spawned) process, as an MCP server would: warm (index loaded), then the queries. RSS is this
     process's only: the index's resident pages (memory-mapped files count once touched) and Python."""
     from memory_pipeline.search import search
-    from memory_pipeline.search.live import warm
+    from memory_pipeline.search.warm import warm
 
     base = rss_mib()
     t = time.perf_counter()

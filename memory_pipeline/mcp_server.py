@@ -400,7 +400,7 @@ def warm_server(home: Path | None = None, embedder: tuple[Encode, str] | None = 
     import sys
     import time
 
-    from memory_pipeline.search.live import warm
+    from memory_pipeline.search.warm import warm
     from memory_pipeline.settings import workspace_home
 
     where = Path(home) if home else workspace_home()

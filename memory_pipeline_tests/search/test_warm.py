@@ -22,7 +22,7 @@ from memory_pipeline.embedding.spec import HASHING
 from memory_pipeline.fleet.gateway import Gateway
 from memory_pipeline.mcp_server import build_server, warm_server
 from memory_pipeline.resources.embedder import MINILM
-from memory_pipeline.search import build_index, live
+from memory_pipeline.search import build_index, live, warm
 from memory_pipeline_tests.fleet.gateway_helpers import fleet
 from memory_pipeline_tests.search.conftest import minilm
 
@@ -43,7 +43,7 @@ def test_the_first_tool_call_loads_neither_model_nor_index(workspace: Path, monk
     rec = Recording()
     server = build_server(workspace, (rec, rec.model), record_usage=False)
     line = warm_server(workspace, (rec, rec.model))
-    warmth = live.WARMED[str(workspace)]
+    warmth = warm.WARMED[str(workspace)]
     assert warmth.problem == "" and warmth.version and warmth.model == MINILM, line
     assert rec.calls and rec.calls[0] <= warmth.done_at  # the weights were loaded by the warm-up
     loads: list[Path] = []
@@ -106,15 +106,15 @@ def test_the_gateway_builds_and_warms_every_agent_before_it_is_ready(tmp_path: P
         built.append(home.name)
         return build_server(home, (hashing_embed, HASHING), record_usage=False)
 
-    def warm(home: Path) -> None:
-        warmed.append(live.warm(home, (hashing_embed, HASHING)).home)
+    def warm_up(home: Path) -> None:
+        warmed.append(warm.warm(home, (hashing_embed, HASHING)).home)
 
-    gateway = Gateway(tmp_path, factory, warm=warm)
+    gateway = Gateway(tmp_path, factory, warm=warm_up)
 
     async def start() -> None:
         async with gateway.running():
             assert gateway.ready and gateway.warmed == ["alice", "bob"] == built
             assert warmed == [str(tmp_path / "agents" / a) for a in ("alice", "bob")]
-            assert all(live.WARMED[w].version and not live.WARMED[w].problem for w in warmed)
+            assert all(warm.WARMED[w].version and not warm.WARMED[w].problem for w in warmed)
 
     anyio.run(start)
