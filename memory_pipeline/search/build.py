@@ -335,7 +335,7 @@ def _same_text(
     out: dict[int, np.ndarray] = {}
     for (i, (s, r)), before, now in zip(hits, texts, new_texts, strict=True):
         if before == now:
-            out[i] = np.asarray(prev.segments[s].vectors[r], dtype=np.float32)
+            out[i] = prev.segments[s].vector_rows(np.array([r]))[0]
     return out
 
 

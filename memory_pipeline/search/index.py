@@ -363,7 +363,10 @@ def write_version(
 
 
 def _fsync_tree(folder: Path) -> None:
+    """Every new file and folder; a file hard-linked from the previous version (st_nlink > 1) is durable already."""
     for path in [folder, *folder.rglob("*")]:
+        if path.is_file() and path.stat().st_nlink > 1:
+            continue
         fd = os.open(path, os.O_RDONLY)
         try:
             os.fsync(fd)
