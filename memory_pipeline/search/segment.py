@@ -25,8 +25,9 @@ from memory_pipeline.search.tokens import bulk_terms
 
 K1, B = 1.5, 0.75
 ROW_GROUP = 4096
-QUANT_ROWS = 50_000  # a segment this large gets int8 codes: its vectors are scanned as int8 (numkong, SIMD: 4.7 ms
-# for 100k rows against 28 ms for numpy's float32 product, measured here under load)
+QUANT_ROWS = 4096  # a segment this large also gets int8 codes, scanned instead of its float32 vectors (numkong's
+# SIMD kernels): a quarter of the bytes, and the scan is memory-bound (100k rows: 4.7 ms against numpy's 28 ms here)
+SMALL_ROWS = 20_000  # a segment this small keeps its documents (without text) as Python objects once read
 RERANK = 4  # … and the best RERANK·c of that scan are rescored from the float32 vectors
 META_FIELDS = [f for f in DOC_FIELDS if f != "text"]
 
@@ -112,6 +113,7 @@ class Segment:
     text_offsets: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))  # memory-mapped
     text_data: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint8))  # memory-mapped UTF-8
     vector_offset: int = 0  # where vectors.npy's rows start (after its header)
+    _docs: list[Doc] | None = None
     _fd: int | None = None
 
     def __del__(self) -> None:
@@ -136,7 +138,12 @@ class Segment:
 
     def doc_rows(self, rows: np.ndarray | list[int], lists: bool = True) -> list[Doc]:
         """Documents without their text (read when a hit needs it); `lists=False`: without categories and lineage
-        either (a third of the cost: ranking needs neither, the hits get them from `lists_of`)."""
+        either (a third of the cost: ranking needs neither, the hits get them from `lists_of`). A small segment
+        (the nights' own) keeps its documents as objects: an Arrow `take` costs ~1 ms a call, a segment."""
+        if self.rows <= SMALL_ROWS:
+            if self._docs is None:
+                self._docs = table_docs(self.meta, with_text=False)
+            return [self._docs[int(r)] for r in rows]
         table = self.meta.take(pa.array(np.asarray(rows, dtype=np.int64)))
         if not lists:
             table = table.drop_columns(["categories", "source_ids"])
@@ -144,6 +151,9 @@ class Segment:
 
     def lists_of(self, rows: list[int]) -> list[tuple[list[str], list[str]]]:
         """(categories, source ids) of these rows."""
+        if self.rows <= SMALL_ROWS:
+            docs = self.doc_rows(rows)
+            return [(list(d.categories), list(d.source_ids)) for d in docs]
         table = self.meta.select(["categories", "source_ids"]).take(pa.array(rows, pa.int64()))
         return list(zip(table.column(0).to_pylist(), table.column(1).to_pylist(), strict=True))
 
@@ -178,13 +188,15 @@ class Segment:
         int8 dot product of the codes (SIMD kernels, VNNI/AMX where the CPU has them)."""
         if self.rows == 0:
             return np.zeros(0, np.float32)
-        if self.codes is None:
-            out = np.asarray(self.vectors @ qv, dtype=np.float32)
-        else:
-            import numkong
+        import numkong  # SIMD kernels (VNNI/AMX for int8 where the CPU has them), threads chosen here
 
-            q = np.clip(np.rint(qv * self.code_scale), -127, 127).astype(np.int8)
-            out = np.asarray(numkong.cdist(q[None, :], self.codes, metric="dot", threads=2, out_dtype="float32"))[0]
+        if self.codes is None:  # numpy's GEMV wakes OpenBLAS's threads: 8.5 ms for 3,000 rows on the loaded 2 cores
+            q32 = np.ascontiguousarray(qv, dtype=np.float32)[None, :]
+            out = np.asarray(numkong.cdist(q32, self.vectors, metric="dot", threads=1, out_dtype="float32"))[0]
+        else:
+            q = np.clip(np.rint(qv * self.code_scale), -127, 127).astype(np.int8)[None, :]
+            threads = 2 if self.rows >= 200_000 else 1
+            out = np.asarray(numkong.cdist(q, self.codes, metric="dot", threads=threads, out_dtype="float32"))[0]
         if alive is not None:
             out[~alive] = -np.inf
         return out
