@@ -313,8 +313,8 @@ def main(argv: list[str]) -> None:
     body = (
         "Ours (segments: BM25 postings + float32 vectors, memory-mapped; an int8 scan with float32 rescoring for a "
         "segment of 4,096 rows or more (numkong SIMD kernels); texts on disk, read for the hits only) / the seed's "
-        "design (SQLite FTS5 + sqlite-vec, §7.3 merge), in the same run. Seconds exclude embedding, shown apart in brackets (stand-in "
-        "encoder; MiniLM embeds ~170 memories/s here, the same for both designs). Our update reads the rows past "
+        "design (SQLite FTS5 + sqlite-vec, §7.3 merge), in the same run. Seconds exclude embedding, shown apart in "
+        "brackets (stand-in encoder; MiniLM embeds ~170 memories/s here, the same for both designs). Our update reads the rows past "
         "the index's watermark and the store's change log, writes one segment and marks replaced rows deleted; "
         "the seed's inserts the rows. Query latency, RSS and warm-up are measured in a process of their own "
         "(spawned, as an MCP server); RSS counts the memory-mapped pages it touched. After the table's first "
