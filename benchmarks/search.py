@@ -311,14 +311,15 @@ def main(argv: list[str]) -> None:
         targets.append(_verdicts(n, mine, seed))
     q50, q95 = minilm_query_ms(queries(corpus(1000), 60))
     body = (
-        "Ours (segments: BM25 postings + float32 vectors, memory-mapped; an int8 scan with float32 rescoring for a "
-        "segment of 4,096 rows or more (numkong SIMD kernels); texts on disk, read for the hits only) / the seed's "
-        "design (SQLite FTS5 + sqlite-vec, §7.3 merge), in the same run. Seconds exclude embedding, shown apart in "
-        "brackets (stand-in encoder; MiniLM embeds ~170 memories/s here, the same for both designs). Our update "
-        "reads the rows past the index's watermark and the store's change log, writes one segment and marks replaced rows deleted; "
-        "the seed's inserts the rows. Query latency, RSS and warm-up are measured in a process of their own "
-        "(spawned, as an MCP server); RSS counts the memory-mapped pages it touched. After the table's first "
-        f"update, {args.nights} more nights of +1 % each: p95 again, with the segment count (the tiered policy "
+        "Ours (segments: BM25 postings + float32 vectors, memory-mapped; an int8 scan with float32 rescoring for "
+        "a segment of 4,096 rows or more (numkong SIMD kernels); texts on disk, read for the hits only) / the "
+        "seed's design (SQLite FTS5 + sqlite-vec, §7.3 merge), in the same run. Seconds exclude embedding, shown "
+        "apart in brackets (stand-in encoder; MiniLM embeds ~170 memories/s here, the same for both designs). Our"
+        " update reads the rows past the index's watermark and the store's change log, writes one segment and "
+        "marks replaced rows deleted; the seed's inserts the rows. Query latency, RSS and warm-up are measured in"
+        " a process of their own (spawned, as an MCP server); RSS counts the memory-mapped pages it touched. "
+        f"After the table's first update, {args.nights} more nights of +1 % each: p95 again, with the segment "
+        "count (the tiered policy "
         "merges 10 segments of a tier into one).\n\n"
     )
     body += table(
