@@ -272,7 +272,7 @@ def update_index(home: Path, prev: LoadedIndex, encode: Encode, model: str, fact
         if con is not None:
             con.close()
     store_docs = int(prev.manifest.get("store_docs", -1))
-    old_store = sum(1 for s, r in old.values() if prev.segments[s].meta.column("source")[r].as_py() == "store")
+    old_store = sum(1 for s, r in old.values() if prev.segments[s].column("source")[r].as_py() == "store")
     after = store_docs - old_store + fresh_rows.num_rows
     if con is not None and store_docs >= 0 and after != readable:
         return None  # the log missed a change (a write path that does not note it): rebuild from the store

@@ -227,15 +227,20 @@ class LoadedIndex:
         found: dict[str, tuple[int, int]] = {}
         if not keys:
             return found
+        if column == "key":
+            for s, seg in enumerate(self.segments):
+                alive = self.alive[s]
+                found.update({k: (s, r) for k, r in seg.find(list(keys)).items() if alive is None or alive[r]})
+            return found
         wanted = pa.array(list(keys), type=pa.string())
         for s, seg in enumerate(self.segments):
-            mask = np.asarray(pc.is_in(seg.meta.column(column), value_set=wanted).to_numpy(zero_copy_only=False))
+            mask = np.asarray(pc.is_in(seg.column(column), value_set=wanted).to_numpy(zero_copy_only=False))
             alive = self.alive[s]
             if alive is not None:
                 mask &= alive
             if mask.any():
                 rows = np.flatnonzero(mask)
-                names = seg.meta.column("key").take(pa.array(rows)).to_pylist()
+                names = seg.column("key").take(pa.array(rows)).to_pylist()
                 found.update({str(k): (s, int(r)) for k, r in zip(names, rows, strict=True)})
         return found
 

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from memory_pipeline.search.documents import DOC_FIELDS, DOC_SCHEMA, Doc, table_docs
@@ -75,6 +76,10 @@ def write_segment(folder: Path, table: pa.Table, vectors: np.ndarray, postings: 
         rows, terms, vocab = bulk_terms(table.column("text"))
         postings = build_postings(rows, terms, n, len(vocab))
     pq.write_table(table.drop_columns(["text"]), folder / "docs.parquet", row_group_size=ROW_GROUP)
+    keys = np.array(pc.cast(table.column("key"), pa.binary()).to_pylist() or [b""], dtype=np.bytes_)[:n]
+    order = np.argsort(keys, kind="stable")
+    np.save(folder / "keys_sorted.npy", keys[order])  # an update finds its keys by binary search, not a scan
+    np.save(folder / "keys_order.npy", order.astype(np.int64))
     text = table.column("text").cast(pa.large_string()).combine_chunks() if n else pa.array([], pa.large_string())
     offsets = np.frombuffer(text.buffers()[1], dtype=np.int64, count=n + 1, offset=text.offset * 8) if n else (
         np.zeros(1, np.int64))  # fmt: skip
@@ -102,14 +107,14 @@ class Segment:
     name: str
     folder: Path
     rows: int
-    meta: pa.Table  # every Doc field but the text
     vectors: np.ndarray  # memory-mapped float32 (rows, dim)
     postings: Postings  # memory-mapped
     vocab: dict[str, int]
     sum_dl: int
     codes: np.ndarray | None = None  # memory-mapped int8, large segments only
     code_scale: float = 1.0
-    dates: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    _meta: pa.Table | None = None
+    _columns: dict[str, pa.Array] = field(default_factory=dict)
     text_offsets: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))  # memory-mapped
     text_data: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint8))  # memory-mapped UTF-8
     vector_offset: int = 0  # where vectors.npy's rows start (after its header)
@@ -135,6 +140,45 @@ class Segment:
         for i, r in enumerate(np.asarray(rows, dtype=np.int64).tolist()):
             os.preadv(self._fd, [buf[i * size : (i + 1) * size]], self.vector_offset + r * size)
         return out
+
+    @property
+    def meta(self) -> pa.Table:
+        """Every Doc field but the text, read on first use (an update reads only the columns it needs)."""
+        if self._meta is None:
+            self._meta = pq.read_table(self.folder / "docs.parquet", columns=META_FIELDS).combine_chunks()
+        return self._meta
+
+    def column(self, name: str) -> pa.Array:
+        """One metadata column (the whole table is not read for it)."""
+        if self._meta is not None:
+            return self._meta.column(name).combine_chunks()
+        if name not in self._columns:
+            self._columns[name] = pq.read_table(self.folder / "docs.parquet", columns=[name]).column(0).combine_chunks()
+        return self._columns[name]
+
+    def find(self, keys: list[str]) -> dict[str, int]:
+        """Row of each key this segment holds (deleted rows included): a binary search in the sorted keys (the
+        pages it touches), so an update finds the rows it replaces without reading the segment's keys."""
+        path = self.folder / "keys_sorted.npy"
+        if not keys or self.rows == 0 or not path.exists():
+            return {} if keys and self.rows == 0 else self._scan_find(keys)
+        ordered = np.load(path, mmap_mode="r")
+        order = np.load(self.folder / "keys_order.npy", mmap_mode="r")
+        width = ordered.dtype.itemsize
+        encoded = [(k, k.encode("utf-8")) for k in keys]
+        fits = [(k, b) for k, b in encoded if len(b) <= width]
+        if not fits:
+            return {}
+        wanted = np.array([b for _, b in fits], dtype=ordered.dtype)
+        pos = np.minimum(np.searchsorted(ordered, wanted), self.rows - 1)
+        hit = ordered[pos] == wanted
+        return {k: int(order[p]) for (k, _), p, h in zip(fits, pos, hit, strict=True) if h}
+
+    def _scan_find(self, keys: list[str]) -> dict[str, int]:
+        mask = np.asarray(pc.is_in(self.column("key"), value_set=pa.array(keys, pa.string())).to_numpy(
+            zero_copy_only=False))  # fmt: skip
+        rows = np.flatnonzero(mask)
+        return {str(k): int(r) for k, r in zip(self.column("key").take(pa.array(rows)).to_pylist(), rows, strict=True)}
 
     def doc_rows(self, rows: np.ndarray | list[int], lists: bool = True) -> list[Doc]:
         """Documents without their text (read when a hit needs it); `lists=False`: without categories and lineage
@@ -233,7 +277,7 @@ def _mapped(path: Path) -> np.ndarray:
 def load_segment(folder: Path, dim: int | None) -> Segment:
     try:
         stats = json.loads((folder / "stats.json").read_text(encoding="utf-8"))
-        meta = pq.read_table(folder / "docs.parquet", columns=META_FIELDS).combine_chunks()  # one chunk: fast take
+        n_meta = pq.ParquetFile(folder / "docs.parquet").metadata.num_rows  # the footer only
         mapped = np.load(folder / "vectors.npy", mmap_mode="r")
         vectors, vector_offset = np.asarray(mapped), int(getattr(mapped, "offset", 0))
         postings = Postings(
@@ -250,7 +294,7 @@ def load_segment(folder: Path, dim: int | None) -> Segment:
         raise SegmentDamaged(f"segment {folder.name} is unreadable ({exc})") from exc
     rows = int(stats["rows"])
     shape = tuple(vectors.shape)
-    if meta.num_rows != rows or len(shape) != 2 or shape[0] != rows or (rows and dim and shape[1] != dim):
+    if n_meta != rows or len(shape) != 2 or shape[0] != rows or (rows and dim and shape[1] != dim):
         raise SegmentDamaged(
             f"segment {folder.name} is damaged (vectors.npy has shape {shape}; expected {rows} rows of dimension "
             f"{dim})"
@@ -265,14 +309,12 @@ def load_segment(folder: Path, dim: int | None) -> Segment:
         name=folder.name,
         folder=folder,
         rows=rows,
-        meta=meta,
         vectors=vectors,
         postings=postings,
         vocab={w: i for i, w in enumerate(vocab_list)},
         sum_dl=int(stats["sum_dl"]),
         codes=codes,
         code_scale=float(stats.get("code_scale") or 1.0),
-        dates=np.asarray(meta.column("date").to_numpy(), dtype=np.float64),
         text_offsets=text_offsets,
         text_data=text_data,
         vector_offset=vector_offset,

@@ -40,20 +40,25 @@ def _has_log(con: duckdb.DuckDBPyConnection) -> bool:
 
 
 def cursor(con: duckdb.DuckDBPyConnection) -> int:
-    """The newest change's seq (0 with none, -1 without a log)."""
-    if not _has_log(con):
+    """The newest change's seq (0 with none, -1 without a log). For reading connections (a failed statement would
+    abort a writer's transaction: `note_changed` asks the catalog instead)."""
+    try:
+        row = con.execute(f"SELECT coalesce(max(seq), 0) FROM {TABLE}").fetchone()
+    except duckdb.CatalogException:
         return -1
-    row = con.execute(f"SELECT coalesce(max(seq), 0) FROM {TABLE}").fetchone()
     return int(row[0]) if row else 0
 
 
 def changed_since(con: duckdb.DuckDBPyConnection, after: int, upto: int | None = None) -> list[str]:
     """Memories changed after seq `after` (up to `upto`), each once."""
-    if not _has_log(con) or after < 0:
+    if after < 0:
         return []
     sql = f"SELECT DISTINCT memory_id FROM {TABLE} WHERE seq > ?"
     params: list[object] = [after]
     if upto is not None:
         sql += " AND seq <= ?"
         params.append(upto)
-    return sorted(str(r[0]) for r in con.execute(sql, params).fetchall())
+    try:
+        return sorted(str(r[0]) for r in con.execute(sql, params).fetchall())
+    except duckdb.CatalogException:
+        return []
