@@ -95,6 +95,7 @@ class LoadedIndex:
     n_live: int
     avgdl: float
     _scans: dict[tuple[tuple[str, ...], bytes], Any] = field(default_factory=dict)
+    _norms: dict[int, np.ndarray] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -109,6 +110,7 @@ class LoadedIndex:
         """Lucene BM25 over every segment with the live collection's statistics: (idf of each query term the
         index holds, raw scores per segment, None where no term occurs)."""
         postings: dict[str, list[tuple[int, np.ndarray, np.ndarray]]] = {}
+        dfs: dict[str, int] = {}
         for t in q_tokens:
             df = 0
             found = []
@@ -120,29 +122,30 @@ class LoadedIndex:
                 df += len(hit[0]) if alive is None else int(np.count_nonzero(alive[hit[0]]))
                 found.append((s, hit[0], hit[1]))
             if df:
-                postings[t] = found
+                postings[t], dfs[t] = found, df
         n = max(self.n_live, 1)
-        idf = {t: float(np.log(1.0 + (n - self._df(p) + 0.5) / (self._df(p) + 0.5))) for t, p in postings.items()}
+        idf = {t: float(np.log(1.0 + (n - df + 0.5) / (df + 0.5))) for t, df in dfs.items()}
         scores: list[np.ndarray | None] = [None] * len(self.segments)
         for t, found in postings.items():
             for s, docs, tf in found:
-                seg = self.segments[s]
-                if scores[s] is None:
-                    scores[s] = np.zeros(seg.rows, np.float32)
+                arr = scores[s]
+                if arr is None:
+                    arr = scores[s] = np.zeros(self.segments[s].rows, np.float32)
                 f = tf.astype(np.float32)
-                norm = K1 * (1.0 - B + B * seg.postings.dl[docs] / max(self.avgdl, 1e-9))
-                scores[s][docs] += np.float32(idf[t]) * f / (f + norm)  # type: ignore[index]
+                arr[docs] += np.float32(idf[t]) * f / (f + self._norm(s)[docs])
         for arr, alive in zip(scores, self.alive, strict=True):
             if arr is not None and alive is not None:
                 arr[~alive] = 0.0
         return idf, scores
 
-    def _df(self, found: list[tuple[int, np.ndarray, np.ndarray]]) -> int:
-        total = 0
-        for s, docs, _ in found:
-            alive = self.alive[s]
-            total += len(docs) if alive is None else int(np.count_nonzero(alive[docs]))
-        return total
+    def _norm(self, s: int) -> np.ndarray:
+        """k1·(1 − b + b·dl/avgdl) per row of segment `s`, float32, once per loaded index (avgdl is fixed)."""
+        norm = self._norms.get(s)
+        if norm is None:
+            dl = np.asarray(self.segments[s].postings.dl, dtype=np.float32)
+            norm = (np.float32(K1 * (1.0 - B)) + np.float32(K1 * B / max(self.avgdl, 1e-9)) * dl).astype(np.float32)
+            self._norms[s] = norm
+        return norm
 
     def candidates(
         self, q_tokens: Sequence[str], qv: np.ndarray, c: int
