@@ -1,5 +1,5 @@
 """What every benchmark shares: the machine header, measuring a call in a fresh process (seconds and peak
-memory), the GEMM rate, and appending results to benchmarks/RESULTS.md."""
+memory), the GEMM rate, and appending results to benchmarks/results/runs/<date>.md."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-RESULTS = HERE / "RESULTS.md"
+RUNS = HERE / "results" / "runs"
 OUT = HERE / "out"  # scratch data (git-ignored)
 
 
@@ -180,19 +180,22 @@ def table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
 
 
 def append_results(title: str, body: str, env: dict[str, str], load_before: str) -> None:
-    """Append one benchmark's section to RESULTS.md (and echo it)."""
+    """Append one benchmark's section to the day's run file, results/runs/<date>.md (and echo it); the current
+    table in RESULTS.md is updated by hand from it."""
     head = [f"## {title} — {env['date']}", ""]
     head += [f"- {k}: {v}" for k, v in env.items() if k != "date"]
     head += [f"- load average (1/5/15 min) before: {load_before}; after: {load_average()}", ""]
     text = "\n".join(head) + body.rstrip() + "\n\n"
-    if not RESULTS.exists():
-        RESULTS.write_text(
-            "# Benchmark results\n\nAppended by `python -m benchmarks` (see the README's Benchmarks section). "
-            "The machine is shared, so the load average is recorded with every run.\n\n"
+    day = RUNS / f"{env['date'][:10]}.md"
+    if not day.exists():
+        RUNS.mkdir(parents=True, exist_ok=True)
+        day.write_text(
+            f"# Benchmark runs of {env['date'][:10]}\n\nEach section as `python -m benchmarks` appended it. "
+            "The current figures are in [`../../RESULTS.md`](../../RESULTS.md).\n\n"
         )
-    with RESULTS.open("a", encoding="utf-8") as f:
+    with day.open("a", encoding="utf-8") as f:
         f.write(text)
-    sys.stdout.write(text)
+    sys.stdout.write(text + f"(appended to {day.relative_to(HERE.parent)})\n")
     sys.stdout.flush()
 
 

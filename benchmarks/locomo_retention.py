@@ -8,7 +8,7 @@ conversation is its own store: one agent, one memory. Before and after, every qu
 same embedder and the top-k active memories (summaries included — the job embeds them itself) are scored
 with `benchmarks.locomo` (evidence recall@k, answer support@k). Outputs: a curve CSV (one row per
 threshold, all conversations pooled), a detail CSV (threshold × conversation × category), a PNG, and a
-section in benchmarks/RESULTS.md.
+section in benchmarks/results/runs/<date>.md.
 """
 
 from __future__ import annotations
@@ -475,7 +475,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--out", type=Path, default=None, help="where the CSVs and PNG go (default: benchmarks/results)")
     p.add_argument("--work", type=Path, default=common.OUT / "locomo", help="scratch stores (deleted as it goes)")
     p.add_argument("--record", action=argparse.BooleanOptionalAction, default=None,
-                   help="append the summary to benchmarks/RESULTS.md (default: yes, except with --smoke)")  # fmt: skip
+                   help="append the summary to the day's run file (default: yes, except with --smoke)")  # fmt: skip
     p.add_argument("--embedder", default=MINILM, help="embedder model (default: %(default)s)")
     p.add_argument("--llm", default="offline", help="LLMResource mode (default: offline)")
     args = p.parse_args(argv)

@@ -75,7 +75,7 @@ def section(rows: list[dict[str, Any]], seconds: float) -> str:
 def main(argv: list[str]) -> None:
     p = argparse.ArgumentParser(prog="python -m benchmarks questions", description=__doc__.split("\n")[0])
     p.add_argument("--home", type=Path, help="a demo workspace already built (default: build one)")
-    p.add_argument("--no-results", action="store_true", help="print; do not append to RESULTS.md")
+    p.add_argument("--no-results", action="store_true", help="print; do not append to the run file")
     args = p.parse_args(argv)
     env, load_before = common.machine(), common.load_average()
     started = time.perf_counter()

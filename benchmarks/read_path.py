@@ -220,7 +220,7 @@ def main(argv: list[str]) -> None:
     p.add_argument("--inputs", default="turns", help="comma-separated: turns, memories")
     p.add_argument("--after", action="store_true", help="also after one night at the shipped clustering default")
     p.add_argument("--out", type=Path, default=RESULTS_DIR / "rows.csv")
-    p.add_argument("--no-results", action="store_true", help="print the table; do not append to RESULTS.md")
+    p.add_argument("--no-results", action="store_true", help="print the table; do not append to the run file")
     args = p.parse_args(argv)
     from benchmarks.locomo_e2e import _cached_encoder
     from memory_pipeline.resources.embedder import EmbedderResource

@@ -84,7 +84,7 @@ def section(rows: list[tuple[str, float, float]], n: int, seconds: float) -> str
 
 def main(argv: list[str]) -> None:
     p = argparse.ArgumentParser(prog="python -m benchmarks topics", description=__doc__.split("\n")[0])
-    p.add_argument("--no-results", action="store_true", help="print; do not append to RESULTS.md")
+    p.add_argument("--no-results", action="store_true", help="print; do not append to the run file")
     args = p.parse_args(argv)
     from memory_pipeline.context.sample import install_sample_knowledge
 

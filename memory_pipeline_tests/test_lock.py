@@ -17,7 +17,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parent.parent
-REFRESH = "uv.lock is stale: run `bash scripts/uv.sh lock` and commit uv.lock (see notes/samples.md)"
+REFRESH = "uv.lock is stale: run `bash scripts/uv.sh lock` and commit uv.lock (see docs/operating.md, 'The lock file')"
 
 
 def _key(name: str, specifier: str = "", marker: str = "", extras: list[str] | tuple[str, ...] = ()) -> str:

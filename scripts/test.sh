@@ -4,7 +4,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh dev
 .venv/bin/ruff check memory_pipeline memory_pipeline_tests
-# Types: configured in pyproject.toml [tool.mypy] (see notes/types.md); about 30 s cold, a few s with its cache.
+# Types: configured in pyproject.toml [tool.mypy] (see docs/decisions/0002-mypy.md); about 30 s cold, a few s with its cache.
 .venv/bin/mypy memory_pipeline
 # Tests marked `slow` (real subprocesses killed mid-run, concurrent runs) run in CI (CI=true) or with
 # RUN_SLOW=1; locally the default suite skips them to stay fast.

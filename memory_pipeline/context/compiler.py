@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, date, datetime, timedelta
@@ -24,6 +25,7 @@ from memory_pipeline.context.files import NotRegularFile, read_regular_text
 from memory_pipeline.context.gate import Gate, GateDecision
 from memory_pipeline.context.packing import cut_entries, fence, matching_sentences, near_duplicate, one_line, words
 from memory_pipeline.context.read_path import ReadPath
+from memory_pipeline.context.timeframe import annotate
 from memory_pipeline.context.topics import Topic
 from memory_pipeline.context.watchers import Event, SlowTrigger, output_corrections, scorer_for, tier1_matches
 from memory_pipeline.tokens import CHARS_PER_TOKEN
@@ -32,6 +34,7 @@ DEFAULT_BUDGET = 8192
 MIN_SCORE = 0.05  # seed 001 §6.3: scored knowledge below this is not worth a slot
 SNIPPET_CHARS = 500  # seed 001 §6.3: f.snippet(max_chars=500)
 P3_FLOOR = 100  # seed 001 §6.2: scored knowledge stops when fewer tokens than this are left
+_ONE_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 MAX_SEARCH_K = 640  # 20 → 40 → … → 640 hits at most: a 16k-token budget of short memories
 
 
@@ -371,16 +374,17 @@ def _knowledge(b: _Budget, search: Search, query: str, included_paths: set[str],
                 b.skip(3, label, "near-identical to an included item", **where)
             elif read.p3_format == "sections":
                 dated = f"[{k.date}] " if k.date else ""
-                text = k.text if read.whole_items else k.text[:SNIPPET_CHARS]
+                text = _as_said(k, read) if read.whole_items else k.text[:SNIPPET_CHARS]
                 if b.offer(3, label, dated + text, why=f"{k.kind}, ranked by search", **where):
                     kept.append(words(k.text))
             else:
                 dated = f"[{k.date}] " if k.date else ""
-                line = "- " + dated + one_line(k.text)
+                text = _as_said(k, read)
+                line = "- " + dated + one_line(text)
                 why = f"{k.kind}, ranked by search"
                 if _line_tokens(line) > b.left and read.whole_items:
                     room = int(b.left * CHARS_PER_TOKEN) - len("- " + dated) - 8
-                    part = matching_sentences(k.text, query, room)
+                    part = matching_sentences(text, query, room)
                     if part:
                         line, why = "- " + dated + one_line(part), f"{k.kind}: the sentences matching the message"
                 if b.offer_line(3, "knowledge", label, line, why=why, **where):
@@ -388,6 +392,13 @@ def _knowledge(b: _Budget, search: Search, query: str, included_paths: set[str],
         if b.left < P3_FLOOR or len(hits) < k_asked or k_asked >= MAX_SEARCH_K:
             break
         k_asked *= 2
+
+
+def _as_said(k: Knowledge, read: ReadPath) -> str:
+    """An item dated by one day with its relative time expressions resolved against that day."""
+    if read.resolve_dates and k.date and _ONE_DAY.fullmatch(k.date):
+        return annotate(k.text, date.fromisoformat(k.date))
+    return k.text
 
 
 def read_history(path: Path) -> list[Turn]:

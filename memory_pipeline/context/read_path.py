@@ -21,6 +21,7 @@ class ReadPath:
     item_floor: float = 0.0  # once the top hit clears the floor, items down to this share of its relevance
     neighbours: int = 0  # turns of the same session either side of a hit
     time_aware: bool = False  # a time expression in the message boosts memories of that period
+    resolve_dates: bool = False  # "yesterday" in an item dated 2023-05-08 reads "yesterday (7 May 2023)"
     # Slot budgets as shares of the requested total (seed 001's 3, 4 and 6 KB of ~32 KB): a file over its slot
     # is cut at entry boundaries; what a slot does not use flows on, and P3/P4 share the rest.
     memory_share: float = 3 / 32

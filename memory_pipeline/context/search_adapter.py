@@ -19,6 +19,7 @@ from memory_pipeline.context.read_path import ReadPath
 from memory_pipeline.context.service import RecordUsage
 from memory_pipeline.context.timeframe import resolve
 from memory_pipeline.search import Hit, Ranking, SearchInputError, open_store, search, usage_spool
+from memory_pipeline.search.scoring import load_ranking
 
 
 def default_search(
@@ -46,7 +47,7 @@ def default_search(
                 # (below_floor: every item, the read path before issue 28, kept for its ablation row)
                 top = max(h.parts.get("relevance", 0.0) for h in hits)
                 least = 0.0 if path.below_floor else path.item_floor * top
-                hits = [h for h in find(query, k, at=0.0) if h.parts.get("relevance", 0.0) >= least]
+                hits = _down_to(query, k, least, find, (ranking or load_ranking()).max_k)
             if path.time_aware and hits:
                 hits = _period_first(query, k, hits, find, today or datetime.now(UTC).date())
         except SearchInputError:
@@ -57,6 +58,19 @@ def default_search(
         return items
 
     return run
+
+
+def _down_to(query: str, k: int, least: float, find: Any, most: int) -> list[Hit]:
+    """The first `k` hits in search's order whose relevance is at least `least`, reading further down the
+    order while fewer qualify (the order need not follow relevance: modifiers, or a vector without common
+    names, reorder it), so `k` short means nothing more qualifies."""
+    window = k
+    while True:
+        found = list(find(query, window, at=0.0))
+        kept = [h for h in found if h.parts.get("relevance", 0.0) >= least]
+        if len(kept) >= k or len(found) < window or window >= most:
+            return kept[:k]
+        window = min(window * 4, most)
 
 
 def _period_first(query: str, k: int, hits: list[Hit], find: Any, today: date) -> list[Hit]:

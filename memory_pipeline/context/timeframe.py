@@ -83,3 +83,55 @@ def resolve(message: str, today: date) -> tuple[date, date] | None:
         year = int(m.group(1))
         return date(year, 1, 1), date(year, 12, 31)
     return None
+
+
+_WEEKDAYS = {name: i for i, name in enumerate("monday tuesday wednesday thursday friday saturday sunday".split())}
+_WEEKDAYS |= {"mon": 0, "tue": 1, "tues": 1, "wed": 2, "thu": 3, "thur": 3, "thurs": 3, "fri": 4, "sat": 5, "sun": 6}
+_N = r"(\d+|a|one|two|three|four|five|six|seven|eight|nine|ten|a couple of)"
+_SAID = re.compile(
+    rf"\b(?:(the day before yesterday|yesterday|last night)|{_N} (day|week|weekend|month|year)s? ago|"
+    rf"(?:last|this past) (week|weekend|month|year|{'|'.join(sorted(_WEEKDAYS, key=len, reverse=True))})\.?)(?![\w(])",
+    re.I,
+)
+_COUNTS = _COUNT | {"four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10, "a couple of": 2}
+
+
+def spoken(day: date) -> str:
+    return f"{day.day} {calendar.month_name[day.month]} {day.year}"
+
+
+def _months_back(day: date, n: int) -> str:
+    month = day.month - 1 - n
+    year = day.year + month // 12
+    return f"{calendar.month_name[month % 12 + 1]} {year}"
+
+
+def _named(m: re.Match[str], said: date) -> str:
+    """The date a relative expression said on `said` names, as a reader would write it."""
+    monday = said - timedelta(days=said.weekday())
+    if m.group(1):
+        back = 2 if m.group(1).lower().startswith("the day before") else 1
+        return spoken(said - timedelta(days=back))
+    if m.group(2):
+        n, unit = _COUNTS[m.group(2).lower()] if not m.group(2).isdigit() else int(m.group(2)), m.group(3).lower()
+    else:
+        n, unit = 1, m.group(4).lower().rstrip(".")
+    if unit == "day":
+        return spoken(said - timedelta(days=n))
+    if unit == "week":
+        return f"the week of {spoken(monday - timedelta(days=7 * n))}"
+    if unit == "weekend":
+        saturday = monday - timedelta(days=2 + 7 * (n - 1))
+        return f"the weekend of {spoken(saturday)}"
+    if unit == "month":
+        return _months_back(said, n)
+    if unit == "year":
+        return str(said.year - n)
+    back = (said.weekday() - _WEEKDAYS[unit]) % 7 or 7  # "last Friday": the latest Friday before the day
+    return spoken(said - timedelta(days=back))
+
+
+def annotate(text: str, said: date) -> str:
+    """`text` with each relative time expression followed by the date it names, read against the day it was
+    said ("yesterday" on 8 May 2023 → "yesterday (7 May 2023)"), so a reader need not do the arithmetic."""
+    return _SAID.sub(lambda m: f"{m.group(0)} ({_named(m, said)})", text)

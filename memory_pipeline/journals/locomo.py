@@ -23,11 +23,11 @@ LICENCE = "LoCoMo, CC BY-NC 4.0 (https://creativecommons.org/licenses/by-nc/4.0/
 
 def default_locomo_path() -> Path:
     """The shared LoCoMo dev set, read in place (its licence forbids copying it into the repo): `LOCOMO_DATA`,
-    else `../shared/datasets/locomo/` beside the checkout, else the workstation's `/work/shared`."""
+    else `shared/datasets/locomo/` in the nearest folder above the checkout that has one."""
     name = Path("shared") / "datasets" / "locomo" / "locomo_dev.json"
     candidates = [Path(os.environ["LOCOMO_DATA"])] if os.environ.get("LOCOMO_DATA") else []
-    candidates += [Path(__file__).resolve().parents[3] / name, Path("/work") / name]
-    return next((c for c in candidates if c.exists()), candidates[-1])
+    candidates += [above / name for above in Path(__file__).resolve().parents[2:]]
+    return next((c for c in candidates if c.exists()), candidates[0])
 
 
 _SESSION_KEY = re.compile(r"^session_(\d+)$")

@@ -41,12 +41,14 @@ from memory_pipeline.search.scoring import (
     age_days,
     bm25_ceiling,
     bm25_one,
+    idf_share,
     importance_factor,
     linear,
     load_ranking,
     recency,
     reference_boost,
     rrf,
+    vector_query,
 )
 
 KINDS_ALIAS = {"memory": "any store row that is not a summary"}
@@ -164,10 +166,15 @@ def _search_index(
     _check_choice(filters.kind, kinds, "kind")
     q_tokens = [t for t in dict.fromkeys(tokenize([query])[0]) if t]
     t_embed = time.perf_counter()
-    qv = query_vector(encode, model, query)
+    # two query vectors when common names leave the one that ranks: the whole query's decides relevance (the
+    # abstention floor was calibrated on it), the other the order
+    texts = list(dict.fromkeys([query, vector_query(query, _share_in(idx), r.vector_query_common)]))
+    qm = np.vstack([query_vector(encode, model, t) for t in texts])
+    qv, whole = qm[-1], qm[0]
     embed_ms = (time.perf_counter() - t_embed) * 1000
+    # candidates: the best by either signal (and by the whole query's vector, whose relevance the floors read)
     c = max(r.candidates, 5 * k)
-    keys, bm_raw, cos_raw, idf = idx.candidates(q_tokens, qv, c)
+    keys, bm_raw, cos_raw, idf = idx.candidates(q_tokens, list(qm), c)
     delta_tokens = tokenize([d.text for d in delta]) if delta else []
     n_all = idx.n_live + len(delta)
     for t in q_tokens:  # a word first written since the build: its idf from the delta alone
@@ -179,6 +186,7 @@ def _search_index(
     where: dict[int, tuple[int, int]] = {}  # position in `docs` → (segment, row): its text is read when it is a hit
     parts_bm: list[float] = []
     parts_cos: list[float] = []
+    parts_whole: list[float] = []
     delta_keys = {d.key for d in delta}
     lists = filters.category is not None  # else categories and lineage are read for the hits only
     for (loc, bm_i, cos_i), d in zip(zip(keys, bm_raw, cos_raw, strict=True), idx.docs_at(keys, lists), strict=True):
@@ -187,13 +195,15 @@ def _search_index(
         where[len(docs)] = loc
         docs.append(d)
         parts_bm.append(float(bm_i) / ceiling)
-        parts_cos.append(float(cos_i))
+        parts_cos.append(float(cos_i[-1]))
+        parts_whole.append(float(cos_i[0]))
     if delta:
         dv = delta_vectors(delta, encode, model)
         for d, tok, v in zip(delta, delta_tokens, dv, strict=True):
             docs.append(d)
             parts_bm.append(bm25_one(tok, idf, idx.avgdl) / ceiling)
             parts_cos.append(float(v @ qv))
+            parts_whole.append(float(v @ whole))
 
     def fill(positions: list[int]) -> None:
         wanted = [p for p in positions if p in where and not docs[p].text]
@@ -208,7 +218,7 @@ def _search_index(
         idx,
         docs,
         np.array(parts_bm),
-        np.array(parts_cos),
+        (np.array(parts_cos), np.array(parts_whole)),
         query,
         k,
         filters,
@@ -221,13 +231,24 @@ def _search_index(
     )
 
 
+def _share_in(idx: LoadedIndex) -> Callable[[str], float]:
+    """A word's share of the indexed documents (0 when it is a stop word or not indexed)."""
+
+    def share(word: str) -> float:
+        tokens = tokenize([word])[0]
+        idf = idx.idf_of(tokens[0]) if tokens else None
+        return idf_share(idf, idx.n_live) if idf is not None else 0.0
+
+    return share
+
+
 def _rank(
     home: Path,
     view: StoreView,
     idx: LoadedIndex,
     docs: list[Doc],
     bm: np.ndarray,
-    cos: np.ndarray,
+    cosines: tuple[np.ndarray, np.ndarray],
     query: str,
     k: int,
     filters: Filters,
@@ -254,8 +275,8 @@ def _rank(
     if not keep:
         return Hits([], notice or NOTHING)
     sel = np.array(keep)
-    bm_s, cos_s = bm[sel], cos[sel]
-    relevance = linear(bm_s, cos_s, r)
+    bm_s, cos_s = bm[sel], cosines[0][sel]
+    relevance = linear(bm_s, cosines[1][sel], r)  # the whole query's, as the floor was calibrated
     dates = np.array([docs[i].date for i in keep])
     rec = recency(age_days(dates, now_ts), r)
     ref = reference_boost(use[sel], r)
@@ -263,7 +284,7 @@ def _rank(
     modifier = rec * ref * impf
     # the modifiers act on each signal before fusion: for linear that is the seed's score × modifiers; for RRF
     # it lets them reorder each ranking without swamping relevance (RRF's scores are too flat to multiply)
-    base = rrf(bm_s * modifier, cos_s * modifier, r) if r.fusion == "rrf" else relevance * modifier
+    base = rrf(bm_s * modifier, cos_s * modifier, r) if r.fusion == "rrf" else linear(bm_s, cos_s, r) * modifier
     final = base
     ok = relevance >= r.floor
     if not ok.any():

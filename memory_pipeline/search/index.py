@@ -109,6 +109,24 @@ class LoadedIndex:
     def bm25(self, q_tokens: Sequence[str]) -> tuple[dict[str, float], list[np.ndarray | None]]:
         """Lucene BM25 over every segment with the live collection's statistics: (idf of each query term the
         index holds, raw scores per segment, None where no term occurs)."""
+        idf, postings = self.bm25_stats(q_tokens)
+        scores: list[np.ndarray | None] = [None] * len(self.segments)
+        for t, found in postings.items():
+            for s, docs, tf in found:
+                arr = scores[s]
+                if arr is None:
+                    arr = scores[s] = np.zeros(self.segments[s].rows, np.float32)
+                f = tf.astype(np.float32)
+                arr[docs] += np.float32(idf[t]) * f / (f + self._norm(s)[docs])
+        for arr, alive in zip(scores, self.alive, strict=True):
+            if arr is not None and alive is not None:
+                arr[~alive] = 0.0
+        return idf, scores
+
+    def bm25_stats(
+        self, q_tokens: Sequence[str]
+    ) -> tuple[dict[str, float], dict[str, list[tuple[int, np.ndarray, np.ndarray]]]]:
+        """Each term's idf over the live documents and its postings per segment."""
         postings: dict[str, list[tuple[int, np.ndarray, np.ndarray]]] = {}
         dfs: dict[str, int] = {}
         for t in q_tokens:
@@ -124,19 +142,7 @@ class LoadedIndex:
             if df:
                 postings[t], dfs[t] = found, df
         n = max(self.n_live, 1)
-        idf = {t: float(np.log(1.0 + (n - df + 0.5) / (df + 0.5))) for t, df in dfs.items()}
-        scores: list[np.ndarray | None] = [None] * len(self.segments)
-        for t, found in postings.items():
-            for s, docs, tf in found:
-                arr = scores[s]
-                if arr is None:
-                    arr = scores[s] = np.zeros(self.segments[s].rows, np.float32)
-                f = tf.astype(np.float32)
-                arr[docs] += np.float32(idf[t]) * f / (f + self._norm(s)[docs])
-        for arr, alive in zip(scores, self.alive, strict=True):
-            if arr is not None and alive is not None:
-                arr[~alive] = 0.0
-        return idf, scores
+        return {t: float(np.log(1.0 + (n - df + 0.5) / (df + 0.5))) for t, df in dfs.items()}, postings
 
     def _norm(self, s: int) -> np.ndarray:
         """k1·(1 − b + b·dl/avgdl) per row of segment `s`, float32, once per loaded index (avgdl is fixed)."""
@@ -147,13 +153,28 @@ class LoadedIndex:
             self._norms[s] = norm
         return norm
 
+    def idf_of(self, token: str) -> float | None:
+        """A token's idf over the live documents (None when no live document holds it)."""
+        idf, _ = self.bm25_stats([token])
+        return idf.get(token)
+
     def candidates(
-        self, q_tokens: Sequence[str], qv: np.ndarray, c: int
+        self, q_tokens: Sequence[str], vectors: Sequence[np.ndarray], c: int
     ) -> tuple[list[tuple[int, int]], np.ndarray, np.ndarray, dict[str, float]]:
-        """The live rows among the best `c` by BM25 (score > 0) or by cosine (> 0): (segment, row) each, their raw
-        BM25 and cosine, and the query terms' idf."""
-        idf, scores, scans = self._scanned(q_tokens, qv)
-        picked: dict[tuple[int, int], list[float]] = {}
+        """The live rows among the best `c` by BM25 (score > 0) or by the cosine to any of `vectors` (> 0):
+        (segment, row) each, their raw BM25, their cosine to each vector (rows × vectors), the terms' idf."""
+        picked: dict[tuple[int, int], float] = {}
+        idf: dict[str, float] = {}
+        scores: list[np.ndarray | None] = [None] * len(self.segments)
+        for qv in vectors:
+            idf, scores, scans = self._scanned(q_tokens, qv)
+            best: list[tuple[float, int, int]] = []
+            for s, seg in enumerate(self.segments):
+                rows_s, cos_s = seg.top(scans[s], qv, c, self.dead[s])
+                best.extend((float(v), s, int(r)) for r, v in zip(rows_s, cos_s, strict=True) if v > 0)
+            best.sort(key=lambda x: -x[0])
+            for _v, s, r in best[:c]:
+                picked.setdefault((s, r), 0.0)
         bm_all = [(s, np.flatnonzero(a), a) for s, a in enumerate(scores) if a is not None]
         if bm_all:
             flat = np.concatenate([a[r] for _, r, a in bm_all])
@@ -161,25 +182,18 @@ class LoadedIndex:
             rows = np.concatenate([r for _, r, _ in bm_all])
             top = np.argpartition(-flat, c - 1)[:c] if c < len(flat) else np.arange(len(flat))
             for j in top:
-                picked[(int(where[j]), int(rows[j]))] = [float(flat[j]), np.nan]
-        best: list[tuple[float, int, int]] = []
-        for s, seg in enumerate(self.segments):
-            rows_s, cos_s = seg.top(scans[s], qv, c, self.dead[s])
-            best.extend((float(v), s, int(r)) for r, v in zip(rows_s, cos_s, strict=True) if v > 0)
-        best.sort(key=lambda x: -x[0])
-        for v, s, r in best[:c]:
-            picked.setdefault((s, r), [0.0, np.nan])[1] = v
+                picked.setdefault((int(where[j]), int(rows[j])), 0.0)
         keys = list(picked)
-        bm = np.array([picked[k][0] for k in keys], dtype=np.float64)
-        cos = np.array([picked[k][1] for k in keys], dtype=np.float64)
-        need = np.flatnonzero(np.isnan(cos))
-        for s in {keys[i][0] for i in need}:
-            idx = [i for i in need if keys[i][0] == s]
-            cos[idx] = self.segments[s].cosine_of(np.array([keys[i][1] for i in idx], np.int64), qv)
-        if scores:
-            for i, (s, r) in enumerate(keys):
-                arr = scores[s]
-                bm[i] = float(arr[r]) if arr is not None else 0.0
+        bm = np.zeros(len(keys), dtype=np.float64)
+        for i, (s, r) in enumerate(keys):
+            arr = scores[s]
+            bm[i] = float(arr[r]) if arr is not None else 0.0
+        cos = np.zeros((len(keys), len(vectors)), dtype=np.float64)
+        for s in {k[0] for k in keys}:
+            idx = [i for i, k in enumerate(keys) if k[0] == s]
+            rows_s = np.array([keys[i][1] for i in idx], np.int64)
+            for j, qv in enumerate(vectors):
+                cos[idx, j] = self.segments[s].cosine_of(rows_s, qv)
         return keys, bm, cos, dict(idf)
 
     def _scanned(

@@ -7,7 +7,7 @@ import json
 import math
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -36,6 +36,9 @@ class Ranking:
     snippet_chars: int = 300
     max_query_chars: int = 4096
     max_k: int = 1000
+    # a capitalised query word found in at least this share of the documents is left out of the text the
+    # embedder reads (0: off); see vector_query
+    vector_query_common: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
 
     def with_(self, **changes: Any) -> Ranking:
@@ -108,6 +111,28 @@ def importance_factor(importance: np.ndarray, r: Ranking) -> np.ndarray:
     cannot outrank the one that answers the query (measured on the sample workspace)."""
     imp = np.clip(importance, 0.05, r.importance_cap)
     return np.where(imp < 1.0, np.sqrt(imp), imp**r.importance_exponent)
+
+
+_CAPITALISED = re.compile(r"\b([A-Z][a-z]+)(['’]s)?\b")
+
+
+def idf_share(idf: float, n: int) -> float:
+    """The share of `n` documents that hold a term, from its BM25 idf = ln(1 + (n - df + ½)/(df + ½))."""
+    x = math.exp(idf) - 1.0
+    return max(0.0, (n + 0.5 - 0.5 * x) / (x + 1.0)) / max(n, 1)
+
+
+def vector_query(query: str, share: Callable[[str], float], threshold: float) -> str:
+    """The query as the embedder reads it: capitalised words found in ≥ `threshold` of the documents (the
+    agent's own name, a conversation's speakers) left out. They tell nothing about which memory is meant but
+    dominate a small encoder's sentence vector, so short chit-chat that merely names the person outranked the
+    memory that answers (measured on LoCoMo: benchmarks/read_path_rule.md). BM25 still reads every word; the
+    whole query is kept when nothing else would be left."""
+    if threshold <= 0:
+        return query
+    out = _CAPITALISED.sub(lambda m: "" if share(m.group(1)) >= threshold else m.group(0), query)
+    out = " ".join(out.split())
+    return out if re.search(r"[^\W_]", out) else query
 
 
 _WORD = re.compile(r"\w\w+", re.UNICODE)

@@ -5,7 +5,7 @@ from datetime import date
 import pytest
 
 from memory_pipeline.context.packing import cut_entries, fence, matching_sentences, near_duplicate, words
-from memory_pipeline.context.timeframe import resolve
+from memory_pipeline.context.timeframe import annotate, resolve
 
 TODAY = date(2023, 7, 12)  # a Wednesday
 
@@ -35,6 +35,32 @@ def test_time_expressions_resolve_on_a_fixed_day(message: str, period: tuple[dat
 @pytest.mark.parametrize("message", ["when did Caroline go to the support group?", "you may go", "on 31 February 2023"])
 def test_no_period_when_none_is_named(message: str) -> None:
     assert resolve(message, TODAY) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("I went to a support group yesterday and it was powerful.", "yesterday (11 July 2023)"),
+        ("the day before yesterday we met", "the day before yesterday (10 July 2023)"),
+        ("I painted that lake sunrise last year!", "last year (2022)"),
+        ("we went camping two weekends ago.", "two weekends ago (the weekend of 1 July 2023)"),
+        ("I joined a new group last Tues. It was fun", "last Tues. (11 July 2023)"),
+        ("last Wednesday I left", "last Wednesday (5 July 2023)"),  # said on a Wednesday: the one before
+        ("Last week I went to a parade", "Last week (the week of 3 July 2023)"),
+        ("3 days ago", "3 days ago (9 July 2023)"),
+        ("a couple of months ago we moved", "a couple of months ago (May 2023)"),
+        ("last month was busy", "last month (June 2023)"),
+        ("it was six months ago", "six months ago (January 2023)"),
+        ("ten months ago", "ten months ago (September 2022)"),
+    ],
+)
+def test_relative_dates_in_an_item_are_resolved_against_its_day(text: str, said: str) -> None:
+    assert said in annotate(text, TODAY)
+
+
+def test_text_without_a_relative_date_is_unchanged() -> None:
+    for text in ["We met on 8 May 2023.", "the last word", "a year of work", "weekends are for hiking"]:
+        assert annotate(text, TODAY) == text
 
 
 def test_a_stored_section_marker_is_fenced() -> None:

@@ -23,10 +23,11 @@ from memory_pipeline.resources import EngineConfig, LLMResource, MemoryStoreReso
 from memory_pipeline.settings import REPO_ROOT
 from memory_pipeline.store import MemoryStore
 from memory_pipeline_tests.llm.fake_api import TEST_KEY, FakeAnthropicAPI, server_error
+from memory_pipeline_tests.seeds import seed_files
 
 DAY = "2026-09-15"
 SESSIONS = ("ses_46ea2429", "ses_2855e3fd")  # the sample's two sessions that day
-SEED = sorted(Path("/work/shared/seeds").glob("001_*.txt")) if Path("/work/shared/seeds").exists() else []
+SEED = seed_files("001_*.txt")
 STARTS = {name: spec.prompt.split("{transcript}")[0] for name, spec in lx.PROMPTS.items()}
 
 

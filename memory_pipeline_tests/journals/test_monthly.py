@@ -18,6 +18,7 @@ from memory_pipeline.journals import knowledge, monthly
 from memory_pipeline.journals import monthly_llm as ml
 from memory_pipeline.resources import EngineConfig, LLMResource, MemoryStoreResource
 from memory_pipeline_tests.llm.fake_api import TEST_KEY, FakeAnthropicAPI
+from memory_pipeline_tests.seeds import seed_files
 
 MONTH = "2026-10"
 AS_OF = date(2026, 11, 1)  # the first day after October
@@ -382,7 +383,7 @@ def test_the_monthly_schedule_is_stopped_and_targets_the_month_that_just_closed(
     assert [r.partition_key for r in tick.run_requests or []] == ["2026-10-01"]
 
 
-SEED = sorted(Path("/work/shared/seeds").glob("001_*.txt")) if Path("/work/shared/seeds").exists() else []
+SEED = seed_files("001_*.txt")
 
 
 @pytest.mark.skipif(not SEED, reason="seed 001 not on this machine")

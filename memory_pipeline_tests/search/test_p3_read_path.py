@@ -94,3 +94,18 @@ def test_a_stored_memory_cannot_forge_a_section(ctx_home: Path, tmp_path: Path) 
     assert all(ln.startswith("<!-- ") and ln.endswith(" -->") for ln in headers)
     assert sum("identity:SOUL.md" in ln for ln in headers) == 1  # the real one only
     assert json.dumps(out.to_json())  # the manifest stays serialisable
+
+
+def test_a_relative_date_in_an_item_reads_with_the_date_it_names(ctx_home: Path, tmp_path: Path) -> None:
+    said = {"id": "m-960", "content": "We moved the cluster to the new region yesterday, after last week's outage.",
+            "importance": 1.0, "created_at": "2026-10-14T18:00:00", "categories": ["ops"]}  # fmt: skip
+    import_jsonl(MemoryStore(ctx_home / "memory.duckdb"), write_jsonl(tmp_path / "d.jsonl", [said]))
+    message = "when did we move the cluster to the new region?"
+    out, _ = compile_for_agent(ctx_home, message, budget_tokens=2000, search=default_search(ctx_home, minilm()),
+                               read=ReadPath.load().with_(resolve_dates=True))  # fmt: skip
+    line = next(ln for ln in out.prompt.splitlines() if "new region" in ln)
+    assert line == ("- [2026-10-14] We moved the cluster to the new region yesterday (13 October 2026), after last "
+                    "week (the week of 5 October 2026)'s outage.")  # fmt: skip
+    plain, _ = compile_for_agent(ctx_home, message, budget_tokens=2000, search=default_search(ctx_home, minilm()),
+                                 read=ReadPath.load().with_(resolve_dates=False))  # fmt: skip
+    assert "- [2026-10-14] We moved the cluster to the new region yesterday, after" in plain.prompt

@@ -1,0 +1,43 @@
+"""benchmarks/read_path_rule.md applied by `choose` to synthetic rows: it ships what the rule says."""
+
+from typing import Any
+
+from benchmarks.read_path import choose
+
+CONVS = ("c1", "c2", "c3")
+
+
+def rows(method: str, support: dict[str, float], ms: float = 10.0) -> list[dict[str, Any]]:
+    """100 questions per conversation and budget; `support[conv]` of them answered."""
+    out = []
+    for conv in CONVS:
+        for budget in (512, 1000, 2000):
+            share = support[conv]
+            for q in range(100):
+                out.append({"scope": "turns/before", "conversation": conv, "question": q, "category": 1,
+                            "method": method, "budget": budget, "support": q < share * 100, "recall": None,
+                            "ms": ms})  # fmt: skip
+    return out
+
+
+BASE = rows("base", {"c1": 0.60, "c2": 0.60, "c3": 0.60})
+
+
+def test_a_gain_everywhere_ships() -> None:
+    ships, why = choose(BASE + rows("better", {"c1": 0.62, "c2": 0.61, "c3": 0.61}), "base", "better")
+    assert ships and "mean +1.3 pts" in why
+
+
+def test_a_gain_below_half_a_point_does_not_ship() -> None:
+    ships, _ = choose(BASE + rows("tiny", {"c1": 0.61, "c2": 0.60, "c3": 0.60}), "base", "tiny")
+    assert not ships  # +0.33 points
+
+
+def test_one_conversation_paying_for_the_others_does_not_ship() -> None:
+    ships, why = choose(BASE + rows("unfair", {"c1": 0.57, "c2": 0.66, "c3": 0.66}), "base", "unfair")
+    assert not ships and "worst conversation -3.0" in why  # mean +3.0, but c1 −3.0 < −2.0
+
+
+def test_more_than_twice_as_slow_does_not_ship() -> None:
+    ships, why = choose(BASE + rows("slow", {"c1": 0.65, "c2": 0.65, "c3": 0.65}, ms=25.0), "base", "slow")
+    assert not ships and "×2.50" in why
