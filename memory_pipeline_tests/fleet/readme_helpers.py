@@ -7,7 +7,7 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -18,6 +18,13 @@ from memory_pipeline_tests.fleet.cli_fixtures import CliFleet, Command
 AGENT_TAG = "memory_pipeline/agent"
 TASK_TAG = "dagster-celery/task_id"
 T = TypeVar("T")
+
+
+def noon_zone(now: datetime) -> str:
+    """A fixed-offset IANA zone in which it is about noon now: the nights' date (the schedule's and `fleet night`'s
+    label, in NIGHTLY_CONSOLIDATION_TZ) cannot change during a test that started in it, whatever time CI runs."""
+    west = now.astimezone(UTC).hour - 12  # Etc/GMT+N is N hours west of UTC (POSIX sign)
+    return "Etc/GMT" if west == 0 else f"Etc/GMT{west:+d}"
 
 
 def write_memories(path: Path, n: int, seed: int, prefix: str) -> Path:

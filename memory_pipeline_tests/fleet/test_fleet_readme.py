@@ -20,6 +20,7 @@ import signal
 import subprocess
 import tempfile
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ from memory_pipeline_tests.fleet.readme_helpers import (
     AGENT_TAG,
     Waiter,
     night_runs,
+    noon_zone,
     report_of,
     write_memories,
 )
@@ -56,7 +58,8 @@ def fleet_fixture() -> Iterator[CliFleet]:
     root = Path(tempfile.mkdtemp(prefix="memory-pipeline-fleet-readme-"))
     root.chmod(0o755)
     env = {k: v for k, v in os.environ.items() if k not in ("DAGSTER_HOME", PG_URL_ENV, BROKER_ENV)}
-    env.update({FLEET_ROOT_ENV: str(root), MODE_ENV: "runs", "MEMORY_PIPELINE_LLM": "offline", **BENCH_ENV})
+    env.update({FLEET_ROOT_ENV: str(root), MODE_ENV: "runs", "MEMORY_PIPELINE_LLM": "offline", **BENCH_ENV,
+                "NIGHTLY_CONSOLIDATION_TZ": noon_zone(datetime.now(UTC))})
     fleet = CliFleet(root, env)
     saved = dict(os.environ)
     try:
