@@ -24,7 +24,7 @@ from memory_pipeline.defs.journals.assets import DAILY_ASSETS
 from memory_pipeline.defs.journals.partitions import journal_timezone
 from memory_pipeline.fleet import budget, registry
 from memory_pipeline.fleet import report as fleet_report_rows
-from memory_pipeline.fleet_ops.executor import fleet_executor
+from memory_pipeline.fleet_ops.executor import fleet_default_executor, fleet_executor
 from memory_pipeline.operator.alert import Alert
 from memory_pipeline.resources.engine import EngineConfig
 from memory_pipeline.resources.notifier import NotifierResource
@@ -399,6 +399,7 @@ def location(resources: dict[str, Any] | None = None) -> dg.Definitions:
         schedules=[fleet_nights, fleet_journal_days, fleet_journal_weeks, fleet_journal_months,
                    fleet_compaction_weeks, fleet_report_schedule],
         sensors=[agents_registry, fleet_automation],
+        executor=fleet_default_executor(),  # the jobs without their own: the report, the index's automation runs
         # the base's own (embedder, llm, the journals' IO manager, which follows `store`), per-agent ones on top
         resources={**(base.resources or {}), **AGENT_RESOURCES, **fleet, **(resources or {})},
     )

@@ -20,6 +20,7 @@ from memory_pipeline.fleet_ops.executor import (
     MAX_RUNS_ENV,
     PG_URL_ENV,
     celery_config,
+    fleet_default_executor,
     fleet_executor,
 )
 from memory_pipeline.settings import REPO_ROOT
@@ -126,8 +127,11 @@ def test_runs_on_workers_variant_launches_nights_as_celery_tasks(
     assert built.lost_after_checks * monitoring["poll_interval_seconds"] <= 60
     # the same per-agent limit as the default file
     assert config["run_coordinator"] == yaml.safe_load(INSTANCE_YAML.read_text())["run_coordinator"]
-    # the steps then run in-process inside the worker's task
+    # the steps then run in-process inside the worker's task, those of the location's other jobs too (the fleet
+    # report, the index's automation runs: a Celery pool process may not start the multiprocess executor's children)
     assert fleet_executor({BROKER_ENV: "redis://x:1/0", MODE_ENV: "runs"}) is dg.in_process_executor
+    assert fleet_default_executor({BROKER_ENV: "redis://x:1/0", MODE_ENV: "runs"}) is dg.in_process_executor
+    assert fleet_default_executor({BROKER_ENV: "redis://x:1/0"}) is None  # steps: multiprocess in the run worker
     with pytest.raises(UserError, match="expected `steps`"):
         fleet_executor({BROKER_ENV: "redis://x:1/0", MODE_ENV: "tasks"})
 

@@ -134,6 +134,9 @@ def test_the_readme_from_an_empty_root_to_three_pass_nights_and_a_fleet_report(f
         report = report_of(fleet.root / "agents" / agent, run.dagster_run.run_id)
         assert report.get("verdict") == "PASS" and report.get("clusters_compressed", 0) > 0, agent
 
+    # the search index follows each agent's writes (its eager condition, the fleet_automation sensor)
+    waiter.quiet(WALK_AGENTS, REPORT_WAIT_S)
+
     queued = run_cli(fleet, "fleet", "report")
     assert queued.returncode == 0, queued.stderr
     run_id = re.search(r"queued the fleet report: run (\S+);", queued.stdout).group(1)  # type: ignore[union-attr]
