@@ -17,12 +17,14 @@ from typing import Any
 import dagster as dg
 
 from memory_pipeline.definitions import _assembled, _loaded_once
+from memory_pipeline.defs.compaction import partitions as compaction_parts
 from memory_pipeline.defs.compaction.partitions import partition_for as compaction_week
+from memory_pipeline.defs.journals import partitions as journal_parts
 from memory_pipeline.defs.journals.assets import DAILY_ASSETS
 from memory_pipeline.defs.journals.partitions import journal_timezone
 from memory_pipeline.fleet import budget, registry
 from memory_pipeline.fleet import report as fleet_report_rows
-from memory_pipeline.fleet_ops.executor import fleet_executor
+from memory_pipeline.fleet_ops.executor import fleet_default_executor, fleet_executor
 from memory_pipeline.operator.alert import Alert
 from memory_pipeline.resources.engine import EngineConfig
 from memory_pipeline.resources.notifier import NotifierResource
@@ -119,10 +121,28 @@ _MULTI: dict[int, dg.MultiPartitionsDefinition] = {}
 # A retried run runs whole: its first step takes over the dead run's lease and reconciles what it left.
 RETRY_WHOLE = {"dagster/retry_strategy": "ALL_STEPS"}
 
+
+def agent_of_partition(partitions: dg.PartitionsDefinition, key: str) -> str:
+    """The agent of a partition key of a per-agent job: the key itself, or its `agent` dimension."""
+    if isinstance(partitions, dg.MultiPartitionsDefinition):
+        return partitions.get_partition_key_from_str(key).keys_by_dimension["agent"]
+    return key
+
+
+def agent_tagged(partitions: dg.PartitionsDefinition | None) -> dg.PartitionedConfig:
+    """The job's partition → run tags mapping: every run of a per-agent job for a partition carries
+    memory_pipeline/agent=<agent>, the run queue's per-agent limit, however it is launched — the schedules, a
+    sensor, `memory-pipeline fleet night`, the UI's launchpad or a backfill of the job (Dagster asks the code
+    location for a partition's tags: `PartitionedConfig.tags_for_partition_key_fn`)."""
+    per_agent = _per_agent_partitions(partitions)
+    return dg.PartitionedConfig(
+        per_agent, run_config_for_partition_key_fn=lambda key: {},
+        tags_for_partition_key_fn=lambda key: {AGENT_TAG: agent_of_partition(per_agent, key)})
+
 agent_night = dg.define_asset_job(
     "agent_night",
     selection=dg.AssetSelection.groups("abstraction") | dg.AssetSelection.assets("search_usage", "agent_writes"),
-    executor_def=fleet_executor(), tags=RETRY_WHOLE,
+    executor_def=fleet_executor(), tags=RETRY_WHOLE, config=agent_tagged(None),
     description="One agent's nightly consolidation (and its search-usage and agent-writes spools): the agent is "
     "the partition. "
     "Started by fleet_nights; a failed run is retried once, whole, and its first step reconciles what it left.")
@@ -143,13 +163,14 @@ agent_journal_week = dg.define_asset_job(
     "failed week is retried once, whole, and can be re-materialized from its agent × week partition.")
 agent_journal_month = dg.define_asset_job(
     "agent_journal_month", selection=dg.AssetSelection.assets("monthly_distillation"), executor_def=fleet_executor(),
-    tags=RETRY_WHOLE,  # the monthly distillation is seed 001 §8.4
+    tags=RETRY_WHOLE, config=agent_tagged(journal_parts.monthly_partitions),  # seed 001 §8.4
     description="One agent's monthly distillation (archive old journals, merge repeats, cap MEMORY.md). Started "
     "by fleet_journal_months; a failed month is retried once, whole, and can be re-materialized from its "
     "partition.")
 agent_compaction_week = dg.define_asset_job(
     "agent_compaction_week", selection=dg.AssetSelection.groups("compaction"), executor_def=fleet_executor(),
-    tags=RETRY_WHOLE, description="One agent's tiered compaction for a week (evaluates first, acts on a "
+    tags=RETRY_WHOLE, config=agent_tagged(compaction_parts.weekly_partitions),
+    description="One agent's tiered compaction for a week (evaluates first, acts on a "
     "threshold). Started by fleet_compaction_weeks; a failed week is retried once, whole.")
 
 
@@ -378,6 +399,7 @@ def location(resources: dict[str, Any] | None = None) -> dg.Definitions:
         schedules=[fleet_nights, fleet_journal_days, fleet_journal_weeks, fleet_journal_months,
                    fleet_compaction_weeks, fleet_report_schedule],
         sensors=[agents_registry, fleet_automation],
+        executor=fleet_default_executor(),  # the jobs without their own: the report, the index's automation runs
         # the base's own (embedder, llm, the journals' IO manager, which follows `store`), per-agent ones on top
         resources={**(base.resources or {}), **AGENT_RESOURCES, **fleet, **(resources or {})},
     )

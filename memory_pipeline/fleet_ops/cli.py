@@ -1,6 +1,7 @@
 """`memory-pipeline fleet postgres|redis|daemon|webserver|worker|serve`: each of the fleet's processes, one command,
 in the foreground (run each under systemd, supervisord or a terminal of its own). See notes on "Running a fleet".
-Each owns its server's process tree: SIGTERM or Ctrl-C stops all of it (fleet_ops/supervise.py).
+Each owns its server's process tree: SIGTERM or Ctrl-C stops all of it (fleet_ops/supervise.py). `fleet night
+AGENT [--now]` and `fleet report` queue one run on the instance and return (fleet_ops/launch.py).
 
 Every command reads the same variables: MEMORY_PIPELINE_FLEET_ROOT (the directory every machine shares),
 MEMORY_PIPELINE_PG_URL, MEMORY_PIPELINE_CELERY_BROKER, and optionally MEMORY_PIPELINE_MAX_CONCURRENT_RUNS.
@@ -12,6 +13,8 @@ import argparse
 import os
 import signal
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -107,6 +110,38 @@ def cmd_worker(args: argparse.Namespace) -> int:
     return _serve(worker_command(name, args.concurrency), env)
 
 
+@contextmanager
+def _fleet_instance() -> Iterator[Any]:
+    """The fleet's instance, in this process (the same variables and DAGSTER_HOME as the daemon's)."""
+    import dagster as dg
+
+    os.environ.update(_instance_env())
+    with dg.DagsterInstance.get() as instance:
+        yield instance
+
+
+def cmd_night(args: argparse.Namespace) -> int:
+    from memory_pipeline.fleet import registry
+    from memory_pipeline.fleet_ops import launch
+
+    registry.agent_home(registry.fleet_root(), args.agent)  # an unknown agent: one line, before anything loads
+    with _fleet_instance() as instance:
+        night, queued = launch.queue_night(instance, args.agent, now=args.now)
+    print(f"queued {args.agent}'s night ({night}): run {queued.run_id}")
+    print(f"  it starts once {args.agent} has no other run in flight (memory_pipeline/agent="
+          f"{queued.tags.get('memory_pipeline/agent', '?')}) and a run slot is free; follow it in the UI (Runs)")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from memory_pipeline.fleet_ops import launch
+
+    with _fleet_instance() as instance:
+        queued = launch.queue_report(instance)
+    print(f"queued the fleet report: run {queued.run_id}; it writes {_root() / 'reports'}/fleet-<time>.json")
+    return 0
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
@@ -150,6 +185,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--rate", type=float, default=20.0, help="calls per second per agent, sustained (default 20)")
     p.add_argument("--burst", type=int, default=40, help="calls an agent may make at once (default 40); more: 429")
     p.set_defaults(fn=cmd_serve)
+    p = cmds.add_parser("night", help="queue one agent's night now (it waits for the agent's night in flight)")
+    p.add_argument("agent", help="a registered agent (`memory-pipeline agents list`)")
+    p.add_argument("--now", action="store_true",
+                   help="queue it even if the agent's night is in flight or already succeeded today (run it again)")
+    p.set_defaults(fn=cmd_night)
+    p = cmds.add_parser("report", help="queue the fleet report now (otherwise hourly at :45)")
+    p.set_defaults(fn=cmd_report)
     p = cmds.add_parser("worker", help="a dagster-celery worker (any machine that mounts the fleet root)")
     p.add_argument("--name", help="the Celery node name (default: worker-<host>-<pid>)")
     p.add_argument("--concurrency", type=int, default=1, help="steps this worker runs at once (default 1)")

@@ -56,6 +56,14 @@ def fleet_executor(environ: Mapping[str, str] | None = None) -> dg.ExecutorDefin
     return celery_executor.configured(celery_config(broker), name="celery_executor")
 
 
+def fleet_default_executor(environ: Mapping[str, str] | None = None) -> dg.ExecutorDefinition | None:
+    """The executor of the location's other jobs (the fleet report, the search index's automation runs, assets
+    launched from the UI's asset graph). With a task per night (`runs`) every run executes inside a Celery
+    worker's pool process, which may not start the multiprocess executor's child processes (a daemonic process):
+    in-process there. Otherwise None: Dagster's default, multiprocess in the run worker."""
+    return dg.in_process_executor if uses_celery(environ) and celery_mode(environ) == "runs" else None
+
+
 def celery_mode(environ: Mapping[str, str] | None = None) -> str:
     environ = os.environ if environ is None else environ
     mode = environ.get(MODE_ENV, "steps").strip() or "steps"

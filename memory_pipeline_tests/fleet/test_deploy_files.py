@@ -20,6 +20,7 @@ from memory_pipeline.fleet_ops.executor import (
     MAX_RUNS_ENV,
     PG_URL_ENV,
     celery_config,
+    fleet_default_executor,
     fleet_executor,
 )
 from memory_pipeline.settings import REPO_ROOT
@@ -40,7 +41,8 @@ def test_instance_yaml_is_valid_dagster_config_with_one_run_per_agent(
     coordinator = config["run_coordinator"]
     assert coordinator["class"] == "QueuedRunCoordinator"
     limits = coordinator["config"]["tag_concurrency_limits"]
-    assert {"key": "memory_pipeline/agent", "value": {"applyLimitPerUniqueValue": True}, "limit": 1} in limits
+    assert limits == [{"key": key, "value": {"applyLimitPerUniqueValue": True}, "limit": 1}
+                      for key in ("memory_pipeline/agent", "dagster/partition", "dagster/partition/agent")]
     assert config["run_retries"]["enabled"] and config["run_monitoring"]["enabled"]
 
 
@@ -79,7 +81,8 @@ def test_helm_values_parse_and_match_the_charts_schema() -> None:
     jsonschema.validate(values, schema)
     assert values["runLauncher"]["type"] == "K8sRunLauncher"
     limits = values["dagsterDaemon"]["runCoordinator"]["config"]["queuedRunCoordinator"]["tagConcurrencyLimits"]
-    assert limits == [{"key": "memory_pipeline/agent", "value": {"applyLimitPerUniqueValue": True}, "limit": 1}]
+    assert limits == [{"key": key, "value": {"applyLimitPerUniqueValue": True}, "limit": 1}
+                      for key in ("memory_pipeline/agent", "dagster/partition", "dagster/partition/agent")]
     (deployment,) = values["dagster-user-deployments"]["deployments"]
     assert deployment["dagsterApiGrpcArgs"] == ["--module-name", "memory_pipeline.fleet_definitions"]
 
@@ -101,6 +104,7 @@ def test_runs_on_workers_variant_launches_nights_as_celery_tasks(
 
     from memory_pipeline.errors import UserError
     from memory_pipeline.fleet_ops.executor import MODE_ENV, RUNS_ON_WORKERS_YAML, instance_yaml
+    from memory_pipeline.fleet_ops.liveness import FleetCeleryRunLauncher
 
     monkeypatch.setenv(PG_URL_ENV, "postgresql+psycopg2://postgres@127.0.0.1:5432/dagster")
     monkeypatch.setenv(MAX_RUNS_ENV, "3")
@@ -109,15 +113,25 @@ def test_runs_on_workers_variant_launches_nights_as_celery_tasks(
     shutil.copyfile(RUNS_ON_WORKERS_YAML, tmp_path / "dagster.yaml")
     config, _ = dagster_instance_config(str(tmp_path))
     launcher = config["run_launcher"]
-    assert launcher["class"] == "CeleryRunLauncher"
+    assert (launcher["module"], launcher["class"]) == ("memory_pipeline.fleet_ops.liveness", "FleetCeleryRunLauncher")
     from dagster._config import process_config
 
-    resolved = process_config(CeleryRunLauncher.config_type(), launcher["config"])
+    resolved = process_config(FleetCeleryRunLauncher.config_type(), launcher["config"])
     assert resolved.success and resolved.value["broker"] == "redis://127.0.0.1:6399/0"
+    built = FleetCeleryRunLauncher.from_config_value(None, resolved.value)
+    assert isinstance(built, CeleryRunLauncher) and built.lost_after_checks == 3
+    # a worker lost whole: its night failed by run monitoring within lost_after_checks × the poll interval,
+    # never resumed in place (run_retries runs it again, whole)
+    monitoring = config["run_monitoring"]
+    assert monitoring["max_resume_run_attempts"] == 0
+    assert built.lost_after_checks * monitoring["poll_interval_seconds"] <= 60
     # the same per-agent limit as the default file
     assert config["run_coordinator"] == yaml.safe_load(INSTANCE_YAML.read_text())["run_coordinator"]
-    # the steps then run in-process inside the worker's task
+    # the steps then run in-process inside the worker's task, those of the location's other jobs too (the fleet
+    # report, the index's automation runs: a Celery pool process may not start the multiprocess executor's children)
     assert fleet_executor({BROKER_ENV: "redis://x:1/0", MODE_ENV: "runs"}) is dg.in_process_executor
+    assert fleet_default_executor({BROKER_ENV: "redis://x:1/0", MODE_ENV: "runs"}) is dg.in_process_executor
+    assert fleet_default_executor({BROKER_ENV: "redis://x:1/0"}) is None  # steps: multiprocess in the run worker
     with pytest.raises(UserError, match="expected `steps`"):
         fleet_executor({BROKER_ENV: "redis://x:1/0", MODE_ENV: "tasks"})
 

@@ -1,0 +1,123 @@
+"""`memory-pipeline fleet night AGENT [--now]` and `fleet report`: queue one run on the fleet's instance, as the UI's
+launch button does. The code location is loaded in this process under the name the daemon knows it by, the run
+gets the partition's tags from it (for agent_night: memory_pipeline/agent=<agent>, the job's partition → tags
+mapping in fleet_definitions.agent_tagged) and goes to the run queue, so the per-agent limit holds: a night
+queued while the agent has one in flight starts after it."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import dagster as dg
+
+from memory_pipeline.errors import UserError
+from memory_pipeline.settings import REPO_ROOT
+
+LOCATION = "memory_pipeline"  # fleet_ops.stack.prepare_home writes this name into workspace.yaml
+MODULE = "memory_pipeline.fleet_definitions"
+NIGHT_JOB = "agent_night"
+REPORT_JOB = "fleet_report_job"
+UNFINISHED = [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING,
+              dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING]
+
+
+@dataclass(frozen=True)
+class Queued:
+    run_id: str
+    tags: Mapping[str, str]
+
+
+def night_of(now: datetime, timezone: str) -> str:
+    """The night a run started now belongs to: the date in the schedule's timezone (as fleet_nights labels it)."""
+    return f"{now.astimezone(ZoneInfo(timezone)):%Y-%m-%d}"
+
+
+def earlier_night(instance: dg.DagsterInstance, agent: str, night: str) -> str | None:
+    """Why a night for `agent` should not be queued again without --now (None: nothing stands in the way)."""
+    from memory_pipeline.fleet_definitions import AGENT_TAG, PERIOD_TAG
+
+    in_flight = instance.get_run_records(
+        dg.RunsFilter(job_name=NIGHT_JOB, tags={AGENT_TAG: agent}, statuses=UNFINISHED), limit=1)
+    if in_flight:
+        run = in_flight[0].dagster_run
+        return f"{agent}'s night is already in flight: run {run.run_id[:8]} ({run.status.value})"
+    done = instance.get_run_records(dg.RunsFilter(
+        job_name=NIGHT_JOB, tags={AGENT_TAG: agent, PERIOD_TAG: night}, statuses=[dg.DagsterRunStatus.SUCCESS]),
+        limit=1)
+    if done:
+        return f"{agent}'s night of {night} already ran: run {done[0].dagster_run.run_id[:8]} (SUCCESS)"
+    return None
+
+
+@contextmanager
+def _location(instance: dg.DagsterInstance) -> Iterator[tuple[Any, Any, Any]]:
+    """The fleet's code location, loaded here under the daemon's name for it: (request context, location,
+    repository)."""
+    from dagster._core.remote_origin import InProcessCodeLocationOrigin
+    from dagster._core.types.loadable_target_origin import LoadableTargetOrigin
+    from dagster._core.workspace.context import WorkspaceProcessContext
+    from dagster._core.workspace.load_target import InProcessWorkspaceLoadTarget
+
+    origin = InProcessCodeLocationOrigin(
+        LoadableTargetOrigin(executable_path=sys.executable, module_name=MODULE, working_directory=str(REPO_ROOT)),
+        location_name=LOCATION)
+    with WorkspaceProcessContext(instance, InProcessWorkspaceLoadTarget(origin)) as process:
+        context = process.create_request_context()
+        errors = context.get_code_location_error(LOCATION)
+        if errors is not None:
+            first = errors.message.strip().splitlines()[-1] if errors.message.strip() else "unknown error"
+            raise UserError(f"the fleet's code location ({MODULE}) does not load: {first}")
+        location = context.get_code_location(LOCATION)
+        (repository,) = location.get_repositories().values()
+        yield context, location, repository
+
+
+def submit(instance: dg.DagsterInstance, job: str, partition: str | None, tags: Mapping[str, str]) -> Queued:
+    """Create a run of `job` (for `partition`, with the tags the code location gives that partition) and hand it
+    to the instance's run coordinator; return it as queued."""
+    from dagster._cli.job import _create_run
+    from dagster._core.remote_representation.external_data import PartitionExecutionErrorSnap
+
+    with _location(instance) as (context, location, repository):
+        remote_job = repository.get_full_job(job)
+        run_tags: dict[str, str] = {}
+        if partition is not None:
+            snap = location.get_partition_tags_from_repo(repository.handle, job, partition, instance)
+            if isinstance(snap, PartitionExecutionErrorSnap):
+                why = snap.error.message.strip().splitlines()[-1] if snap.error else "unknown error"
+                raise UserError(f"{job}: no tags for partition {partition!r}: {why}")
+            run_tags.update(snap.tags)
+        run_tags.update(tags)
+        run = _create_run(instance=instance, code_location=location, remote_repo=repository, remote_job=remote_job,
+                          run_config={}, tags=run_tags, op_selection=None, run_id=None)
+        queued = instance.submit_run(run.run_id, context)
+        return Queued(queued.run_id, dict(queued.tags))
+
+
+def queue_night(
+    instance: dg.DagsterInstance, agent: str, now: bool, clock: datetime | None = None
+) -> tuple[str, Queued]:
+    """Queue `agent`'s night (its partition of agent_night): (the night's date, the run). Without `now`, an agent
+    whose night is in flight or already succeeded for this date is refused in one line."""
+    from memory_pipeline.fleet import registry
+    from memory_pipeline.fleet_definitions import AGENTS, FLEET_TZ, NIGHT_TAG, PERIOD_TAG
+
+    registry.agent_home(registry.fleet_root(), agent)  # one line naming the agent when it is not registered
+    night = night_of(clock or datetime.now(UTC), FLEET_TZ)
+    if not now:
+        reason = earlier_night(instance, agent, night)
+        if reason:
+            raise UserError(f"{reason}; `memory-pipeline fleet night {agent} --now` queues another")
+    if not instance.has_dynamic_partition(AGENTS, agent):  # registered a moment ago: the sensor has not run yet
+        instance.add_dynamic_partitions(AGENTS, [agent])
+    return night, submit(instance, NIGHT_JOB, agent, {NIGHT_TAG: night, PERIOD_TAG: night})
+
+
+def queue_report(instance: dg.DagsterInstance) -> Queued:
+    return submit(instance, REPORT_JOB, None, {})
