@@ -1,4 +1,4 @@
-"""The README's "Running a fleet", followed literally as a user would, on one fleet for the module: an empty fleet
+"""docs/fleet.md's "Running a fleet", followed literally as a user would, on one fleet for the module: an empty fleet
 root; `fleet postgres` and `fleet redis` (their printed URLs exported), the variables of every machine with
 `MEMORY_PIPELINE_CELERY_MODE=runs` (a task per night), `fleet daemon`, two `fleet worker`s; `agents add`, each
 agent's memories with `import`; the nights the schedule starts (its cron every minute here, on the generated
