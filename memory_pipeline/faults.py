@@ -19,10 +19,11 @@ def crash_point(name: str) -> None:
 
 # Hold points: MEMORY_PIPELINE_HOLD_AT=<name>:<folder> makes the process stop there, create
 # <folder>/<name>.reached and wait until <folder>/<name>.release exists (HOLD_LIMIT_S at most, so a test that
-# forgets to release never leaves a process hanging). A test uses it to keep a call in flight for as long as
-# it needs, and to know for sure that it is in flight, without depending on how fast the machine is.
+# forgets to release never leaves a process hanging; it then writes <folder>/<name>.gave_up). A test uses it to
+# keep a call in flight for as long as it needs, and to know for sure that it is in flight, without depending on
+# how fast the machine is.
 HOLD_ENV = "MEMORY_PIPELINE_HOLD_AT"
-HOLD_POINTS = ("mcp_context",)
+HOLD_POINTS = ("mcp_context", "night_lease_held")
 HOLD_LIMIT_S = 120.0
 
 
@@ -38,6 +39,8 @@ def hold_point(name: str) -> None:
     deadline = time.monotonic() + HOLD_LIMIT_S
     while not release.exists() and time.monotonic() < deadline:
         time.sleep(0.02)
+    if not release.exists():
+        (Path(folder) / f"{name}.gave_up").touch()  # the test can tell a release from the limit
 
 
 # Failure points: MEMORY_PIPELINE_FAIL_AT=<name> makes the write there fail as on a full disk (OSError ENOSPC), so

@@ -66,3 +66,7 @@ def workspace(embedded_sample: Path, tmp_path: Path) -> Path:
     home = tmp_path / "workspace"
     shutil.copytree(embedded_sample, home)
     return home
+
+
+# `memory-pipeline ui` on the demo workspace for the whole session, when the run-storm test is selected
+pytest_plugins = ("memory_pipeline_tests.ui.demo_ui",)

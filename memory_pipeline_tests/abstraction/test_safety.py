@@ -4,15 +4,20 @@ import json
 import os
 import subprocess
 import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from memory_pipeline.faults import ENV as CRASH_ENV
+from memory_pipeline.faults import HOLD_ENV
 from memory_pipeline.store import MemoryStore, invariants, lease
 from memory_pipeline.store import rollback as rb
 from memory_pipeline_tests.abstraction.test_pipeline import load_report, snapshot, table_counts
 from memory_pipeline_tests.conftest import SAMPLE_NOW, run_job
+
+LEASE_HELD = "night_lease_held"
 
 
 def atoms_state(home: Path) -> dict[str, tuple]:
@@ -89,9 +94,13 @@ def test_a_run_holding_the_lease_makes_the_next_skip(workspace: Path) -> None:
 # ----------------------------------------------------------------------------- real processes
 
 
-def cli(home: Path, dagster_home: Path, *args: str, crash_at: str | None = None) -> subprocess.Popen:
+def cli(
+    home: Path, dagster_home: Path, *args: str, crash_at: str | None = None, hold_in: Path | None = None
+) -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}
     env |= {"MEMORY_PIPELINE_HOME": str(home), "DAGSTER_HOME": str(dagster_home)}
+    if hold_in:
+        env[HOLD_ENV] = f"{LEASE_HELD}:{hold_in}"
     if crash_at:
         env[CRASH_ENV] = crash_at
     return subprocess.Popen(
@@ -145,8 +154,25 @@ def test_sigkill_at_each_point_leaves_a_consistent_store_and_the_next_run_finish
 
 @pytest.mark.slow
 def test_two_runs_at_once_never_both_write(workspace: Path, tmp_path: Path) -> None:
-    procs = [cli(workspace, tmp_path / "dh"), cli(workspace, tmp_path / "dh2")]
-    outs = [p.communicate(timeout=600) for p in procs]
+    """Two nights start together (separate instances: only the store's lease stands between them). Whichever
+    takes the lease first is parked right after it (a hold point, memory_pipeline.faults) until the other has
+    tried and exited, so the two are in flight together by construction, whatever the machine's load."""
+    signals = tmp_path / "signals"
+    signals.mkdir()
+    procs = [cli(workspace, tmp_path / "dh", hold_in=signals), cli(workspace, tmp_path / "dh2", hold_in=signals)]
+    with ThreadPoolExecutor(2) as pool:  # their pipes are read while we wait: a full pipe would stall a run
+        done = [pool.submit(p.communicate, timeout=600) for p in procs]
+        try:
+            deadline = time.monotonic() + 300  # bounds both start-ups and one night's way to the lease
+            while not ((signals / f"{LEASE_HELD}.reached").exists() and any(f.done() for f in done)):
+                if all(f.done() for f in done) or time.monotonic() > deadline:
+                    break  # both ended without one holding the lease, or too slow: the assertions below say which
+                time.sleep(0.2)
+        finally:
+            (signals / f"{LEASE_HELD}.release").touch()
+        outs = [f.result() for f in done]
+    assert (signals / f"{LEASE_HELD}.reached").exists(), [o[1][-1500:] for o in outs]
+    assert not (signals / f"{LEASE_HELD}.gave_up").exists(), "the holder's limit ran out before the other tried"
     assert [p.returncode for p in procs].count(0) == 2, [o[1][-1500:] for o in outs]
     texts = [o[0] for o in outs]
     assert sum("consolidation already running, skipping" in t for t in texts) == 1

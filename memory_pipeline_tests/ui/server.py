@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -25,17 +26,19 @@ def free_port() -> int:
 
 
 class DagsterDev:
-    def __init__(self, home: Path, dagster_home: Path, log_path: Path, env: dict[str, str]) -> None:
+    def __init__(
+        self, home: Path, dagster_home: Path, log_path: Path, env: dict[str, str], unset: Collection[str] = ()
+    ) -> None:
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.log_path = log_path
         self._log = log_path.open("w")
         # the sample store is built around the seed's 0.82 (as in conftest.resources_for): pinned, so MiniLM's
         # shipped default can move without changing what the UI tests look for
-        full_env = {"COMPRESSION_SIMILARITY_THRESHOLD": "0.82", **os.environ, **env,
+        dropped = {"ANTHROPIC_API_KEY", "MEMORY_PIPELINE_WEBHOOK_URL", *unset}  # `unset`: more of ours to leave out
+        inherited = {k: v for k, v in os.environ.items() if k not in dropped}
+        full_env = {"COMPRESSION_SIMILARITY_THRESHOLD": "0.82", **inherited, **env,
                     "MEMORY_PIPELINE_HOME": str(home), "DAGSTER_HOME": str(dagster_home)}  # fmt: skip
-        for name in ("ANTHROPIC_API_KEY", "MEMORY_PIPELINE_WEBHOOK_URL"):
-            full_env.pop(name, None)
         # its own session, so that stop() can end dagster dev's webserver, daemon, code server and runs together
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "memory_pipeline.cli", "ui", "--port", str(self.port)],
@@ -99,6 +102,24 @@ class DagsterDev:
             pass
         self.proc.wait(timeout=10)
         self._log.close()
+
+
+def processes_with_env(name: str, value: str) -> list[int]:
+    """Live processes of this user whose environment has `name=value`: with a DAGSTER_HOME of the test's own, every
+    process a `dagster dev` started (webserver, daemon, code server, run workers), whatever its process group."""
+    wanted = f"{name}={value}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+                continue
+            if wanted in (entry / "environ").read_bytes().split(b"\0"):
+                found.append(int(entry.name))
+        except (OSError, IndexError):
+            continue
+    return found
 
 
 def wait_for_run(client: Any, run_id: str, timeout: float = 300) -> str:

@@ -7,6 +7,7 @@ from datetime import timedelta
 import dagster as dg
 
 from memory_pipeline.defs.abstraction.common import ARCHIVED_IMPORTANCE, GROUP, RunStart, _lease_alive
+from memory_pipeline.faults import hold_point
 from memory_pipeline.operator.metadata import OWNERS
 from memory_pipeline.resources import EngineConfig, MemoryStoreResource
 from memory_pipeline.resources.store import POOL
@@ -42,6 +43,7 @@ def exact_duplicates(
     except lease.LeaseBusy as busy:
         context.log.warning(str(busy))
         return  # no output: every downstream step is skipped and the run ends cleanly
+    hold_point("night_lease_held")  # tests: a night that holds the lease, for as long as the test needs
     snapshot = backup.snapshot(db, store.home_path / "backups", run_id, engine.backups_keep)
     with db.transaction() as con:
         activated, removed = repo.reconcile_pending(con)
