@@ -25,7 +25,8 @@ from memory_pipeline.settings import REPO_ROOT
 ROOT = REPO_ROOT / "memory_pipeline"
 BASE = {"settings", "tokens", "faults", "errors", "sample_data", "sample"}
 LOWER = {"store", "resources", "embedding", "llm", "similarity", "operator"}
-RUNNERS = {"journals.jobs", "journals.reconstruct", "rollups.backfill"}  # launch runs of the loaded location
+# launch runs of the loaded location
+RUNNERS = {"journals.jobs", "journals.reconstruct", "rollups.backfill", "fleet_ops.launch"}
 RANK = {"base": 0, "lower": 1, "domain": 2, "defs": 3, "entry": 4}
 
 

@@ -124,23 +124,14 @@ class Waiter:
                 return int(message.split("pid: ")[1].split(")")[0])
         return None
 
-    def quiet(self, agents: tuple[str, ...], timeout: float) -> None:
-        """Wait until no run is unfinished and each agent's search index was rebuilt after its last night (the
-        eager condition is then satisfied: nothing more is requested)."""
+    def idle(self, timeout: float) -> None:
+        """Wait until no run is queued or in flight (the walk's index updates and reports done)."""
         import dagster as dg
 
-        def latest(asset: str, agent: str) -> int:
-            found = self.instance.fetch_materializations(
-                dg.AssetRecordsFilter(asset_key=dg.AssetKey(asset), asset_partitions=[agent]), limit=1).records
-            return int(found[0].storage_id) if found else -1
-
-        def done() -> bool:
-            busy = self.instance.get_run_records(dg.RunsFilter(statuses=[
-                dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING,
-                dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING]), limit=1)
-            return not busy and all(latest("search_index", a) > latest("report", a) for a in agents)
-
-        self.until(done, timeout, "a quiet fleet: no run in flight, every agent's index rebuilt after its night")
+        unfinished = [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING,
+                      dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING]
+        self.until(lambda: not self.instance.get_run_records(dg.RunsFilter(statuses=unfinished), limit=1),
+                   timeout, "an idle fleet: no run queued or in flight")
 
     def new_runs(self, agent: str, before: dict[str, set[str]]) -> list[Any]:
         return [r for r in night_runs(self.instance, agent) if r.dagster_run.run_id not in before[agent]]

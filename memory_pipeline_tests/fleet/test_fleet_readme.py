@@ -19,6 +19,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -134,9 +135,6 @@ def test_the_readme_from_an_empty_root_to_three_pass_nights_and_a_fleet_report(f
         report = report_of(fleet.root / "agents" / agent, run.dagster_run.run_id)
         assert report.get("verdict") == "PASS" and report.get("clusters_compressed", 0) > 0, agent
 
-    # the search index follows each agent's writes (its eager condition, the fleet_automation sensor)
-    waiter.quiet(WALK_AGENTS, REPORT_WAIT_S)
-
     queued = run_cli(fleet, "fleet", "report")
     assert queued.returncode == 0, queued.stderr
     run_id = re.search(r"queued the fleet report: run (\S+);", queued.stdout).group(1)  # type: ignore[union-attr]
@@ -164,10 +162,10 @@ def _all_done(waiter: Waiter, agents: tuple[str, ...]) -> dict[str, list[Any]] |
 
 
 def test_a_worker_lost_whole_costs_the_other_agent_nothing_and_its_own_night_is_retried_to_a_pass(
-    fleet: CliFleet, waiter: Waiter,
+    fleet: CliFleet, waiter: Waiter, request: pytest.FixtureRequest,
 ) -> None:
     agents = ("ada", "bob")
-    waiter.quiet(WALK_AGENTS, REPORT_WAIT_S)  # the walk's index updates done: nothing else wants a worker
+    waiter.idle(REPORT_WAIT_S)  # the walk's index updates and report done
     # one worker, so that the second night queued waits for it in the broker (what a prefetch would take)
     w2 = next(c for c in fleet.commands if c.name == "worker" and "w2" in c.proc.args)
     assert w2.terminate() == [], "`fleet worker` left processes behind on SIGTERM"
@@ -183,7 +181,7 @@ def test_a_worker_lost_whole_costs_the_other_agent_nothing_and_its_own_night_is_
     w1 = next(c for c in fleet.commands if c.name == "worker" and "w1" in c.proc.args)
     victim, other = waiter.until(lambda: waiter.one_running_one_waiting(agents, before, w1), LOST_WAIT_S,
                                  "one night running on w1 while the other waits in the broker")
-    killed = kill_worker(w1)
+    killed, killed_at = kill_worker(w1), time.time()
     w3 = start_worker(fleet, "w3")  # the operator's replacement, anywhere
 
     done: Callable[[], Any] = lambda: waiter.lost_night_retried(victim, other, before)  # noqa: E731
@@ -201,6 +199,17 @@ def test_a_worker_lost_whole_costs_the_other_agent_nothing_and_its_own_night_is_
     assert report_of(fleet.root / "agents" / victim, retry.dagster_run.run_id).get("verdict") == "PASS"
     assert not alive(killed) and w1.proc.poll() is not None  # the lost worker's `fleet worker` exited
     assert w3.proc.poll() is None
+    failed_at = max(e.timestamp for e in waiter.instance.all_logs(first.dagster_run.run_id)
+                    if e.dagster_event is not None and e.dagster_event.event_type_value == "PIPELINE_FAILURE")
+    say(request, f"lost worker (measured, not asserted): {victim}'s night failed {failed_at - killed_at:.0f} s "
+        f"after the kill, its retry passed {retry.end_time - killed_at:.0f} s after; {other}'s night "
+        f"{night.end_time - killed_at:.0f} s after")
+
+
+def say(request: pytest.FixtureRequest, line: str) -> None:
+    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(line)
 
 
 def kill_worker(worker: Command) -> list[int]:
@@ -211,3 +220,4 @@ def kill_worker(worker: Command) -> list[int]:
     for pid in targets:
         os.kill(pid, signal.SIGKILL)
     return targets
+
