@@ -22,7 +22,6 @@ NAMES = (
     "questions",
     "topics",
     "fleet",
-    "first-call",
 )
 
 
