@@ -22,6 +22,7 @@ NAMES = (
     "questions",
     "topics",
     "fleet",
+    "first-call",
 )
 
 

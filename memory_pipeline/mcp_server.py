@@ -394,9 +394,44 @@ def quiet_libraries() -> None:
         logging.getLogger(name).setLevel(logging.WARNING)
 
 
+def warm_server(home: Path | None = None, embedder: tuple[Encode, str] | None = None) -> str:
+    """Load what the first call would (the embedder, the index, the topics and the context path) before the server
+    accepts it (issue 31: the first call costs what a later one does). One line for the server's log."""
+    import sys
+    import time
+
+    from memory_pipeline.search.warm import warm
+    from memory_pipeline.settings import workspace_home
+
+    where = Path(home) if home else workspace_home()
+    t0 = time.perf_counter()
+    done = warm(where, embedder)
+    context = _warm_context(where, embedder)
+    line = (f"memory-pipeline mcp: warm in {time.perf_counter() - t0:.2f} s (model {done.model or '-'}, index "
+            f"{done.version or '-'}{'; ' + done.problem if done.problem else ''}{'; ' + context if context else ''})")
+    print(line, file=sys.stderr, flush=True)
+    return line
+
+
+def _warm_context(home: Path, embedder: tuple[Encode, str] | None) -> str:
+    """One offline compile (no gate LLM call, nothing logged or recorded): topics, watchers, the search adapter."""
+    try:
+        from memory_pipeline.context.compiler import compile_context
+        from memory_pipeline.context.gate import Gate
+        from memory_pipeline.context.search_adapter import default_search
+        from memory_pipeline.context.topics import load_topics
+
+        topics, _errors = load_topics(home)
+        compile_context(home, "warm up", topics=topics, search=default_search(home, embedder), gate=Gate())
+    except Exception as exc:  # noqa: BLE001 - the first `context` call reports it
+        return f"context: {type(exc).__name__}"
+    return ""
+
+
 def serve(transport: str, host: str = "127.0.0.1", port: int = 8765) -> int:
     server = build_server()
     quiet_libraries()
+    warm_server()  # before the transport reads its first request
     if transport == "stdio":
         from memory_pipeline.mcp_stdio import run_stdio
 

@@ -39,6 +39,7 @@ from memory_pipeline.fleet.registry import agents_dir
 from memory_pipeline.fleet.tokens import TokenBook, gateway_dir
 
 ServerFactory = Callable[[Path], MCPServer]  # an agent's workspace -> the MCP server for it alone
+Warm = Callable[[Path], object]  # an agent's workspace -> loads its embedder and index (before the first request)
 
 
 @dataclass(frozen=True)
@@ -166,9 +167,13 @@ class Gateway:
     """The `/mcp` ASGI app. Run it inside `running()` (the Starlette lifespan does): agents' session managers
     are started on first use in its task group and stopped with it."""
 
-    def __init__(self, root: Path, factory: ServerFactory, config: GatewayConfig | None = None) -> None:
+    def __init__(
+        self, root: Path, factory: ServerFactory, config: GatewayConfig | None = None, warm: Warm | None = None
+    ) -> None:
         self.root = Path(root)
         self.factory = factory
+        self.warm = warm
+        self.warmed: list[str] = []  # agents whose server was built and warmed at start-up, in order
         self.config = config or GatewayConfig()
         self.tokens = TokenBook(self.root)
         self.limiter = RateLimiter(self.config.rate_per_s, self.config.burst)
@@ -176,21 +181,36 @@ class Gateway:
         self._managers: dict[str, StreamableHTTPSessionManager] = {}
         self._lock = anyio.Lock()
         self._tg: anyio.abc.TaskGroup | None = None
+        self._open = False  # every agent warmed: /readyz says ready
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
         async with anyio.create_task_group() as tg:
             self._tg = tg
             try:
+                await self._warm_all()
+                self._open = True
                 yield
             finally:
+                self._open = False
                 self._tg = None
                 self._managers.clear()
                 tg.cancel_scope.cancel()
 
+    async def _warm_all(self) -> None:
+        """Every registered agent's server built and, with `warm`, its embedder and index loaded — before the
+        lifespan lets the first request in (an agent added later is built on its first request, as before)."""
+        from memory_pipeline.fleet.registry import list_agents
+
+        for agent in list_agents(self.root):
+            await self._manager(agent)
+            if self.warm is not None:
+                await anyio.to_thread.run_sync(self.warm, agents_dir(self.root) / agent)
+            self.warmed.append(agent)
+
     @property
     def ready(self) -> bool:
-        return self._tg is not None
+        return self._tg is not None and self._open
 
     async def _manager(self, agent: str) -> StreamableHTTPSessionManager:
         async with self._lock:
@@ -279,10 +299,12 @@ class Gateway:
         return status, b"".join(captured)
 
 
-def build_app(root: Path, factory: ServerFactory, config: GatewayConfig | None = None) -> Starlette:
+def build_app(
+    root: Path, factory: ServerFactory, config: GatewayConfig | None = None, warm: Warm | None = None
+) -> Starlette:
     """The whole gateway: `/mcp`, `/healthz` (the process answers) and `/readyz` (it serves: the fleet root
     and its token table are readable)."""
-    gateway = Gateway(root, factory, config)
+    gateway = Gateway(root, factory, config, warm)
 
     async def healthz(request: Request) -> Response:
         return JSONResponse({"status": "ok"})

@@ -147,14 +147,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     from memory_pipeline.fleet.gateway import GatewayConfig, build_app
     from memory_pipeline.fleet.registry import fleet_root, list_agents
-    from memory_pipeline.mcp_server import build_server
+    from memory_pipeline.mcp_server import build_server, warm_server
 
     root = fleet_root()
     try:
         config = GatewayConfig(max_body_bytes=args.max_body_bytes, rate_per_s=args.rate, burst=args.burst)
     except ValueError as exc:
         raise UserError(f"fleet serve: {exc}") from None
-    app = build_app(root, lambda home: build_server(home), config)
+    app = build_app(root, lambda home: build_server(home), config, warm=lambda home: warm_server(home))
     print(f"serving {len(list_agents(root))} agent(s) of {root} at http://{args.host}:{args.port}/mcp "
           f"(probes: /healthz, /readyz; audit: {root / 'gateway' / 'audit.jsonl'})", flush=True)  # fmt: skip
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning")

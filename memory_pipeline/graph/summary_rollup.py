@@ -15,6 +15,7 @@ import pandas as pd
 
 from memory_pipeline.graph import queries, rollup
 from memory_pipeline.store import repository as repo
+from memory_pipeline.store.changes import note_changed
 from memory_pipeline.store.records import MemoryRecord
 
 ARCHIVED_IMPORTANCE = 0.5
@@ -105,6 +106,7 @@ def write_rollup(
            WHERE id IN (SELECT id FROM frame) AND lifecycle = 'active' AND kind = 'summary' RETURNING id""",
         [ARCHIVED_IMPORTANCE, cluster_id, now, run_id],
     ).fetchall()
+    note_changed(con, [str(r[0]) for r in archived])
     if len(archived) != len(ids):
         raise SummaryOfSummaryRefused(f"{len(ids) - len(archived)} of the summaries changed meanwhile; nothing written")
     queries.write_tombstones(con, ids, summary_id=record.id, cluster_id=cluster_id, run_id=run_id, now=now)

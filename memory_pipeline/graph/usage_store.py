@@ -20,6 +20,7 @@ import duckdb
 import pandas as pd
 
 from memory_pipeline.graph.usage import DEFAULT_FACTOR, UsageState, day_bucket, record
+from memory_pipeline.store.changes import note_changed
 from memory_pipeline.store.db import MemoryStore, utcnow
 from memory_pipeline.store.records import ImportRejected, RecordError, parse_timestamp
 
@@ -95,6 +96,7 @@ def apply_events(
                       usage_day = CAST(f.day AS DATE)
                FROM frame f WHERE memories.id = f.id"""
         )
+        note_changed(con, [u[0] for u in updates])
         now = utcnow()
         rows = pd.DataFrame(  # noqa: F841
             {

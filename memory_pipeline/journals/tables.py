@@ -13,6 +13,7 @@ import pyarrow as pa
 
 from memory_pipeline.journals.extractors import Extractor, category_of, memory_id
 from memory_pipeline.journals.transcript import Transcript, Turn
+from memory_pipeline.store.changes import note_changed
 from memory_pipeline.store.records import MemoryRecord
 from memory_pipeline.store.repository import insert_memories
 
@@ -212,11 +213,13 @@ def replace_extracted(
         if rid in records:
             if lifecycle == "superseded":
                 con.execute("UPDATE memories SET lifecycle = 'active', superseded_at = NULL WHERE id = ?", [rid])
+                note_changed(con, [rid])
                 out.reactivated += 1
             else:
                 out.unchanged += 1
         elif lifecycle == "active":
             con.execute("UPDATE memories SET lifecycle = 'superseded', superseded_at = ? WHERE id = ?", [now, rid])
+            note_changed(con, [rid])
             out.superseded += 1
         elif lifecycle == "archived" and archived_by:
             out.kept_archived.append(rid)

@@ -39,8 +39,8 @@ def cmd_search(args: argparse.Namespace) -> int:
     try:
         home = workspace_home()
         if args.rebuild:
+            from memory_pipeline.search.build import build_index
             from memory_pipeline.search.engine import default_embedder
-            from memory_pipeline.search.index import build_index
 
             encode, model = default_embedder()
             stats = build_index(home, encode, model, full=True)

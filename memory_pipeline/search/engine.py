@@ -24,6 +24,7 @@ from memory_pipeline.search.live import (
     delta_docs,
     delta_vectors,
     index_for,
+    query_vector,
     store_view,
 )
 from memory_pipeline.search.live import (
@@ -142,11 +143,7 @@ def search(
 
 def _known(idx: LoadedIndex, delta: Sequence[Doc]) -> tuple[set[str], set[str]]:
     cats = set(idx.manifest.get("categories") or ())
-    if not cats:
-        cats = {c for d in idx.docs for c in d.categories}
-        idx.manifest["categories"] = sorted(cats)
-        idx.manifest["kinds"] = sorted({d.kind for d in idx.docs})
-    kinds = set(idx.manifest["kinds"]) | {"memory"}
+    kinds = set(idx.manifest.get("kinds") or ()) | {"memory"}
     return cats | {c for d in delta for c in d.categories}, kinds | {d.kind for d in delta}
 
 
@@ -168,73 +165,53 @@ def _search_index(
     _check_choice(filters.category, cats, "category")
     _check_choice(filters.kind, kinds, "kind")
     q_tokens = [t for t in dict.fromkeys(tokenize([query])[0]) if t]
-    in_vocab = [t for t in q_tokens if t in idx.vocab]
-    idf = {t: float(idx.idf[idx.vocab[t]]) for t in in_vocab}
+    t_embed = time.perf_counter()
+    # two query vectors when common names leave the one that ranks: the whole query's decides relevance (the
+    # abstention floor was calibrated on it), the other the order
+    texts = list(dict.fromkeys([query, vector_query(query, _share_in(idx), r.vector_query_common)]))
+    qm = np.vstack([query_vector(encode, model, t) for t in texts])
+    qv, whole = qm[-1], qm[0]
+    embed_ms = (time.perf_counter() - t_embed) * 1000
+    # candidates: the best by either signal (and by the whole query's vector, whose relevance the floors read)
+    c = max(r.candidates, 5 * k)
+    keys, bm_raw, cos_raw, idf = idx.candidates(q_tokens, list(qm), c)
     delta_tokens = tokenize([d.text for d in delta]) if delta else []
-    n_all = len(idx.docs) + len(delta)
+    n_all = idx.n_live + len(delta)
     for t in q_tokens:  # a word first written since the build: its idf from the delta alone
         df = sum(1 for tok in delta_tokens if t in tok) if t not in idf else 0
         if df:
             idf[t] = float(np.log(1.0 + (n_all - df + 0.5) / (df + 0.5)))
     ceiling = bm25_ceiling(list(idf.values()))
-    t_embed = time.perf_counter()
-    # two query vectors when common names leave the one that ranks: the whole query's decides relevance (the
-    # abstention floor was calibrated on it), the other the order
-    texts = list(dict.fromkeys([query, vector_query(query, _share_in(idx), r.vector_query_common)]))
-    qm = np.asarray(encode(texts), dtype=np.float32).reshape(len(texts), -1)
-    qm /= np.maximum(np.linalg.norm(qm, axis=1, keepdims=True), 1e-12)
-    qv, whole = qm[-1], qm[0]
-    embed_ms = (time.perf_counter() - t_embed) * 1000
-    n = len(idx.docs)
-    bm = idx.bm25.get_scores(in_vocab) / ceiling if (in_vocab and n) else np.zeros(n, dtype=np.float32)
-    cos_both = idx.vectors @ qm.T if n else np.zeros((0, len(texts)), dtype=np.float32)
-    cos, cos_whole = cos_both[:, -1], cos_both[:, 0]
-    # candidates: the best by either signal (and by the whole query's vector, whose relevance the floors read)
-    c = min(n, max(r.candidates, 5 * k))
-    cand: set[int] = set()
-    if n:
-        for arr in (bm, cos, cos_whole) if len(texts) > 1 else (bm, cos):
-            top = np.argpartition(-arr, c - 1)[:c] if c < n else np.arange(n)
-            cand.update(int(i) for i in top if arr[i] > 0)
     docs: list[Doc] = []
+    where: dict[int, tuple[int, int]] = {}  # position in `docs` → (segment, row): its text is read when it is a hit
     parts_bm: list[float] = []
     parts_cos: list[float] = []
     parts_whole: list[float] = []
     delta_keys = {d.key for d in delta}
-    for i in sorted(cand):
-        d = idx.docs[i]
-        if d.key in delta_keys or d.key in idx.dead or (d.source == "file" and d.path in stale):
+    lists = filters.category is not None  # else categories and lineage are read for the hits only
+    for (loc, bm_i, cos_i), d in zip(zip(keys, bm_raw, cos_raw, strict=True), idx.docs_at(keys, lists), strict=True):
+        if d.key in delta_keys or (d.source == "file" and d.path in stale):
             continue
+        where[len(docs)] = loc
         docs.append(d)
-        parts_bm.append(float(bm[i]))
-        parts_cos.append(float(cos[i]))
-        parts_whole.append(float(cos_whole[i]))
-    if idx.seg_docs and idx.seg_vectors is not None:  # the incremental segment: exact, like the delta
-        seg_cos = idx.seg_vectors @ qv
-        seg_whole = idx.seg_vectors @ whole
-        seg_c = min(len(idx.seg_docs), max(r.candidates, 5 * k))
-        picked = set(range(len(seg_cos)))
-        if seg_c < len(seg_cos):  # the best by either query vector (see the candidates above)
-            picked = {int(j) for arr in (seg_cos, seg_whole) for j in np.argpartition(-arr, seg_c - 1)[:seg_c]}
-        matching = {j for t in idf for j in idx.seg_postings.get(t, ())}
-        picked.update(matching)
-        avgdl_seg = float(idx.manifest.get("avgdl") or 0) or _avgdl(idx)
-        for j in sorted(picked):
-            d = idx.seg_docs[j]
-            if d.key in delta_keys or (d.source == "file" and d.path in stale):
-                continue
-            docs.append(d)
-            parts_bm.append(bm25_one(idx.seg_tokens[j], idf, avgdl_seg) / ceiling if j in matching else 0.0)
-            parts_cos.append(float(seg_cos[j]))
-            parts_whole.append(float(seg_whole[j]))
+        parts_bm.append(float(bm_i) / ceiling)
+        parts_cos.append(float(cos_i[-1]))
+        parts_whole.append(float(cos_i[0]))
     if delta:
         dv = delta_vectors(delta, encode, model)
-        avgdl = float(idx.manifest.get("avgdl") or 0) or _avgdl(idx)
         for d, tok, v in zip(delta, delta_tokens, dv, strict=True):
             docs.append(d)
-            parts_bm.append(bm25_one(tok, idf, avgdl) / ceiling)
+            parts_bm.append(bm25_one(tok, idf, idx.avgdl) / ceiling)
             parts_cos.append(float(v @ qv))
             parts_whole.append(float(v @ whole))
+
+    def fill(positions: list[int]) -> None:
+        wanted = [p for p in positions if p in where and not docs[p].text]
+        places = [where[p] for p in wanted]
+        for p, text, (cats, sources) in zip(wanted, idx.texts_at(places), idx.lists_at(places), strict=True):
+            docs[p].text = text
+            docs[p].categories, docs[p].source_ids = cats, sources
+
     return _rank(
         home,
         view,
@@ -250,25 +227,19 @@ def _search_index(
         now_ts,
         notice,
         embed_ms,
+        fill,
     )
 
 
 def _share_in(idx: LoadedIndex) -> Callable[[str], float]:
     """A word's share of the indexed documents (0 when it is a stop word or not indexed)."""
-    n = len(idx.docs)
 
     def share(word: str) -> float:
         tokens = tokenize([word])[0]
-        pos = idx.vocab.get(tokens[0]) if tokens else None
-        return idf_share(float(idx.idf[pos]), n) if pos is not None else 0.0
+        idf = idx.idf_of(tokens[0]) if tokens else None
+        return idf_share(idf, idx.n_live) if idf is not None else 0.0
 
     return share
-
-
-def _avgdl(idx: LoadedIndex) -> float:
-    lengths = [len(t) for t in tokenize([d.text for d in idx.docs[:2000]])] or [1]
-    idx.manifest["avgdl"] = float(np.mean(lengths))
-    return float(idx.manifest["avgdl"])
 
 
 def _rank(
@@ -286,6 +257,7 @@ def _rank(
     now_ts: float,
     notice: str,
     embed_ms: float,
+    fill: Callable[[list[int]], None] | None = None,
 ) -> Hits:
     live = view.overrides
     keep: list[int] = []
@@ -318,6 +290,8 @@ def _rank(
     if not ok.any():
         return Hits([], notice or NOTHING)
     order = [int(j) for j in np.argsort(-final, kind="stable") if ok[j]]
+    if fill is not None:
+        fill([keep[j] for j in order[:k]])
     hits: list[Hit] = []
     for j in order[:k]:
         i = keep[j]
@@ -358,18 +332,22 @@ def abstractions_first(hits: list[Hit]) -> list[Hit]:
 
 def _expand_sources(hits: list[Hit], idx: LoadedIndex, home: Path, view: StoreView, query: str, r: Ranking) -> None:
     """`--with-sources`: each summary hit gets its sources through lineage (compressed_from / summary_of)."""
-    known = {d.key: d for d in idx.seg_docs}
-    known.update({d.key: d for d in view.delta})
-    for h in hits:
-        if h.source != "store":
-            continue
-        pos = idx.pos.get(h.id)
-        doc = idx.docs[pos] if pos is not None else known.get(h.id)
+    known = {d.key: d for d in view.delta}
+    store_hits = [h for h in hits if h.source == "store"]
+    located = idx.locate([h.id for h in store_hits if h.id not in known])
+    lineage = dict(zip(located, idx.docs_at(list(located.values())), strict=True))
+    lineage.update({h.id: known[h.id] for h in store_hits if h.id in known})
+    for h in store_hits:
+        doc = lineage.get(h.id)
         sources = doc.source_ids if doc is not None else []
         if not sources:
             continue
-        found = {s: idx.docs[idx.pos[s]] for s in sources if s in idx.pos}
-        found.update({s: known[s] for s in sources if s in known})
+        found = {s: known[s] for s in sources if s in known}
+        where = idx.locate([s for s in sources if s not in found])
+        for (key, _loc), d, text in zip(where.items(), idx.docs_at(list(where.values())),
+                                       idx.texts_at(list(where.values())), strict=True):  # fmt: skip
+            d.text = text
+            found[key] = d
         missing = [s for s in sources if s not in found]
         if missing:
             con = open_store(home)
@@ -379,10 +357,10 @@ def _expand_sources(hits: list[Hit], idx: LoadedIndex, home: Path, view: StoreVi
                 finally:
                     con.close()
         for s in sources:
-            d = found.get(s)
-            if d is not None:
-                lc, _imp, by, _use = view.overrides.get(s, (d.lifecycle, d.importance, d.archived_by, d.usage))
-                h.sources.append(make_hit(d, query, 0.0, {}, r, lc, by))
+            src = found.get(s)
+            if src is not None:
+                lc, _imp, by, _use = view.overrides.get(s, (src.lifecycle, src.importance, src.archived_by, src.usage))
+                h.sources.append(make_hit(src, query, 0.0, {}, r, lc, by))
 
 
 def store_docs_by_id(con: duckdb.DuckDBPyConnection, ids: list[str]) -> list[Doc]:

@@ -1,30 +1,49 @@
-"""The search index: derived, deletable data under `<workspace>/index/`. BM25 (bm25s) + exact vectors (numpy).
+"""The search index: derived, deletable data under `<workspace>/index/`: immutable segments (memory_pipeline.search.
+segment) and, per version, which rows of each are deleted.
 
-Written two-phase: a complete new version folder, then `index/CURRENT` replaced atomically (os.replace) to
-name it; readers follow CURRENT, so a reader never sees a half-written index. No Dagster here."""
+A version is a folder holding hard links to its segments' files, its deletions and a manifest; `index/CURRENT`
+names it and is replaced atomically (os.replace), so a reader never sees a half-written index and an update that
+dies midway leaves the previous version as it was. Writers take `index/.lock` (one at a time). An update reads
+what changed since the version's cursor — rows past its rowid watermark, the store's change log past its seq, files
+whose stat changed — and never the whole store; a tiered merge policy keeps the number of segments logarithmic.
+No Dagster here."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import bm25s
-import duckdb
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
+import pyarrow.compute as pc
 
-from memory_pipeline.search.documents import Doc, all_file_docs, file_signature, store_docs, store_state
+from memory_pipeline.faults import crash_point
+from memory_pipeline.search.documents import Doc
+from memory_pipeline.search.segment import (
+    K1,
+    B,
+    Segment,
+    SegmentDamaged,
+    load_segment,
+    merge_into,
+    plan_merges,
+)
+from memory_pipeline.search.tokens import STEMMER as STEMMER
+from memory_pipeline.search.tokens import tokenize as tokenize
 
 Encode = Callable[[Sequence[str]], np.ndarray]
-FORMAT = 1
-K1, B = 1.5, 0.75
+FORMAT = 2
+CRASH_POINT = "index_commit"  # MEMORY_PIPELINE_CRASH_AT=index_commit: SIGKILL with the new version written, uncommitted
+__all__ = ["B", "K1", "STEMMER", "BuildStats", "IndexMissing", "LoadedIndex", "tokenize"]
 
 
 class IndexMissing(RuntimeError):
@@ -41,26 +60,13 @@ class BuildStats:
     seconds: float
     bytes: int
     version: str
+    embed_seconds: float = 0.0  # of `seconds`, spent in the encoder
+    segments: int = 1
+    merged: int = 0  # segments merged away by this update
 
 
 def index_root(home: Path) -> Path:
     return Path(home) / "index"
-
-
-def _stemmer() -> Any:
-    try:
-        import Stemmer  # PyStemmer: the snowball stemmer bm25s recommends
-
-        return Stemmer.Stemmer("english")
-    except ImportError:  # pragma: no cover - PyStemmer is a dependency
-        return None
-
-
-STEMMER = _stemmer()
-
-
-def tokenize(texts: Sequence[str]) -> list[list[str]]:
-    return bm25s.tokenize(list(texts), stopwords="en", stemmer=STEMMER, return_ids=False, show_progress=False)
 
 
 def _normalise(vectors: np.ndarray) -> np.ndarray:
@@ -76,72 +82,194 @@ def embed_docs(docs: Sequence[Doc], encode: Encode, dim: int | None = None) -> n
     return _normalise(encode([d.text for d in docs]))
 
 
-def _store_vectors(con: duckdb.DuckDBPyConnection, model: str, ids: list[str]) -> dict[str, np.ndarray]:
-    """Vectors the abstraction engine already computed for these memories with the same model."""
-    if not ids:
-        return {}
-    try:
-        rows = con.execute(
-            "SELECT memory_id, vector FROM embeddings WHERE model = ? AND memory_id IN (SELECT unnest(?::VARCHAR[]))",
-            [model, ids],
-        ).fetchall()
-    except duckdb.Error:
-        return {}
-    return {str(r[0]): np.asarray(r[1], dtype=np.float32) for r in rows}
-
-
-# ------------------------------------------------------------------ loaded index
+# ------------------------------------------------------------------ the loaded index
 
 
 @dataclass
 class LoadedIndex:
     folder: Path
     manifest: dict[str, Any]
-    docs: list[Doc]
-    vectors: np.ndarray  # (n, d) float32, unit rows
-    bm25: bm25s.BM25
-    idf: np.ndarray  # per vocabulary id
-    vocab: dict[str, int]
-    pos: dict[str, int]  # key → row
-    dates: np.ndarray
-    importance: np.ndarray
-    # the incremental segment: documents new or changed since the base BM25 was built, scored exactly like
-    # the query-time delta; `dead` are base keys it replaces or that were removed
-    seg_docs: list[Doc] = field(default_factory=list)
-    seg_vectors: np.ndarray | None = None
-    seg_tokens: list[list[str]] = field(default_factory=list)
-    dead: set[str] = field(default_factory=set)
-    seg_postings: dict[str, list[int]] = field(default_factory=dict)
+    segments: list[Segment]
+    alive: list[np.ndarray | None]  # per segment: live rows (None: all)
+    dead: list[int]  # per segment: deleted rows
+    n_live: int
+    avgdl: float
+    _scans: dict[tuple[tuple[str, ...], bytes], Any] = field(default_factory=dict)
+    _norms: dict[int, np.ndarray] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
     def model(self) -> str:
         return str(self.manifest["model"])
 
+    @property
+    def dim(self) -> int:
+        return int(self.manifest.get("dim") or 0)
 
-DOC_FIELDS = tuple(Doc.__dataclass_fields__)
+    def bm25(self, q_tokens: Sequence[str]) -> tuple[dict[str, float], list[np.ndarray | None]]:
+        """Lucene BM25 over every segment with the live collection's statistics: (idf of each query term the
+        index holds, raw scores per segment, None where no term occurs)."""
+        idf, postings = self.bm25_stats(q_tokens)
+        scores: list[np.ndarray | None] = [None] * len(self.segments)
+        for t, found in postings.items():
+            for s, docs, tf in found:
+                arr = scores[s]
+                if arr is None:
+                    arr = scores[s] = np.zeros(self.segments[s].rows, np.float32)
+                f = tf.astype(np.float32)
+                arr[docs] += np.float32(idf[t]) * f / (f + self._norm(s)[docs])
+        for arr, alive in zip(scores, self.alive, strict=True):
+            if arr is not None and alive is not None:
+                arr[~alive] = 0.0
+        return idf, scores
 
+    def bm25_stats(
+        self, q_tokens: Sequence[str]
+    ) -> tuple[dict[str, float], dict[str, list[tuple[int, np.ndarray, np.ndarray]]]]:
+        """Each term's idf over the live documents and its postings per segment."""
+        postings: dict[str, list[tuple[int, np.ndarray, np.ndarray]]] = {}
+        dfs: dict[str, int] = {}
+        for t in q_tokens:
+            df = 0
+            found = []
+            for s, seg in enumerate(self.segments):
+                hit = seg.term(t)
+                if hit is None or not len(hit[0]):
+                    continue
+                alive = self.alive[s]
+                df += len(hit[0]) if alive is None else int(np.count_nonzero(alive[hit[0]]))
+                found.append((s, hit[0], hit[1]))
+            if df:
+                postings[t], dfs[t] = found, df
+        n = max(self.n_live, 1)
+        return {t: float(np.log(1.0 + (n - df + 0.5) / (df + 0.5))) for t, df in dfs.items()}, postings
 
-def _write_docs(path: Path, docs: Sequence[Doc]) -> None:
-    """Columnar, without dataclasses.asdict (which deep-copies every list: 10× slower at 100k docs)."""
-    columns = {name: [getattr(d, name) for d in docs] for name in DOC_FIELDS}
-    types = {"categories": pa.list_(pa.string()), "source_ids": pa.list_(pa.string())}
-    table = pa.table({n: pa.array(v, type=types.get(n)) for n, v in columns.items()})
-    pq.write_table(table, path)
+    def _norm(self, s: int) -> np.ndarray:
+        """k1·(1 − b + b·dl/avgdl) per row of segment `s`, float32, once per loaded index (avgdl is fixed)."""
+        norm = self._norms.get(s)
+        if norm is None:
+            dl = np.asarray(self.segments[s].postings.dl, dtype=np.float32)
+            norm = (np.float32(K1 * (1.0 - B)) + np.float32(K1 * B / max(self.avgdl, 1e-9)) * dl).astype(np.float32)
+            self._norms[s] = norm
+        return norm
 
+    def idf_of(self, token: str) -> float | None:
+        """A token's idf over the live documents (None when no live document holds it)."""
+        idf, _ = self.bm25_stats([token])
+        return idf.get(token)
 
-def _read_docs(path: Path) -> list[Doc]:
-    table = pq.read_table(path)
-    if table.num_rows == 0:
-        return []
-    cols = [table.column(n).to_pylist() for n in DOC_FIELDS]
-    return [Doc(*row) for row in zip(*cols, strict=True)]
+    def candidates(
+        self, q_tokens: Sequence[str], vectors: Sequence[np.ndarray], c: int
+    ) -> tuple[list[tuple[int, int]], np.ndarray, np.ndarray, dict[str, float]]:
+        """The live rows among the best `c` by BM25 (score > 0) or by the cosine to any of `vectors` (> 0):
+        (segment, row) each, their raw BM25, their cosine to each vector (rows × vectors), the terms' idf."""
+        picked: dict[tuple[int, int], float] = {}
+        idf: dict[str, float] = {}
+        scores: list[np.ndarray | None] = [None] * len(self.segments)
+        for qv in vectors:
+            idf, scores, scans = self._scanned(q_tokens, qv)
+            best: list[tuple[float, int, int]] = []
+            for s, seg in enumerate(self.segments):
+                rows_s, cos_s = seg.top(scans[s], qv, c, self.dead[s])
+                best.extend((float(v), s, int(r)) for r, v in zip(rows_s, cos_s, strict=True) if v > 0)
+            best.sort(key=lambda x: -x[0])
+            for _v, s, r in best[:c]:
+                picked.setdefault((s, r), 0.0)
+        bm_all = [(s, np.flatnonzero(a), a) for s, a in enumerate(scores) if a is not None]
+        if bm_all:
+            flat = np.concatenate([a[r] for _, r, a in bm_all])
+            where = np.concatenate([np.full(len(r), s) for s, r, _ in bm_all])
+            rows = np.concatenate([r for _, r, _ in bm_all])
+            top = np.argpartition(-flat, c - 1)[:c] if c < len(flat) else np.arange(len(flat))
+            for j in top:
+                picked.setdefault((int(where[j]), int(rows[j])), 0.0)
+        keys = list(picked)
+        bm = np.zeros(len(keys), dtype=np.float64)
+        for i, (s, r) in enumerate(keys):
+            arr = scores[s]
+            bm[i] = float(arr[r]) if arr is not None else 0.0
+        cos = np.zeros((len(keys), len(vectors)), dtype=np.float64)
+        for s in {k[0] for k in keys}:
+            idx = [i for i, k in enumerate(keys) if k[0] == s]
+            rows_s = np.array([keys[i][1] for i in idx], np.int64)
+            for j, qv in enumerate(vectors):
+                cos[idx, j] = self.segments[s].cosine_of(rows_s, qv)
+        return keys, bm, cos, dict(idf)
 
+    def _scanned(
+        self, q_tokens: Sequence[str], qv: np.ndarray
+    ) -> tuple[dict[str, float], list[np.ndarray | None], list[np.ndarray]]:
+        """BM25 and the vector scan of one query, kept for the next call with the same query (the context compiler
+        asks for 20 hits, then 40, 80, … while they fit: one scan serves them all)."""
+        key = (tuple(q_tokens), qv.tobytes())
+        with self._lock:
+            hit = self._scans.get(key)
+        if hit is not None:
+            return hit
+        idf, scores = self.bm25(q_tokens)
+        scans = [seg.scan(qv, alive) for seg, alive in zip(self.segments, self.alive, strict=True)]
+        with self._lock:
+            self._scans[key] = (idf, scores, scans)
+            while len(self._scans) > 2:
+                self._scans.pop(next(iter(self._scans)))
+        return idf, scores, scans
 
-def _idf(retriever: bm25s.BM25, n_docs: int) -> np.ndarray:
-    """Lucene idf per vocabulary id, from the CSC matrix's document frequencies."""
-    indptr = np.asarray(retriever.scores["indptr"])
-    df = np.diff(indptr).astype(np.float64)
-    return np.log(1.0 + (n_docs - df + 0.5) / (df + 0.5)).astype(np.float32)
+    def docs_at(self, keys: Sequence[tuple[int, int]], lists: bool = True) -> list[Doc]:
+        """Documents (text empty) at (segment, row), in the order given (`lists=False`: see Segment.doc_rows)."""
+        out: list[Doc | None] = [None] * len(keys)
+        for s in {k[0] for k in keys}:
+            idx = [i for i, k in enumerate(keys) if k[0] == s]
+            for i, d in zip(idx, self.segments[s].doc_rows([keys[i][1] for i in idx], lists), strict=True):
+                out[i] = d
+        return [d for d in out if d is not None]
+
+    def lists_at(self, keys: Sequence[tuple[int, int]]) -> list[tuple[list[str], list[str]]]:
+        out: list[tuple[list[str], list[str]]] = [([], [])] * len(keys)
+        for s in {k[0] for k in keys}:
+            idx = [i for i, k in enumerate(keys) if k[0] == s]
+            for i, pair in zip(idx, self.segments[s].lists_of([keys[i][1] for i in idx]), strict=True):
+                out[i] = pair
+        return out
+
+    def texts_at(self, keys: Sequence[tuple[int, int]]) -> list[str]:
+        out = [""] * len(keys)
+        for s in {k[0] for k in keys}:
+            idx = [i for i, k in enumerate(keys) if k[0] == s]
+            for i, t in zip(idx, self.segments[s].texts([keys[i][1] for i in idx]), strict=True):
+                out[i] = t
+        return out
+
+    def locate(self, keys: Sequence[str], column: str = "key") -> dict[str, tuple[int, int]]:
+        """Live (segment, row) of each key found (`column="path"`: of every chunk of these files, by chunk key)."""
+        found: dict[str, tuple[int, int]] = {}
+        if not keys:
+            return found
+        if column == "key":
+            for s, seg in enumerate(self.segments):
+                alive = self.alive[s]
+                found.update({k: (s, r) for k, r in seg.find(list(keys)).items() if alive is None or alive[r]})
+            return found
+        wanted = pa.array(list(keys), type=pa.string())
+        for s, seg in enumerate(self.segments):
+            mask = np.asarray(pc.is_in(seg.column(column), value_set=wanted).to_numpy(zero_copy_only=False))
+            alive = self.alive[s]
+            if alive is not None:
+                mask &= alive
+            if mask.any():
+                rows = np.flatnonzero(mask)
+                names = seg.column("key").take(pa.array(rows)).to_pylist()
+                found.update({str(k): (s, int(r)) for k, r in zip(names, rows, strict=True)})
+        return found
+
+    def live_docs(self) -> Iterator[Doc]:
+        """Every live document with its text (merges, tests, small workspaces: not the query path)."""
+        from memory_pipeline.search.documents import table_docs
+
+        for s, seg in enumerate(self.segments):
+            table = seg.full_table()
+            if self.alive[s] is not None:
+                table = table.filter(pa.array(self.alive[s]))
+            yield from table_docs(table)
 
 
 def current_folder(home: Path) -> Path | None:
@@ -154,343 +282,167 @@ def current_folder(home: Path) -> Path | None:
     return folder if name and (folder / "manifest.json").is_file() else None
 
 
+def read_manifest(folder: Path) -> dict[str, Any]:
+    return dict(json.loads((folder / "manifest.json").read_text(encoding="utf-8")))
+
+
 def load_index(home: Path) -> LoadedIndex:
     folder = current_folder(home)
     if folder is None:
         raise IndexMissing(f"no search index under {index_root(home)}")
     try:
-        manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
-        docs = _read_docs(folder / "docs.parquet")
-        vectors = np.load(folder / "vectors.npy", mmap_mode="r")
-        retriever = bm25s.BM25.load(str(folder / "bm25"), show_progress=False, verbosity=0)
-        seg_docs = _read_docs(folder / "seg_docs.parquet") if (folder / "seg_docs.parquet").exists() else []
-        seg_vectors = np.load(folder / "seg_vectors.npy") if seg_docs else None
-        dead = (
-            set(json.loads((folder / "dead.json").read_text(encoding="utf-8")))
-            if seg_docs or (folder / "dead.json").exists()
-            else set()
-        )
-    except (OSError, ValueError, KeyError) as exc:
+        manifest = read_manifest(folder)
+        if manifest.get("format") != FORMAT:
+            raise IndexMissing(f"search index {folder} has format {manifest.get('format')}, not {FORMAT}")
+        dim = manifest.get("dim")
+        width = dim if isinstance(dim, int) else None
+        segments = [load_segment(folder / e["name"], width) for e in manifest["segments"]]
+        alive: list[np.ndarray | None] = []
+        dead: list[int] = []
+        for seg, entry in zip(segments, manifest["segments"], strict=True):
+            deleted = np.load(folder / f"{seg.name}.deleted.npy") if entry.get("deleted") else np.zeros(0, np.int64)
+            if len(deleted) != int(entry.get("deleted", 0)) or (len(deleted) and int(deleted.max()) >= seg.rows):
+                raise SegmentDamaged(f"the deletions of segment {seg.name} do not fit it")
+            mask = None
+            if len(deleted):
+                mask = np.ones(seg.rows, dtype=bool)
+                mask[deleted] = False
+            alive.append(mask)
+            dead.append(len(deleted))
+    except SegmentDamaged as exc:
+        raise IndexMissing(f"search index {folder} is damaged ({exc})") from exc
+    except (OSError, ValueError, KeyError, TypeError) as exc:
         raise IndexMissing(f"search index {folder} is unreadable ({exc})") from exc
-    _check_shapes(folder, manifest, len(docs), vectors, len(seg_docs), seg_vectors)
-    seg_tokens = tokenize([d.text for d in seg_docs]) if seg_docs else []
-    postings: dict[str, list[int]] = {}
-    for j, tokens in enumerate(seg_tokens):
-        for t in set(tokens):
-            postings.setdefault(t, []).append(j)
-    return LoadedIndex(
-        seg_docs=seg_docs,
-        seg_vectors=seg_vectors,
-        seg_tokens=seg_tokens,
-        seg_postings=postings,
-        dead=dead,
-        folder=folder,
-        manifest=manifest,
-        docs=docs,
-        vectors=np.asarray(vectors),
-        bm25=retriever,
-        idf=_idf(retriever, max(1, len(docs))),
-        vocab=dict(retriever.vocab_dict),
-        pos={d.key: i for i, d in enumerate(docs)},
-        dates=np.array([d.date for d in docs], dtype=np.float64),
-        importance=np.array([d.importance for d in docs], dtype=np.float32),
+    n_live = sum(s.rows - d for s, d in zip(segments, dead, strict=True))
+    sum_dl = sum(
+        s.sum_dl - (int(np.asarray(s.postings.dl)[~a].sum()) if a is not None else 0)
+        for s, a in zip(segments, alive, strict=True)
     )
+    return LoadedIndex(folder, manifest, segments, alive, dead, n_live, (sum_dl / n_live) if n_live else 1.0)
 
 
-def _check_shapes(
-    folder: Path, manifest: dict[str, Any], n_docs: int, vectors: Any, n_seg: int, seg_vectors: Any
-) -> None:
-    """One row of the manifest's dimension per document, in the base and in the segment; else IndexMissing
-    (a damaged or hand-edited index is rebuilt, like a truncated file, instead of failing every search)."""
-    dim = manifest.get("dim")
-    for name, matrix, rows in (("vectors.npy", vectors, n_docs), ("seg_vectors.npy", seg_vectors, n_seg)):
-        if matrix is None or (name == "seg_vectors.npy" and not n_seg):
-            continue
-        shape = tuple(getattr(matrix, "shape", ()))
-        if len(shape) != 2 or shape[0] != rows or (rows and isinstance(dim, int) and shape[1] != dim):
-            raise IndexMissing(
-                f"search index {folder} is damaged ({name} has shape {shape}; expected {rows} rows of dimension "
-                f"{dim})"
-            )
+# ------------------------------------------------------------------ versions: write two-phase, commit, prune
 
 
-# ------------------------------------------------------------------ build
-
-
-def _connect_waiting(path: Path, timeout_s: float = 300.0) -> duckdb.DuckDBPyConnection:
-    """Read-only, waiting while a writer (the nightly run, an import) holds DuckDB's file lock."""
-    deadline = time.monotonic() + timeout_s
-    pause = 0.05
-    while True:
-        try:
-            return duckdb.connect(str(path), read_only=True)
-        except duckdb.IOException:
-            if time.monotonic() >= deadline:
-                raise
-            time.sleep(pause)
-            pause = min(2.0, pause * 2)
-
-
-def pending_changes(home: Path) -> dict[str, int] | None:
-    """What the index lacks: store rows appended since the build and files added/changed/removed; None when
-    there is no index. The sensor's trigger, and cheap (one count query and a stat walk)."""
-    folder = current_folder(home)
-    if folder is None:
-        return None
-    manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
-    rows = 0
-    store = Path(home) / "memory.duckdb"
-    if store.exists():
-        try:
-            con = duckdb.connect(str(store), read_only=True)
-        except duckdb.Error:
-            return {"store_rows": 0, "files": 0, "busy": 1}
-        try:
-            max_rowid, count = store_state(con)
-        except duckdb.CatalogException:
-            max_rowid, count = -1, 0
-        finally:
-            con.close()
-        rows = max(0, max_rowid - int(manifest.get("store_max_rowid", -1)))
-        if count < int(manifest.get("store_rows", 0)):
-            rows += 1  # rows disappeared (a pending summary discarded): rebuild
-    built = {k: tuple(v) for k, v in manifest.get("files", {}).items()}
-    current = file_signature(Path(home))
-    files = sum(1 for k, v in current.items() if built.get(k) != v) + len(set(built) - set(current))
-    return {"store_rows": rows, "files": files, "busy": 0}
-
-
-def collect_docs(home: Path) -> tuple[list[Doc], tuple[int, int], duckdb.DuckDBPyConnection | None]:
-    """Every readable document, and the store's (max rowid, count) watermark; the connection stays open for
-    the vector look-up and is closed by the caller."""
-    docs: list[Doc] = []
-    state = (-1, 0)
-    con = None
-    store = Path(home) / "memory.duckdb"
-    if store.exists():
-        con = _connect_waiting(store)
-        try:
-            docs = store_docs(con)
-            state = store_state(con)
-        except duckdb.CatalogException:  # an empty store without the memories table yet
-            docs = []
-    return docs + all_file_docs(Path(home)), state, con
-
-
-def build_index(home: Path, encode: Encode, model: str, *, full: bool = False) -> BuildStats:
-    """Build a new index version; with `full=False` unchanged documents keep their vectors (the incremental
-    update: only new or changed text is embedded, BM25 is rebuilt, which is cheap)."""
-    t0 = time.perf_counter()
-    home = Path(home)
-    previous: LoadedIndex | None = None
-    if not full:
-        try:
-            previous = load_index(home)
-            if previous.model != model:
-                previous = None
-        except IndexMissing:
-            previous = None
-    signature = file_signature(home)
-    docs, state, con = collect_docs(home)
-    try:
-        prev_vectors: dict[str, tuple[str, np.ndarray]] = {}
-        if previous is not None:
-            prev_vectors = {
-                d.key: (d.fingerprint, previous.vectors[i])
-                for i, d in enumerate(previous.docs)
-                if d.key not in previous.dead
-            }
-            if previous.seg_vectors is not None:
-                prev_vectors.update(
-                    {d.key: (d.fingerprint, previous.seg_vectors[i]) for i, d in enumerate(previous.seg_docs)}
-                )
-        vectors: list[np.ndarray | None] = [None] * len(docs)
-        need: list[int] = []
-        added = updated = 0
-        for i, d in enumerate(docs):
-            prior = prev_vectors.get(d.key)
-            if prior is None:
-                added += 1
-            elif prior[0] != d.fingerprint:
-                updated += 1
-            if prior is not None and prior[0] == d.fingerprint:
-                vectors[i] = prior[1]
-            else:
-                need.append(i)
-        if con is not None:
-            stored = _store_vectors(con, model, [docs[i].key for i in need if docs[i].source == "store"])
-            for i in list(need):
-                v = stored.get(docs[i].key) if docs[i].source == "store" else None
-                if v is not None:
-                    vectors[i] = v / (np.linalg.norm(v) or 1.0)
-            need = [i for i in need if vectors[i] is None]
-    finally:
-        if con is not None:
-            con.close()
-    fresh = embed_docs([docs[i] for i in need], encode)
-    for j, i in enumerate(need):
-        vectors[i] = fresh[j]
-    rows = [v for v in vectors if v is not None]
-    assert len(rows) == len(vectors), "every document has a vector by now"
-    dim = int(fresh.shape[1]) if len(need) else (len(rows[0]) if docs else 0)
-    matrix = np.vstack(rows).astype(np.float32) if docs else np.zeros((0, dim), dtype=np.float32)
-    removed = len(set(prev_vectors) - {d.key for d in docs})
-    version = None
-    if previous is not None:
-        version = _try_segment(home, previous, docs, matrix, model, state, signature)
-    if version is None:
-        version = _write_version(home, docs, matrix, model, state, signature)
-    folder = index_root(home) / version
-    size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
-    return BuildStats(
-        docs=len(docs),
-        added=added,
-        updated=updated,
-        removed=removed,
-        embedded=len(need),
-        seconds=round(time.perf_counter() - t0, 3),
-        bytes=size,
-        version=version,
-    )
-
-
-def segment_limit(base_docs: int) -> int:
-    """Above this many new/changed/removed documents the BM25 base is rebuilt instead of a segment."""
-    return max(2000, base_docs // 20)
-
-
-def _link_tree(src: Path, dst: Path) -> None:
-    """Hard links (no copy) of the unchanged base files into the new version folder."""
-    for path in src.rglob("*"):
-        target = dst / path.relative_to(src)
-        if path.is_dir():
-            target.mkdir(parents=True, exist_ok=True)
-            continue
-        target.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            os.link(path, target)
-        except OSError:
-            shutil.copy2(path, target)
-
-
-def _try_segment(
-    home: Path,
-    previous: LoadedIndex,
-    docs: list[Doc],
-    matrix: np.ndarray,
-    model: str,
-    state: tuple[int, int],
-    signature: dict[str, tuple[float, int]],
-) -> str | None:
-    """The incremental update: keep the base BM25 and vectors (hard-linked), write only the documents that
-    are new or changed since the base as a segment. None when the segment would be too large."""
-    base = {d.key: d.fingerprint for d in previous.docs}
-    current = {d.key: d.fingerprint for d in docs}
-    seg = [i for i, d in enumerate(docs) if base.get(d.key) != d.fingerprint]
-    dead = sorted(k for k, fp in base.items() if current.get(k) != fp)
-    if len(seg) + len(dead) > segment_limit(len(previous.docs)):
-        return None
-    root = index_root(home)
-    version = _version_name()
-    tmp = root / f".tmp-{version}"
-    tmp.mkdir()
-    try:
-        for name in ("docs.parquet", "vectors.npy", "bm25"):
-            src = previous.folder / name
-            if src.is_dir():
-                _link_tree(src, tmp / name)
-            else:
-                _link_tree_file(src, tmp / name)
-        _write_docs(tmp / "seg_docs.parquet", [docs[i] for i in seg])
-        np.save(tmp / "seg_vectors.npy", matrix[seg] if seg else np.zeros((0, matrix.shape[1]), np.float32))
-        (tmp / "dead.json").write_text(json.dumps(dead), encoding="utf-8")
-        manifest = dict(previous.manifest)
-        manifest.update(
-            built_at=time.time(),
-            docs=len(docs),
-            segment=len(seg),
-            store_max_rowid=state[0],
-            store_rows=state[1],
-            files=signature,
-            categories=sorted({c for d in docs for c in d.categories}),
-            kinds=sorted({d.kind for d in docs}),
-        )
-        (tmp / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
-        os.replace(tmp, root / version)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    _commit(root, version)
-    return version
-
-
-def _link_tree_file(src: Path, dst: Path) -> None:
-    try:
-        os.link(src, dst)
-    except OSError:
-        shutil.copy2(src, dst)
-
-
-def _version_name() -> str:
-    return f"v{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}-{time.perf_counter_ns() % 10**6:06d}"
-
-
-def _commit(root: Path, version: str) -> None:
-    pointer = root / f".CURRENT-{version}"
-    pointer.write_text(version, encoding="utf-8")
-    os.replace(pointer, root / "CURRENT")  # the commit point
-    _prune(root, keep={version})
-
-
-def _write_version(
-    home: Path,
-    docs: list[Doc],
-    matrix: np.ndarray,
-    model: str,
-    state: tuple[int, int],
-    signature: dict[str, tuple[float, int]],
-) -> str:
+@contextmanager
+def writer_lock(home: Path) -> Iterator[None]:
+    """One index writer at a time (a search rebuilding a missing index, the Dagster asset, a CLI refresh)."""
     root = index_root(home)
     root.mkdir(parents=True, exist_ok=True)
-    version = _version_name()
+    with open(root / ".lock", "a+") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+def version_name() -> str:
+    return f"v{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}-{time.perf_counter_ns() % 10**9:09d}"
+
+
+def segment_name() -> str:
+    return "seg-" + version_name()[1:]
+
+
+def link_segment(src: Path, dst: Path) -> None:
+    """Hard links (no copy) of an unchanged segment's files into a new version folder."""
+    dst.mkdir(parents=True)
+    for path in src.iterdir():
+        try:
+            os.link(path, dst / path.name)
+        except OSError:
+            shutil.copy2(path, dst / path.name)
+
+
+def write_version(
+    home: Path, build: Callable[[Path], dict[str, Any]]
+) -> str:
+    """Phase 1: `build(tmp)` fills a fresh hidden folder and returns its manifest; the folder is fsynced and renamed
+    into place. Phase 2: CURRENT names it (the commit point); older versions are pruned. Anything raised before
+    the commit removes the hidden folder and leaves CURRENT as it was."""
+    root = index_root(home)
+    root.mkdir(parents=True, exist_ok=True)
+    version = version_name()
     tmp = root / f".tmp-{version}"
     tmp.mkdir()
     try:
-        _write_docs(tmp / "docs.parquet", docs)
-        np.save(tmp / "vectors.npy", matrix)
-        retriever = bm25s.BM25(k1=K1, b=B, method="lucene")
-        tokens = tokenize([d.text for d in docs]) if docs else [[""]]
-        retriever.index(tokens, show_progress=False)
-        retriever.save(str(tmp / "bm25"), show_progress=False)
-        manifest = {
-            "avgdl": float(np.mean([len(t) for t in tokens])) if docs else 1.0,
-            "categories": sorted({c for d in docs for c in d.categories}),
-            "kinds": sorted({d.kind for d in docs}),
-            "format": FORMAT,
-            "model": model,
-            "dim": int(matrix.shape[1]) if matrix.ndim == 2 else 0,
-            "docs": len(docs),
-            "built_at": time.time(),
-            "store_max_rowid": state[0],
-            "store_rows": state[1],
-            "files": signature,
-        }
+        manifest = build(tmp)
         (tmp / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+        _fsync_tree(tmp)
         os.replace(tmp, root / version)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    _commit(root, version)
+    crash_point(CRASH_POINT)
+    pointer = root / f".CURRENT-{version}"
+    pointer.write_text(version, encoding="utf-8")
+    with open(pointer, "rb") as fh:
+        os.fsync(fh.fileno())
+    os.replace(pointer, root / "CURRENT")  # the commit point
+    _prune(root, keep=version)
     return version
 
 
-def _prune(root: Path, keep: set[str]) -> None:
-    """Drop old versions, keeping the newest previous one a reader may still be loading."""
+def _fsync_tree(folder: Path) -> None:
+    """Every new file and folder; a file hard-linked from the previous version (st_nlink > 1) is durable already."""
+    for path in [folder, *folder.rglob("*")]:
+        if path.is_file() and path.stat().st_nlink > 1:
+            continue
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _prune(root: Path, keep: str) -> None:
+    """Drop old versions (keeping the newest previous one a reader may still be loading) and stale hidden folders
+    of writers that died."""
     versions = sorted(p.name for p in root.iterdir() if p.is_dir() and p.name.startswith("v"))
     for name in versions[:-2]:
-        if name not in keep:
+        if name != keep:
             shutil.rmtree(root / name, ignore_errors=True)
+    for p in root.iterdir():
+        if p.name.startswith(".tmp-") and p.is_dir() and time.time() - p.stat().st_mtime > 3600:
+            shutil.rmtree(p, ignore_errors=True)
 
 
 def delete_index(home: Path) -> None:
     shutil.rmtree(index_root(home), ignore_errors=True)
+
+
+# ------------------------------------------------------------------ merging
+
+
+def merge_step(tmp: Path, idx: LoadedIndex, entries: list[dict[str, Any]], extra: list[tuple[Segment, None]],
+               factor: int = 10) -> tuple[list[dict[str, Any]], int]:
+    """Apply the tiered merge policy to a version being written in `tmp`: `entries` (name, rows, deleted) of its
+    segments; merged segments are written into `tmp` and their entries replaced. Returns (entries, merged away)."""
+    sizes = [(e["name"], int(e["rows"]) - int(e.get("deleted", 0)), int(e.get("deleted", 0))) for e in entries]
+    plans = plan_merges(sizes, factor=factor)
+    if not plans:
+        return entries, 0
+    by_name = {seg.name: (seg, a) for seg, a in zip(idx.segments, idx.alive, strict=True)}
+    by_name.update({seg.name: (seg, None) for seg, _ in extra})
+    deleted = {e["name"]: e for e in entries}
+    merged_away = 0
+    out = [e for e in entries if not any(e["name"] in p for p in plans)]
+    for plan in plans:
+        parts = []
+        for name in plan:
+            seg, _ = by_name[name]
+            dead_file = tmp / f"{name}.deleted.npy"
+            mask = None
+            if deleted[name].get("deleted"):
+                mask = np.ones(seg.rows, dtype=bool)
+                mask[np.load(dead_file)] = False
+            parts.append((seg, mask))
+        name = segment_name()
+        rows = merge_into(tmp / name, parts)
+        for old in plan:
+            shutil.rmtree(tmp / old, ignore_errors=True)
+            (tmp / f"{old}.deleted.npy").unlink(missing_ok=True)
+        out.append({"name": name, "rows": rows, "deleted": 0})
+        merged_away += len(plan)
+    return out, merged_away

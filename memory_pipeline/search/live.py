@@ -10,14 +10,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 import numpy as np
 
-from memory_pipeline.search.documents import Doc, file_docs, file_signature, iter_files, store_docs
+from memory_pipeline.search.documents import READABLE_LIFECYCLES, Doc, file_docs, file_signature, iter_files, store_docs
 from memory_pipeline.search.index import Encode, IndexMissing, LoadedIndex, current_folder, load_index
 from memory_pipeline.settings import SettingsError
+from memory_pipeline.store import changes
 from memory_pipeline.store.remember import Pending, pending
 
 if TYPE_CHECKING:
@@ -48,6 +49,7 @@ def clear_cache() -> None:
         _INDEXES.clear()
         _DELTA_VECTORS.clear()
         _VIEWS.clear()
+        _QUERY_VECTORS.clear()
 
 
 def default_embedder() -> tuple[Encode, str]:
@@ -92,13 +94,38 @@ class StoreView:
 
 
 _VIEWS: dict[tuple[str, str], tuple[tuple[int, ...], StoreView]] = {}
-_OVERRIDES_SQL = """
+_LIVE_SQL = """
+    SELECT c.id, coalesce(m.lifecycle, 'gone'), coalesce(m.importance, 0), coalesce(m.archived_by, ''),
+           coalesce(m.included_count_decay, 0)
+    FROM (SELECT DISTINCT memory_id AS id FROM memory_changes WHERE seq > ?) c LEFT JOIN memories m ON m.id = c.id
+"""
+_FULL_SQL = """
     SELECT d.key, coalesce(m.lifecycle, 'gone'), coalesce(m.importance, 0), coalesce(m.archived_by, ''),
            coalesce(m.included_count_decay, 0)
     FROM read_parquet(?) d LEFT JOIN memories m ON m.id = d.key
     WHERE d.source = 'store' AND (m.id IS NULL OR m.lifecycle <> d.lifecycle OR m.importance <> d.importance
           OR coalesce(m.archived_by, '') <> d.archived_by OR coalesce(m.included_count_decay, 0) <> d.usage)
 """
+
+
+def _overrides(con: duckdb.DuckDBPyConnection, idx: LoadedIndex, delta: list[Doc]) -> list[tuple[Any, ...]]:
+    """Live state of the memories changed since the build: the change log's rows past the index's cursor
+    (proportional to what changed), checked by counting readable memories; when the count does not add up (a
+    writer that did not log its change, a store without the log) a join of every indexed row, as before."""
+    seq = int((idx.manifest.get("store") or {}).get("change_seq", -1))
+    store_docs = int(idx.manifest.get("store_docs", -1))
+    if seq >= 0 and store_docs >= 0 and changes.cursor(con) >= 0:
+        rows = con.execute(_LIVE_SQL, [seq]).fetchall()
+        delta_keys = {d.key for d in delta}
+        changed = {str(r[0]): str(r[1]) for r in rows if str(r[0]) not in delta_keys}
+        indexed = idx.locate(sorted(delta_keys | set(changed)))
+        expected = store_docs + sum(1 for k in delta_keys if k not in indexed)
+        expected += sum(int(lc in READABLE_LIFECYCLES) - int(k in indexed) for k, lc in changed.items())
+        row = con.execute("SELECT count(*) FROM memories WHERE lifecycle IN ('active', 'archived')").fetchone()
+        if row is not None and int(row[0]) == expected:
+            return rows
+    parquet = [str(seg.folder / "docs.parquet") for seg in idx.segments]
+    return con.execute(_FULL_SQL, [parquet]).fetchall() if parquet else []
 
 
 def _store_stamp(home: Path) -> tuple[int, ...]:
@@ -147,8 +174,7 @@ def _store_view(home: Path, idx: LoadedIndex) -> StoreView:
         return StoreView([], {}, busy=True)
     try:
         delta = store_docs(con, after_rowid=int(idx.manifest.get("store_max_rowid", -1)))
-        parquet = [str(idx.folder / n) for n in ("docs.parquet", "seg_docs.parquet") if (idx.folder / n).exists()]
-        rows = con.execute(_OVERRIDES_SQL, [parquet]).fetchall()
+        rows = _overrides(con, idx, delta)
     except duckdb.Error:
         return StoreView([], {}, busy=True)
     finally:
@@ -174,6 +200,26 @@ def delta_docs(home: Path, idx: LoadedIndex, view: StoreView) -> tuple[list[Doc]
             if rel in kinds:
                 docs.extend(file_docs(home, rel, *kinds[rel]))
     return docs, stale, notice
+
+
+_QUERY_VECTORS: dict[tuple[str, str], np.ndarray] = {}
+
+
+def query_vector(encode: Encode, model: str, query: str) -> np.ndarray:
+    """The unit vector of a query, remembered for the next few calls (the context compiler searches the same
+    query for 20, 40, 80 … hits; MiniLM takes 10–50 ms a query here)."""
+    key = (model, query)
+    with _LOCK:
+        hit = _QUERY_VECTORS.get(key)
+    if hit is not None:
+        return hit
+    qv = np.asarray(encode([query]), dtype=np.float32)[0]
+    qv = qv / max(float(np.linalg.norm(qv)), 1e-12)
+    with _LOCK:
+        _QUERY_VECTORS[key] = qv
+        while len(_QUERY_VECTORS) > 64:
+            _QUERY_VECTORS.pop(next(iter(_QUERY_VECTORS)))
+    return qv
 
 
 def delta_vectors(docs: Sequence[Doc], encode: Encode, model: str) -> np.ndarray:
@@ -215,7 +261,7 @@ def index_for(home: Path, encode: Encode, model: str) -> tuple[LoadedIndex | Non
 
 
 def _build_now(home: Path, encode: Encode, model: str, why: str, full: bool = True) -> tuple[LoadedIndex | None, str]:
-    from memory_pipeline.search.index import build_index
+    from memory_pipeline.search.build import build_index
 
     if (home / "memory.duckdb").exists():
         con = open_store(home)
@@ -238,7 +284,7 @@ def _build_now(home: Path, encode: Encode, model: str, why: str, full: bool = Tr
 def refresh_index(home: Path) -> str:
     """After a command wrote what search reads (a night, an import, the demo): the index brought up to date —
     incrementally, so only new or changed text is embedded. One line saying what was done."""
-    from memory_pipeline.search.index import build_index
+    from memory_pipeline.search.build import build_index
 
     encode, model = default_embedder()
     try:

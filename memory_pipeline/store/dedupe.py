@@ -12,6 +12,7 @@ from datetime import datetime
 
 import duckdb
 
+from memory_pipeline.store.changes import note_changed
 from memory_pipeline.store.invariants import DEDUPE_PREFIX
 
 NORMALISED_CONTENT = "lower(regexp_replace(trim(content), '\\s+', ' ', 'g'))"
@@ -55,6 +56,7 @@ def archive_exact_duplicates(
         """,
         [archived_importance, now, run_id, critical_floor, fresh_before],
     ).fetchall()
+    note_changed(con, [str(r[0]) for r in rows])
     pairs = sorted((str(a), str(k)[len(DEDUPE_PREFIX) :]) for a, k in rows)
     _carry_keys(con, pairs, run_id, now)
     if index_names:

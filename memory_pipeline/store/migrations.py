@@ -321,4 +321,18 @@ MIGRATIONS: tuple[Migration, ...] = (
         "agents' writes: why a memory was forgotten (its tombstone, run_id 'forget')",
         ("ALTER TABLE tombstones ADD COLUMN IF NOT EXISTS reason VARCHAR",),
     ),
+    Migration(
+        31,
+        "search: the change log of memories whose readability or ranking metadata changed (the index's cursor)",
+        (
+            "CREATE SEQUENCE IF NOT EXISTS memory_change_seq START 1",
+            """
+            CREATE TABLE IF NOT EXISTS memory_changes (
+                seq       BIGINT NOT NULL DEFAULT nextval('memory_change_seq'),
+                memory_id VARCHAR NOT NULL,
+                changed_at TIMESTAMP NOT NULL
+            )
+            """,
+        ),
+    ),
 )

@@ -32,6 +32,7 @@ from typing import Any
 import duckdb
 
 from memory_pipeline.errors import UserError
+from memory_pipeline.store.changes import note_changed
 from memory_pipeline.store.db import MemoryStore, StoreError, utcnow
 from memory_pipeline.store.records import MemoryRecord, RecordError, parse_record
 from memory_pipeline.store.repository import insert_memories
@@ -284,6 +285,7 @@ def _apply(con: duckdb.DuckDBPyConnection, entry: dict[str, Any]) -> str:
         ).fetchone()
         if row is None:
             return "skipped"
+        note_changed(con, [mid])
         con.execute(
             "INSERT INTO tombstones (memory_id, replaced_by_summary_id, cluster_id, run_id, archived_at, tags, "
             "nexus_keys, reason) VALUES (?, '', ?, 'forget', ?, ?, ?, ?)",
@@ -469,4 +471,5 @@ def restore(store: MemoryStore, memory_id: str, by: str) -> str:
             "UPDATE memories SET lifecycle = 'active', archived_by = NULL, archived_at = NULL WHERE id = ?",
             [memory_id],
         )
+        note_changed(con, [memory_id])
     return memory_id

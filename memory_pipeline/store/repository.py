@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from memory_pipeline.store.changes import note_changed
 from memory_pipeline.store.dedupe import TWIN_RANK
 from memory_pipeline.store.invariants import our_pending
 from memory_pipeline.store.records import MemoryRecord
@@ -376,6 +377,7 @@ def archive_clusters(
         """,
         [archived_importance, now, run_id, critical_floor],
     ).fetchall()
+    note_changed(con, [str(r[0]) for r in rows])
     if len(rows) != len(ids):
         done = {r[0] for r in rows}
         for cid, members in clusters:
@@ -398,6 +400,7 @@ def activate_summaries(con: duckdb.DuckDBPyConnection, summary_ids: Sequence[str
         "UPDATE memories SET lifecycle = 'active' WHERE id IN (SELECT id FROM frame) AND lifecycle = 'pending' "
         "RETURNING id"
     ).fetchall()
+    note_changed(con, [str(r[0]) for r in rows])
     if len(rows) != len(summary_ids):
         missing = sorted(set(summary_ids) - {r[0] for r in rows})
         raise RuntimeError(f"summary {missing[0]} is not pending")

@@ -23,6 +23,7 @@ import pandas as pd
 
 from memory_pipeline.errors import UserError
 from memory_pipeline.store import lease
+from memory_pipeline.store.changes import note_changed
 from memory_pipeline.store.db import MemoryStore, utcnow
 from memory_pipeline.store.invariants import DEDUPE_PREFIX
 
@@ -211,6 +212,8 @@ def apply(con: duckdb.DuckDBPyConnection, p: RollbackPlan, now: datetime, rollba
         f"UPDATE tombstones SET reverted_at = ?, reverted_by = ? WHERE run_id IN ({ph}) AND reverted_at IS NULL",
         [now, rollback_id, *p.run_ids],
     )
+    note_changed(con, where=f"lifecycle = 'archived' AND archived_by_run IN ({ph})", params=p.run_ids)
+    note_changed(con, where=f"kind = 'summary' AND lifecycle = 'active' AND created_by_run IN ({ph})", params=p.run_ids)
     con.execute(
         f"""UPDATE memories SET importance = coalesce(prior_importance, importance), prior_importance = NULL,
                lifecycle = 'active', archived_by = NULL, archived_at = NULL, archived_by_run = NULL

@@ -182,39 +182,49 @@ def test_important_but_loosely_related_memories_do_not_outrank_the_answer(worksp
     assert ids(hits)[0] == "m-001", [(h.id, h.score) for h in hits]
 
 
+def _sailing(tmp_path: Path) -> Path:
+    return write_jsonl(
+        tmp_path / "seg.jsonl",
+        [{"id": "m-960", "content": "The sailing club meets every second Saturday at the north pier",
+          "importance": 1.0, "created_at": "2026-10-31T08:00:00", "categories": ["hobby"]}],
+    )  # fmt: skip
+
+
 def test_incremental_update_writes_a_segment_and_keeps_ranking(workspace: Path, tmp_path: Path) -> None:
     from memory_pipeline.search import build_index
     from memory_pipeline.search.engine import clear_cache
     from memory_pipeline.search.index import load_index
+    from memory_pipeline.store.changes import note_changed
 
     encode, model = minilm()
-    base = current_folder(workspace)
-    import_jsonl(
-        MemoryStore(workspace / "memory.duckdb"),
-        write_jsonl(
-            tmp_path / "seg.jsonl",
-            [
-                {
-                    "id": "m-960",
-                    "content": "The sailing club meets every second Saturday at the north pier",
-                    "importance": 1.0,
-                    "created_at": "2026-10-31T08:00:00",
-                    "categories": ["hobby"],
-                }
-            ],
-        ),
-    )
-    with MemoryStore(workspace / "memory.duckdb").transaction() as con:
+    base = load_index(workspace)
+    import_jsonl(MemoryStore(workspace / "memory.duckdb"), _sailing(tmp_path))
+    with MemoryStore(workspace / "memory.duckdb").transaction() as con:  # a write path: it logs its change
         con.execute("UPDATE memories SET lifecycle = 'superseded' WHERE id = 'm-003'")
+        note_changed(con, ["m-003"])
     stats = build_index(workspace, encode, model)
-    assert stats.added == 1 and stats.removed == 1 and stats.embedded == 1
+    assert (stats.added, stats.removed, stats.embedded, stats.segments) == (1, 1, 1, 2)
     idx = load_index(workspace)
-    assert [d.key for d in idx.seg_docs] == ["m-960"] and idx.dead == {"m-003"}
-    assert (idx.folder / "bm25").stat().st_ino != 0 and idx.folder != base
-    assert (idx.folder / "vectors.npy").stat().st_ino == (base / "vectors.npy").stat().st_ino  # hard link
+    assert idx.folder != base.folder and [s.rows for s in idx.segments] == [base.segments[0].rows, 1]
+    assert [d.key for d in idx.live_docs() if d.key in ("m-960", "m-003")] == ["m-960"] and idx.dead == [1, 0]
+    old, new = base.segments[0].folder / "vectors.npy", idx.segments[0].folder / "vectors.npy"
+    assert old.stat().st_ino == new.stat().st_ino  # the base segment is hard-linked, not rewritten
     clear_cache()
     assert ids(search("when does the sailing club meet", k=3, home=workspace, embedder=minilm(), now=NOW))[0] == "m-960"
     assert "m-003" not in ids(
         search("production deploys frozen on Fridays", k=5, home=workspace, embedder=minilm(), now=NOW)
     )
     assert ids(search("price alert on TIA", k=3, home=workspace, embedder=minilm(), now=NOW))[0] == "m-001"
+
+
+def test_a_change_the_log_missed_is_caught_by_the_count_and_rebuilt_without_embedding(workspace: Path) -> None:
+    from memory_pipeline.search import build_index
+    from memory_pipeline.search.index import load_index
+
+    with MemoryStore(workspace / "memory.duckdb").transaction() as con:  # raw SQL: no change-log entry
+        con.execute("UPDATE memories SET lifecycle = 'superseded' WHERE id = 'm-003'")
+    hits = search("production deploys frozen on Fridays", k=5, home=workspace, embedder=minilm(), now=NOW)
+    assert "m-003" not in ids(hits)  # the query path's count check fell back to the full comparison
+    stats = build_index(workspace, *minilm())
+    assert stats.embedded == 0 and stats.segments == 1  # a full build, reusing every vector
+    assert "m-003" not in {d.key for d in load_index(workspace).live_docs()}

@@ -5,7 +5,7 @@ import dagster as dg
 
 from memory_pipeline.operator.run_guard import busy_reason
 from memory_pipeline.resources import EmbedderResource, MemoryStoreResource
-from memory_pipeline.search.index import build_index, pending_changes
+from memory_pipeline.search.build import build_index, pending_changes
 from memory_pipeline.search.usage_ingest import ingest_spool
 from memory_pipeline.search.usage_spool import pending_files
 from memory_pipeline.store.remember import ingest_writes, spool_dir

@@ -1,0 +1,374 @@
+"""Building and updating the search index (issue 31).
+
+A full build reads the store as Arrow (no Python object per memory), tokenises in bulk and writes one segment. An
+update reads only what changed since the current version's cursor: memories appended past its rowid watermark,
+the memories the store's change log names past its seq, and files whose (mtime, size) changed. Their old rows are
+marked deleted, the new ones go to a new segment, and the tiered merge policy merges segments when a tier fills.
+A memory whose text is unchanged keeps its vector (or takes the store's own for this model): only new text is
+embedded. A count check against the store catches a write the change log missed, and rebuilds. No Dagster here."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from memory_pipeline.search.documents import (
+    DOC_SCHEMA,
+    READABLE_LIFECYCLES,
+    all_file_docs,
+    docs_table,
+    file_docs,
+    file_signature,
+    iter_files,
+    store_state,
+    store_table,
+)
+from memory_pipeline.search.index import (
+    FORMAT,
+    BuildStats,
+    Encode,
+    IndexMissing,
+    LoadedIndex,
+    current_folder,
+    index_root,
+    link_segment,
+    load_index,
+    merge_step,
+    read_manifest,
+    segment_name,
+    write_version,
+    writer_lock,
+)
+from memory_pipeline.search.segment import load_segment, write_segment
+from memory_pipeline.store import changes
+
+MERGE_FACTOR = 10
+
+
+def _connect_waiting(path: Path, timeout_s: float = 300.0) -> duckdb.DuckDBPyConnection:
+    """Read-only, waiting while a writer (the nightly run, an import) holds DuckDB's file lock."""
+    deadline = time.monotonic() + timeout_s
+    pause = 0.05
+    while True:
+        try:
+            return duckdb.connect(str(path), read_only=True)
+        except duckdb.IOException:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(pause)
+            pause = min(2.0, pause * 2)
+
+
+def _readable_count(con: duckdb.DuckDBPyConnection) -> int:
+    row = con.execute("SELECT count(*) FROM memories WHERE lifecycle IN ('active', 'archived')").fetchone()
+    return int(row[0]) if row else 0
+
+
+def _store_cursor(con: duckdb.DuckDBPyConnection | None) -> dict[str, int]:
+    if con is None:
+        return {"max_rowid": -1, "rows": 0, "change_seq": 0}
+    try:
+        watermark, rows = store_state(con)
+    except duckdb.CatalogException:
+        return {"max_rowid": -1, "rows": 0, "change_seq": 0}
+    return {"max_rowid": watermark, "rows": rows, "change_seq": changes.cursor(con)}
+
+
+def _empty() -> pa.Table:
+    return DOC_SCHEMA.empty_table()
+
+
+def _categories(table: pa.Table) -> set[str]:
+    if table.num_rows == 0:
+        return set()
+    return {str(c) for c in pc.unique(pc.list_flatten(table.column("categories"))).to_pylist() if c is not None}
+
+
+def _kinds(table: pa.Table) -> set[str]:
+    return {str(k) for k in pc.unique(table.column("kind")).to_pylist()} if table.num_rows else set()
+
+
+def store_vectors(
+    con: duckdb.DuckDBPyConnection, model: str, keys: list[str], dim: int | None
+) -> dict[int, np.ndarray]:
+    """Vectors the abstraction engine already computed with this model: position in `keys` → unit vector."""
+    if not keys:
+        return {}
+    want = pa.table({"i": pa.array(np.arange(len(keys), dtype=np.int64)), "key": pa.array(keys, pa.string())})
+    try:
+        con.register("_want_vectors", want)
+        res = con.sql(
+            "SELECT w.i, e.vector FROM _want_vectors w JOIN embeddings e ON e.memory_id = w.key WHERE e.model = ?",
+            params=[model],
+        ).to_arrow_table()
+    except duckdb.Error:
+        return {}
+    finally:
+        try:
+            con.unregister("_want_vectors")
+        except duckdb.Error:
+            pass
+    if res.num_rows == 0:
+        return {}
+    lengths = np.asarray(pc.list_value_length(res.column("vector")).to_numpy(zero_copy_only=False))
+    width = dim or int(lengths[0])
+    ok = lengths == width
+    pos = np.asarray(res.column("i").to_numpy())[ok]
+    flat = np.asarray(pc.list_flatten(res.column("vector").filter(pa.array(ok))).to_numpy(), dtype=np.float32)
+    mat = flat.reshape(-1, width) if len(pos) else np.zeros((0, width), np.float32)
+    norms = np.linalg.norm(mat, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return {int(p): v for p, v in zip(pos, mat / norms, strict=True)}
+
+
+def vectors_for(
+    table: pa.Table, con: duckdb.DuckDBPyConnection | None, encode: Encode, model: str, dim: int | None,
+    reuse: dict[int, np.ndarray] | None = None,
+) -> tuple[np.ndarray, int, float]:
+    """A unit vector per row: reused (same text already indexed), the store's own, or encoded. Returns (matrix,
+    rows encoded, seconds spent encoding)."""
+    n = table.num_rows
+    known: dict[int, np.ndarray] = dict(reuse or {})
+    if con is not None and n:
+        sources = table.column("source").to_pylist()
+        keys = table.column("key").to_pylist()
+        store_pos = [i for i in range(n) if sources[i] == "store" and i not in known]
+        found = store_vectors(con, model, [keys[i] for i in store_pos], dim)
+        known.update({store_pos[j]: v for j, v in found.items()})
+    need = [i for i in range(n) if i not in known]
+    t = time.perf_counter()
+    fresh = np.zeros((0, dim or 0), np.float32)
+    if need:
+        texts = table.column("text").take(pa.array(need)).to_pylist()
+        fresh = np.asarray(encode(texts), dtype=np.float32)
+        norms = np.linalg.norm(fresh, axis=1, keepdims=True)
+        norms[norms == 0] = 1.0
+        fresh = fresh / norms
+    seconds = time.perf_counter() - t
+    width = dim or (fresh.shape[1] if len(need) else (len(next(iter(known.values()))) if known else 0))
+    matrix = np.zeros((n, width), np.float32)
+    if need:
+        matrix[np.array(need)] = fresh
+    if known:
+        pos = np.fromiter(known.keys(), dtype=np.int64, count=len(known))
+        matrix[pos] = np.vstack(list(known.values()))
+    return matrix, len(need), seconds
+
+
+def _manifest(model: str, dim: int, entries: list[dict[str, Any]], cursor: dict[str, int],
+              files: dict[str, tuple[float, int]], cats: set[str], kinds: set[str], docs: int,
+              store_docs: int) -> dict[str, Any]:
+    return {"format": FORMAT, "model": model, "dim": dim, "docs": docs, "built_at": time.time(), "store": cursor,
+            "store_max_rowid": cursor["max_rowid"], "store_rows": cursor["rows"], "files": files,
+            "categories": sorted(cats), "kinds": sorted(kinds), "segments": entries,
+            "store_docs": store_docs}  # fmt: skip
+
+
+def _size(folder: Path) -> int:
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+
+
+def build_index(home: Path, encode: Encode, model: str, *, full: bool = False,
+                merge_factor: int = MERGE_FACTOR) -> BuildStats:
+    """A new index version: with `full=False` and a current index for this model, an update proportional to what
+    changed (see the module docstring); else a full build."""
+    home = Path(home)
+    with writer_lock(home):
+        if not full:
+            try:
+                previous = load_index(home)
+            except IndexMissing:
+                previous = None
+            if previous is not None and previous.model == model:
+                stats = update_index(home, previous, encode, model, merge_factor)
+                if stats is not None:
+                    return stats
+                return full_build(home, encode, model, previous)
+        return full_build(home, encode, model)
+
+
+def full_build(home: Path, encode: Encode, model: str, previous: LoadedIndex | None = None) -> BuildStats:
+    """One segment of every readable document; with `previous` (same model), texts it holds keep their vectors."""
+    t0 = time.perf_counter()
+    signature = file_signature(home)
+    store = home / "memory.duckdb"
+    con = _connect_waiting(store) if store.exists() else None
+    try:
+        try:
+            rows = store_table(con) if con is not None else _empty()
+        except duckdb.CatalogException:  # an empty store without the memories table yet
+            rows = _empty()
+        cursor = _store_cursor(con)
+        table = pa.concat_tables([rows, docs_table(all_file_docs(home))]) if signature else rows
+        reuse = None
+        if previous is not None:
+            keys = table.column("key").to_pylist()
+            reuse = _same_text(previous, table, keys, previous.locate(keys))
+        matrix, embedded, embed_s = vectors_for(table, con, encode, model, previous.dim if previous else None, reuse)
+    finally:
+        if con is not None:
+            con.close()
+    dim = int(matrix.shape[1]) if matrix.ndim == 2 else 0
+
+    def build(tmp: Path) -> dict[str, Any]:
+        name = segment_name()
+        write_segment(tmp / name, table, matrix)
+        return _manifest(model, dim, [{"name": name, "rows": table.num_rows, "deleted": 0}], cursor, signature,
+                         _categories(table), _kinds(table), table.num_rows, rows.num_rows)  # fmt: skip
+
+    version = write_version(home, build)
+    return BuildStats(docs=table.num_rows, added=table.num_rows, updated=0, removed=0, embedded=embedded,
+                      seconds=round(time.perf_counter() - t0, 3), bytes=_size(index_root(home) / version),
+                      version=version, embed_seconds=round(embed_s, 3), segments=1)  # fmt: skip
+
+
+def _dedupe_last(table: pa.Table) -> pa.Table:
+    """One row per key, the last one."""
+    if table.num_rows < 2:
+        return table
+    last: dict[str, int] = {k: i for i, k in enumerate(table.column("key").to_pylist())}
+    return table.take(pa.array(sorted(last.values()), pa.int64()))
+
+
+def update_index(home: Path, prev: LoadedIndex, encode: Encode, model: str, factor: int) -> BuildStats | None:
+    """The incremental update, or None when only a full build will do (no change log; a count that does not add
+    up)."""
+    t0 = time.perf_counter()
+    before = dict(prev.manifest.get("store") or {})
+    signature = file_signature(home)
+    store = home / "memory.duckdb"
+    con = _connect_waiting(store) if store.exists() else None
+    try:
+        cursor = _store_cursor(con)
+        changed: list[str] = []
+        fresh_rows = _empty()
+        readable = 0
+        if con is not None and _has_memories(con):
+            if cursor["change_seq"] < 0 or int(before.get("change_seq", -1)) < 0:
+                return None  # a store without the change log: only a full build sees every change
+            changed = changes.changed_since(con, int(before["change_seq"]), cursor["change_seq"])
+            appended = store_table(con, " AND _row > ?", [int(before.get("max_rowid", -1))])
+            again = store_table(con, " AND id IN (SELECT unnest(?::VARCHAR[]))", [changed]) if changed else _empty()
+            fresh_rows = _dedupe_last(pa.concat_tables([appended, again]))
+            readable = _readable_count(con)
+        built = {p: tuple(v) for p, v in (prev.manifest.get("files") or {}).items()}
+        stale = {p for p, sig in built.items() if signature.get(p) != sig}
+        new_paths = sorted(p for p in signature if p in stale or p not in built)
+        kinds = {p.relative_to(home).as_posix(): (k, t) for p, k, t in iter_files(home)} if new_paths else {}
+        file_rows = docs_table([d for rel in new_paths if rel in kinds for d in file_docs(home, rel, *kinds[rel])])
+        table = pa.concat_tables([fresh_rows, file_rows])
+        keys = table.column("key").to_pylist()
+        old = prev.locate(sorted(set(changed) | set(keys)))
+        old.update(prev.locate(sorted(stale), column="path"))
+        reuse = _same_text(prev, table, keys, old)
+        matrix, embedded, embed_s = vectors_for(table, con, encode, model, prev.dim or None, reuse)
+    finally:
+        if con is not None:
+            con.close()
+    store_docs = int(prev.manifest.get("store_docs", -1))
+    old_store = sum(1 for s, r in old.values() if prev.segments[s].column("source")[r].as_py() == "store")
+    after = store_docs - old_store + fresh_rows.num_rows
+    if con is not None and store_docs >= 0 and after != readable:
+        return None  # the log missed a change (a write path that does not note it): rebuild from the store
+    if not table.num_rows and not old and cursor == before and not stale and signature == built:
+        return BuildStats(docs=prev.n_live, added=0, updated=0, removed=0, embedded=0,
+                          seconds=round(time.perf_counter() - t0, 3), bytes=_size(prev.folder),
+                          version=prev.folder.name, segments=len(prev.segments))  # fmt: skip
+    deleted_rows: dict[int, list[int]] = {}
+    for s, r in old.values():
+        deleted_rows.setdefault(s, []).append(r)
+    merged = 0
+
+    def build(tmp: Path) -> dict[str, Any]:
+        nonlocal merged
+        entries: list[dict[str, Any]] = []
+        for s, seg in enumerate(prev.segments):
+            link_segment(seg.folder, tmp / seg.name)
+            dead = np.flatnonzero(~prev.alive[s]) if prev.alive[s] is not None else np.zeros(0, np.int64)  # type: ignore[operator]
+            dead = np.union1d(dead, np.array(deleted_rows.get(s, []), np.int64)).astype(np.int64)
+            if len(dead):
+                np.save(tmp / f"{seg.name}.deleted.npy", dead)
+            entries.append({"name": seg.name, "rows": seg.rows, "deleted": int(len(dead))})
+        extra = []
+        if table.num_rows:
+            name = segment_name()
+            write_segment(tmp / name, table, matrix)
+            entries.append({"name": name, "rows": table.num_rows, "deleted": 0})
+            extra.append((load_segment(tmp / name, prev.dim or None), None))
+        entries, merged = merge_step(tmp, prev, entries, extra, factor)
+        live = sum(int(e["rows"]) - int(e["deleted"]) for e in entries)
+        cats = set(prev.manifest.get("categories") or ()) | _categories(table)
+        kinds_all = set(prev.manifest.get("kinds") or ()) | _kinds(table)
+        return _manifest(model, prev.dim or int(matrix.shape[1]), entries, cursor, signature, cats, kinds_all,
+                         live, after if store_docs >= 0 else -1)  # fmt: skip
+
+    version = write_version(home, build)
+    updated = sum(1 for k in keys if k in old)
+    return BuildStats(
+        docs=prev.n_live - len(old) + table.num_rows, added=table.num_rows - updated, updated=updated,
+        removed=max(0, len(old) - updated), embedded=embedded, seconds=round(time.perf_counter() - t0, 3),
+        bytes=_size(index_root(home) / version), version=version, embed_seconds=round(embed_s, 3),
+        segments=len(read_manifest(index_root(home) / version)["segments"]), merged=merged,
+    )
+
+
+def _has_memories(con: duckdb.DuckDBPyConnection) -> bool:
+    row = con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'memories'").fetchone()
+    return bool(row and row[0])
+
+
+def _same_text(
+    prev: LoadedIndex, table: pa.Table, keys: list[str], old: dict[str, tuple[int, int]]
+) -> dict[int, np.ndarray]:
+    """Rows of `table` whose key is indexed with the same text: their old vector (metadata changed, text did not)."""
+    hits = [(i, old[k]) for i, k in enumerate(keys) if k in old]
+    if not hits:
+        return {}
+    texts = prev.texts_at([loc for _, loc in hits])
+    new_texts = table.column("text").take(pa.array([i for i, _ in hits], pa.int64())).to_pylist()
+    out: dict[int, np.ndarray] = {}
+    for (i, (s, r)), before, now in zip(hits, texts, new_texts, strict=True):
+        if before == now:
+            out[i] = prev.segments[s].vector_rows(np.array([r]))[0]
+    return out
+
+
+def pending_changes(home: Path) -> dict[str, int] | None:
+    """What the index lacks: memories appended or changed since its cursor and files added/changed/removed; None
+    when there is no index. The sensor's trigger, and cheap (a few small queries and a stat walk)."""
+    folder = current_folder(home)
+    if folder is None:
+        return None
+    try:
+        manifest = read_manifest(folder)
+    except (OSError, ValueError):
+        return None
+    before = dict(manifest.get("store") or {})
+    rows = 0
+    store = Path(home) / "memory.duckdb"
+    if store.exists():
+        try:
+            con = duckdb.connect(str(store), read_only=True)
+        except duckdb.Error:
+            return {"store_rows": 0, "files": 0, "busy": 1}
+        try:
+            cursor = _store_cursor(con)
+            rows = max(0, cursor["max_rowid"] - int(before.get("max_rowid", -1)))
+            rows += len(changes.changed_since(con, int(before.get("change_seq", 0)), cursor["change_seq"]))
+            if cursor["change_seq"] < 0 and cursor["rows"] < int(before.get("rows", 0)):
+                rows += 1  # an old store without the change log lost rows: rebuild
+        finally:
+            con.close()
+    built = {k: tuple(v) for k, v in manifest.get("files", {}).items()}
+    current = file_signature(Path(home))
+    files = sum(1 for k, v in current.items() if built.get(k) != v) + len(set(built) - set(current))
+    return {"store_rows": rows, "files": files, "busy": 0}
+
+
+__all__ = ["READABLE_LIFECYCLES", "build_index", "pending_changes"]

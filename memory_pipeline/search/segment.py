@@ -1,0 +1,386 @@
+"""One immutable index segment: its documents' metadata (Parquet), their texts (one UTF-8 file and its offsets),
+unit vectors (.npy), BM25 postings (raw term frequencies and document lengths) and, for a large segment, int8
+codes of the vectors. All but the metadata are memory-mapped: a query touches only the pages it reads.
+
+BM25 is scored at query time from raw frequencies with collection statistics summed over the live documents of
+every segment (idf, N, average length), as Lucene does, so an index of many segments scores exactly as one
+segment holding the same documents — which is what lets segments be merged at any time. Texts stay on disk and
+are read for the hits returned only (a Parquet row group per hit cost ~1.5 ms; an offset into the text file,
+microseconds). No Dagster here."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from memory_pipeline.search.documents import DOC_FIELDS, DOC_SCHEMA, Doc, table_docs
+from memory_pipeline.search.tokens import bulk_terms
+
+K1, B = 1.5, 0.75
+ROW_GROUP = 4096
+QUANT_ROWS = 4096  # a segment this large also gets int8 codes, scanned instead of its float32 vectors (numkong's
+# SIMD kernels): a quarter of the bytes, and the scan is memory-bound (100k rows: 4.7 ms against numpy's 28 ms here)
+SMALL_ROWS = 20_000  # a segment this small keeps its documents (without text) as Python objects once read
+RERANK = 4  # … and the best RERANK·c of that scan are rescored from the float32 vectors
+META_FIELDS = [f for f in DOC_FIELDS if f != "text"]
+
+
+class SegmentDamaged(ValueError):
+    """A segment's files do not fit together (truncated, hand-edited): the index is rebuilt."""
+
+
+@dataclass
+class Postings:
+    indptr: np.ndarray  # (terms + 1,) int64
+    docs: np.ndarray  # (nnz,) int32, sorted within a term
+    tf: np.ndarray  # (nnz,) uint16
+    dl: np.ndarray  # (rows,) int32: tokens per document
+
+
+def build_postings(rows: np.ndarray, terms: np.ndarray, n_docs: int, n_terms: int) -> Postings:
+    """Postings (term-major CSC) from one (document row, term id) pair per token."""
+    dl = np.bincount(rows, minlength=n_docs).astype(np.int32) if n_docs else np.zeros(0, np.int32)
+    if len(rows) == 0:
+        return Postings(np.zeros(n_terms + 1, np.int64), np.zeros(0, np.int32), np.zeros(0, np.uint16), dl)
+    key = terms.astype(np.int64) * max(n_docs, 1) + rows
+    uniq, counts = np.unique(key, return_counts=True)
+    t = uniq // max(n_docs, 1)
+    indptr = np.zeros(n_terms + 1, np.int64)
+    np.cumsum(np.bincount(t, minlength=n_terms), out=indptr[1:])
+    tf = np.minimum(counts, np.iinfo(np.uint16).max).astype(np.uint16)
+    return Postings(indptr, (uniq % max(n_docs, 1)).astype(np.int32), tf, dl)
+
+
+def quantize(vectors: np.ndarray) -> tuple[np.ndarray, float]:
+    """int8 codes with one scale for the whole segment (ranking by the integer dot is ranking by ≈ cosine)."""
+    peak = float(np.max(np.abs(vectors))) if vectors.size else 1.0
+    scale = 127.0 / (peak or 1.0)
+    return np.clip(np.rint(vectors * scale), -127, 127).astype(np.int8), scale
+
+
+def write_segment(folder: Path, table: pa.Table, vectors: np.ndarray, postings: Postings | None = None,
+                  vocab: list[str] | None = None) -> None:
+    """Write a segment into `folder` (new, not yet visible: the caller renames or links it into a version)."""
+    folder.mkdir(parents=True)
+    table = table.select(list(DOC_FIELDS)).cast(DOC_SCHEMA)
+    n = table.num_rows
+    if postings is None or vocab is None:
+        rows, terms, vocab = bulk_terms(table.column("text"))
+        postings = build_postings(rows, terms, n, len(vocab))
+    pq.write_table(table.drop_columns(["text"]), folder / "docs.parquet", row_group_size=ROW_GROUP)
+    keys = np.array(pc.cast(table.column("key"), pa.binary()).to_pylist() or [b""], dtype=np.bytes_)[:n]
+    order = np.argsort(keys, kind="stable")
+    np.save(folder / "keys_sorted.npy", keys[order])  # an update finds its keys by binary search, not a scan
+    np.save(folder / "keys_order.npy", order.astype(np.int64))
+    text = table.column("text").cast(pa.large_string()).combine_chunks() if n else pa.array([], pa.large_string())
+    offsets = np.frombuffer(text.buffers()[1], dtype=np.int64, count=n + 1, offset=text.offset * 8) if n else (
+        np.zeros(1, np.int64))  # fmt: skip
+    data = text.buffers()[2]
+    with open(folder / "texts.bin", "wb") as fh:
+        fh.write(memoryview(data)[int(offsets[0]) : int(offsets[-1])] if data is not None and n else b"")
+    np.save(folder / "text_offsets.npy", offsets - offsets[0])
+    vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+    np.save(folder / "vectors.npy", vectors)
+    np.save(folder / "p_indptr.npy", postings.indptr)
+    np.save(folder / "p_docs.npy", postings.docs)
+    np.save(folder / "p_tf.npy", postings.tf)
+    np.save(folder / "dl.npy", postings.dl)
+    (folder / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
+    stats: dict[str, Any] = {"rows": n, "dim": int(vectors.shape[1]) if vectors.ndim == 2 else 0,
+                             "sum_dl": int(postings.dl.sum()), "code_scale": None}  # fmt: skip
+    if n >= QUANT_ROWS:
+        codes, stats["code_scale"] = quantize(vectors)
+        np.save(folder / "codes.npy", codes)
+    (folder / "stats.json").write_text(json.dumps(stats), encoding="utf-8")  # fsynced with its version
+
+
+@dataclass
+class Segment:
+    name: str
+    folder: Path
+    rows: int
+    vectors: np.ndarray  # memory-mapped float32 (rows, dim)
+    postings: Postings  # memory-mapped
+    vocab: dict[str, int]
+    sum_dl: int
+    codes: np.ndarray | None = None  # memory-mapped int8, large segments only
+    code_scale: float = 1.0
+    _meta: pa.Table | None = None
+    _columns: dict[str, pa.Array] = field(default_factory=dict)
+    text_offsets: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))  # memory-mapped
+    text_data: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint8))  # memory-mapped UTF-8
+    vector_offset: int = 0  # where vectors.npy's rows start (after its header)
+    _docs: list[Doc] | None = None
+    _fd: int | None = None
+
+    def __del__(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+
+    def vector_rows(self, rows: np.ndarray) -> np.ndarray:
+        """These rows of the float32 vectors, read with pread rather than through the mapping: a page fault maps
+        its cached neighbours too (fault-around), so rescoring 800 random rows a query through the mapping put the
+        whole 1.5 GiB matrix of 1M rows into the query process's RSS."""
+        dim = int(self.vectors.shape[1])
+        out = np.empty((len(rows), dim), np.float32)
+        if not len(rows) or not dim:
+            return out
+        if self._fd is None:
+            self._fd = os.open(self.folder / "vectors.npy", os.O_RDONLY)
+        size = dim * 4
+        buf = out.data.cast("B")
+        for i, r in enumerate(np.asarray(rows, dtype=np.int64).tolist()):
+            os.preadv(self._fd, [buf[i * size : (i + 1) * size]], self.vector_offset + r * size)
+        return out
+
+    @property
+    def meta(self) -> pa.Table:
+        """Every Doc field but the text, read on first use (an update reads only the columns it needs)."""
+        if self._meta is None:
+            self._meta = pq.read_table(self.folder / "docs.parquet", columns=META_FIELDS).combine_chunks()
+        return self._meta
+
+    def column(self, name: str) -> pa.Array:
+        """One metadata column (the whole table is not read for it)."""
+        if self._meta is not None:
+            return self._meta.column(name).combine_chunks()
+        if name not in self._columns:
+            self._columns[name] = pq.read_table(self.folder / "docs.parquet", columns=[name]).column(0).combine_chunks()
+        return self._columns[name]
+
+    def find(self, keys: list[str]) -> dict[str, int]:
+        """Row of each key this segment holds (deleted rows included): a binary search in the sorted keys (the
+        pages it touches), so an update finds the rows it replaces without reading the segment's keys."""
+        path = self.folder / "keys_sorted.npy"
+        if not keys or self.rows == 0 or not path.exists():
+            return {} if keys and self.rows == 0 else self._scan_find(keys)
+        ordered = np.load(path, mmap_mode="r")
+        order = np.load(self.folder / "keys_order.npy", mmap_mode="r")
+        width = ordered.dtype.itemsize
+        encoded = [(k, k.encode("utf-8")) for k in keys]
+        fits = [(k, b) for k, b in encoded if len(b) <= width]
+        if not fits:
+            return {}
+        wanted = np.array([b for _, b in fits], dtype=ordered.dtype)
+        pos = np.minimum(np.searchsorted(ordered, wanted), self.rows - 1)
+        hit = ordered[pos] == wanted
+        return {k: int(order[p]) for (k, _), p, h in zip(fits, pos, hit, strict=True) if h}
+
+    def _scan_find(self, keys: list[str]) -> dict[str, int]:
+        mask = np.asarray(pc.is_in(self.column("key"), value_set=pa.array(keys, pa.string())).to_numpy(
+            zero_copy_only=False))  # fmt: skip
+        rows = np.flatnonzero(mask)
+        return {str(k): int(r) for k, r in zip(self.column("key").take(pa.array(rows)).to_pylist(), rows, strict=True)}
+
+    def doc_rows(self, rows: np.ndarray | list[int], lists: bool = True) -> list[Doc]:
+        """Documents without their text (read when a hit needs it); `lists=False`: without categories and lineage
+        either (a third of the cost: ranking needs neither, the hits get them from `lists_of`). A small segment
+        (the nights' own) keeps its documents as objects: an Arrow `take` costs ~1 ms a call, a segment."""
+        if self.rows <= SMALL_ROWS:
+            if self._docs is None:
+                self._docs = table_docs(self.meta, with_text=False)
+            return [self._docs[int(r)] for r in rows]
+        table = self.meta.take(pa.array(np.asarray(rows, dtype=np.int64)))
+        if not lists:
+            table = table.drop_columns(["categories", "source_ids"])
+        return table_docs(table, with_text=False)
+
+    def lists_of(self, rows: list[int]) -> list[tuple[list[str], list[str]]]:
+        """(categories, source ids) of these rows."""
+        if self.rows <= SMALL_ROWS:
+            docs = self.doc_rows(rows)
+            return [(list(d.categories), list(d.source_ids)) for d in docs]
+        table = self.meta.select(["categories", "source_ids"]).take(pa.array(rows, pa.int64()))
+        return list(zip(table.column(0).to_pylist(), table.column(1).to_pylist(), strict=True))
+
+    def texts(self, rows: list[int]) -> list[str]:
+        """The texts of these rows, read from the segment's text file (memory-mapped: only their pages)."""
+        off = self.text_offsets
+        return [bytes(self.text_data[int(off[r]) : int(off[r + 1])]).decode("utf-8") for r in rows]
+
+    def full_table(self) -> pa.Table:
+        """Every row with its text (merges and tests, not the query path)."""
+        meta = pq.read_table(self.folder / "docs.parquet", memory_map=True)
+        text = pa.LargeStringArray.from_buffers(
+            self.rows, pa.py_buffer(np.ascontiguousarray(self.text_offsets)), pa.py_buffer(np.asarray(self.text_data))
+        )
+        return meta.append_column("text", text.cast(pa.string())).select(list(DOC_FIELDS))
+
+    def term(self, word: str) -> tuple[np.ndarray, np.ndarray] | None:
+        col = self.vocab.get(word)
+        if col is None:
+            return None
+        a, b = int(self.postings.indptr[col]), int(self.postings.indptr[col + 1])
+        return self.postings.docs[a:b], self.postings.tf[a:b]
+
+    def cosine_top(
+        self, qv: np.ndarray, c: int, alive: np.ndarray | None, n_dead: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The (at most) `c` live rows closest to `qv` and their exact cosines."""
+        return self.top(self.scan(qv, alive), qv, c, n_dead)
+
+    def scan(self, qv: np.ndarray, alive: np.ndarray | None) -> np.ndarray:
+        """Every row's similarity to `qv` (-inf for deleted rows): the float32 cosine, or for a large segment the
+        int8 dot product of the codes (SIMD kernels, VNNI/AMX where the CPU has them)."""
+        if self.rows == 0:
+            return np.zeros(0, np.float32)
+        import numkong  # SIMD kernels (VNNI/AMX for int8 where the CPU has them), threads chosen here
+
+        if self.codes is None:  # numpy's GEMV wakes OpenBLAS's threads: 8.5 ms for 3,000 rows on the loaded 2 cores
+            q32 = np.ascontiguousarray(qv, dtype=np.float32)[None, :]
+            out = np.asarray(numkong.cdist(q32, self.vectors, metric="dot", threads=1, out_dtype="float32"))[0]
+        else:
+            q = np.clip(np.rint(qv * self.code_scale), -127, 127).astype(np.int8)[None, :]
+            threads = 2 if self.rows >= 200_000 else 1
+            out = np.asarray(numkong.cdist(q, self.codes, metric="dot", threads=threads, out_dtype="float32"))[0]
+        if alive is not None:
+            out[~alive] = -np.inf
+        return out
+
+    def top(self, scanned: np.ndarray, qv: np.ndarray, c: int, n_dead: int) -> tuple[np.ndarray, np.ndarray]:
+        """The best `c` live rows of a `scan` with their exact cosines (an int8 scan's best RERANK·c rows are
+        rescored in float32: only their pages of the vectors are read)."""
+        live = self.rows - n_dead
+        if live <= 0 or c <= 0:
+            return np.zeros(0, np.int64), np.zeros(0, np.float32)
+        want = min(live, c if self.codes is None else RERANK * c)
+        rows = np.argpartition(-scanned, want - 1)[:want] if want < self.rows else np.arange(self.rows)
+        rows = np.sort(rows[np.isfinite(scanned[rows])]).astype(np.int64)
+        if self.codes is None:
+            return rows, scanned[rows]
+        cos = np.asarray(self.vector_rows(rows) @ qv, dtype=np.float32)
+        keep = np.argsort(-cos, kind="stable")[:c]
+        return rows[keep], cos[keep]
+
+    def cosine_of(self, rows: np.ndarray, qv: np.ndarray) -> np.ndarray:
+        if len(rows) == 0:
+            return np.zeros(0, np.float32)
+        order = np.argsort(rows)
+        out = np.empty(len(rows), np.float32)
+        out[order] = self.vector_rows(rows[order]) @ qv
+        return out
+
+
+def _mapped(path: Path) -> np.ndarray:
+    """A memory-mapped .npy as a plain ndarray over the mapping (slicing a np.memmap costs ~20 µs a time)."""
+    return np.asarray(np.load(path, mmap_mode="r"))
+
+
+def load_segment(folder: Path, dim: int | None) -> Segment:
+    try:
+        stats = json.loads((folder / "stats.json").read_text(encoding="utf-8"))
+        n_meta = pq.ParquetFile(folder / "docs.parquet").metadata.num_rows  # the footer only
+        mapped = np.load(folder / "vectors.npy", mmap_mode="r")
+        vectors, vector_offset = np.asarray(mapped), int(getattr(mapped, "offset", 0))
+        postings = Postings(
+            _mapped(folder / "p_indptr.npy"), _mapped(folder / "p_docs.npy"), _mapped(folder / "p_tf.npy"),
+            np.load(folder / "dl.npy"),
+        )
+        vocab_list = json.loads((folder / "vocab.json").read_text(encoding="utf-8"))
+        codes = _mapped(folder / "codes.npy") if stats.get("code_scale") else None
+        text_offsets = _mapped(folder / "text_offsets.npy")
+        size = (folder / "texts.bin").stat().st_size
+        text_data = np.asarray(np.memmap(folder / "texts.bin", dtype=np.uint8, mode="r")) if size else (
+            np.zeros(0, np.uint8))  # fmt: skip
+    except (OSError, ValueError, KeyError) as exc:
+        raise SegmentDamaged(f"segment {folder.name} is unreadable ({exc})") from exc
+    rows = int(stats["rows"])
+    shape = tuple(vectors.shape)
+    if n_meta != rows or len(shape) != 2 or shape[0] != rows or (rows and dim and shape[1] != dim):
+        raise SegmentDamaged(
+            f"segment {folder.name} is damaged (vectors.npy has shape {shape}; expected {rows} rows of dimension "
+            f"{dim})"
+        )
+    if len(postings.dl) != rows or len(postings.indptr) != len(vocab_list) + 1:
+        raise SegmentDamaged(f"segment {folder.name} is damaged (postings do not fit its {rows} documents)")
+    if len(text_offsets) != rows + 1 or int(text_offsets[-1]) != len(text_data):
+        raise SegmentDamaged(f"segment {folder.name} is damaged (its text file does not fit its offsets)")
+    if codes is not None and tuple(codes.shape) != shape:
+        raise SegmentDamaged(f"segment {folder.name} is damaged (codes.npy has shape {tuple(codes.shape)})")
+    return Segment(
+        name=folder.name,
+        folder=folder,
+        rows=rows,
+        vectors=vectors,
+        postings=postings,
+        vocab={w: i for i, w in enumerate(vocab_list)},
+        sum_dl=int(stats["sum_dl"]),
+        codes=codes,
+        code_scale=float(stats.get("code_scale") or 1.0),
+        text_offsets=text_offsets,
+        text_data=text_data,
+        vector_offset=vector_offset,
+    )
+
+
+def merge_into(folder: Path, parts: list[tuple[Segment, np.ndarray | None]]) -> int:
+    """Write one segment holding the live rows of `parts` (segment, alive mask or None), in order: documents and
+    vectors copied, postings remapped (no text is tokenised again). Returns its row count."""
+    tables, vecs = [], []
+    union: dict[str, int] = {}
+    all_terms, all_docs, all_tf, all_dl = [], [], [], []
+    offset = 0
+    for seg, alive in parts:
+        keep = np.arange(seg.rows) if alive is None else np.flatnonzero(alive)
+        tables.append(seg.full_table().take(pa.array(keep)))
+        vecs.append(np.asarray(seg.vectors[keep]))
+        new_pos = np.full(seg.rows, -1, np.int64)
+        new_pos[keep] = offset + np.arange(len(keep))
+        words = sorted(seg.vocab, key=seg.vocab.__getitem__)
+        to_union = np.array([union.setdefault(w, len(union)) for w in words], dtype=np.int64)
+        counts = np.diff(np.asarray(seg.postings.indptr))
+        term_of = np.repeat(to_union, counts)
+        docs = new_pos[np.asarray(seg.postings.docs)]
+        live = docs >= 0
+        all_terms.append(term_of[live])
+        all_docs.append(docs[live])
+        all_tf.append(np.asarray(seg.postings.tf)[live])
+        all_dl.append(np.asarray(seg.postings.dl)[keep])
+        offset += len(keep)
+    terms = np.concatenate(all_terms) if all_terms else np.zeros(0, np.int64)
+    docs = np.concatenate(all_docs) if all_docs else np.zeros(0, np.int64)
+    tf = np.concatenate(all_tf) if all_tf else np.zeros(0, np.uint16)
+    order = np.lexsort((docs, terms))
+    indptr = np.zeros(len(union) + 1, np.int64)
+    np.cumsum(np.bincount(terms, minlength=len(union)), out=indptr[1:])
+    postings = Postings(indptr, docs[order].astype(np.int32), tf[order], np.concatenate(all_dl).astype(np.int32))
+    dim = next((v.shape[1] for v in vecs if v.ndim == 2), 0)
+    matrix = np.vstack(vecs) if vecs else np.zeros((0, dim), np.float32)
+    write_segment(folder, pa.concat_tables(tables), matrix, postings, sorted(union, key=union.__getitem__))
+    return offset
+
+
+def plan_merges(sizes: list[tuple[str, int, int]], factor: int = 10, floor: int = 2000,
+                expunge: float = 0.25) -> list[list[str]]:
+    """Tiered merge policy (Lucene's, simplified). `sizes`: (segment, live rows, deleted rows) per segment.
+    Segments fall in tiers by live size (below `floor`, then ×`factor` per tier); a tier holding `factor` segments
+    is merged into one (the smallest first), so a query meets at most ~factor segments per tier however many
+    nights added one. A segment with over `expunge` of its rows deleted is rewritten alone."""
+    plans: list[list[str]] = []
+    taken: set[str] = set()
+    tiers: dict[int, list[tuple[int, str]]] = {}
+    for name, live, _dead in sizes:
+        tier = 0
+        bound = floor
+        while live >= bound:
+            tier += 1
+            bound *= factor
+        tiers.setdefault(tier, []).append((live, name))
+    for tier in sorted(tiers):
+        members = sorted(tiers[tier])
+        while len(members) >= factor:
+            group, members = members[:factor], members[factor:]
+            plans.append([name for _, name in group])
+            taken.update(name for _, name in group)
+    for name, live, dead in sizes:
+        if name not in taken and dead and dead > expunge * (live + dead):
+            plans.append([name])
+    return plans

@@ -1,0 +1,73 @@
+"""Tokens for BM25, the same for documents and queries: lower case, runs of two or more word characters, English
+stopwords dropped (bm25s' list), Snowball-stemmed (PyStemmer) — what `bm25s.tokenize` produces.
+
+Two paths give the same tokens: `tokenize` (Python's `re`, for a query or a few documents) and `bulk_terms` (Arrow's
+vectorised lower-casing and regex split, then the stemmer over the distinct words only: ~4× faster at 1M
+documents). Python's `\\w` is a letter, a number or `_`; RE2's `[\\pL\\pN_]` is the same class."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from bm25s.stopwords import STOPWORDS_EN
+
+STOPWORDS = frozenset(STOPWORDS_EN)
+_WORDS = re.compile(r"(?u)\b\w\w+\b")
+_SPLIT = r"[^\pL\pN_]+"
+
+
+def _stemmer() -> Any:
+    try:
+        import Stemmer  # PyStemmer: the snowball stemmer bm25s recommends
+
+        return Stemmer.Stemmer("english")
+    except ImportError:  # pragma: no cover - PyStemmer is a dependency
+        return None
+
+
+STEMMER = _stemmer()
+
+
+@lru_cache(maxsize=200_000)
+def stem(word: str) -> str:
+    return str(STEMMER.stemWord(word)) if STEMMER is not None else word
+
+
+def tokenize_one(text: str) -> list[str]:
+    return [stem(w) for w in _WORDS.findall(text.lower()) if w not in STOPWORDS]
+
+
+def tokenize(texts: Sequence[str]) -> list[list[str]]:
+    return [tokenize_one(t) for t in texts]
+
+
+def bulk_terms(texts: Sequence[str] | pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Every token of every text, vectorised: (document row, term id) per token, in document order, and the
+    terms (term id → stemmed word). Stopwords and one-character runs are dropped."""
+    arr = texts if isinstance(texts, pa.Array | pa.ChunkedArray) else pa.array(list(texts), type=pa.string())
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    if len(arr) == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), []
+    lists = pc.split_pattern_regex(pc.utf8_lower(arr.fill_null("")), pattern=_SPLIT)
+    words = pc.list_flatten(lists)
+    rows = np.asarray(pc.list_parent_indices(lists), dtype=np.int64)
+    encoded = pc.dictionary_encode(words)
+    distinct = encoded.dictionary.to_pylist()
+    codes = np.asarray(encoded.indices, dtype=np.int64)
+    # a distinct word → its term id (-1: dropped), stemming each distinct word once
+    terms: dict[str, int] = {}
+    remap = np.full(len(distinct), -1, dtype=np.int64)
+    for i, w in enumerate(distinct):
+        if len(w) < 2 or w in STOPWORDS:
+            continue
+        remap[i] = terms.setdefault(stem(w), len(terms))
+    term_of = remap[codes]
+    keep = term_of >= 0
+    return rows[keep], term_of[keep], list(terms)
