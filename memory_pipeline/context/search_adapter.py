@@ -18,8 +18,7 @@ from memory_pipeline.context.compiler import Knowledge, Search
 from memory_pipeline.context.read_path import ReadPath
 from memory_pipeline.context.service import RecordUsage
 from memory_pipeline.context.timeframe import resolve
-from memory_pipeline.search import Hit, Ranking, SearchInputError, open_store, search, usage_spool
-from memory_pipeline.search.scoring import load_ranking
+from memory_pipeline.search import Hit, Ranking, SearchInputError, load_ranking, open_store, search, usage_spool
 
 
 def default_search(
