@@ -199,9 +199,12 @@ def _search_index(
         parts_whole.append(float(cos_i[0]))
     if delta:
         dv = delta_vectors(delta, encode, model)
+        # the mean length over every live document, the delta's included: with an empty or small index (a
+        # server warmed before the agent's first writes) the index's own mean would crush the delta's BM25
+        avgdl = (idx.avgdl * idx.n_live + sum(len(t) for t in delta_tokens)) / max(n_all, 1)
         for d, tok, v in zip(delta, delta_tokens, dv, strict=True):
             docs.append(d)
-            parts_bm.append(bm25_one(tok, idf, idx.avgdl) / ceiling)
+            parts_bm.append(bm25_one(tok, idf, avgdl) / ceiling)
             parts_cos.append(float(v @ qv))
             parts_whole.append(float(v @ whole))
 

@@ -231,3 +231,19 @@ def test_every_write_of_ranked_columns_notes_the_change() -> None:
         if WRITES.search(text) and "note_changed(" not in text:
             missing.append(str(path.relative_to(root)))
     assert missing == []
+
+
+def test_a_write_after_an_empty_build_scores_as_a_rebuild_would(tmp_path: Path) -> None:
+    """A server warmed before the agent's first write: the memory is in the delta, not the index, and its BM25
+    uses the mean length of the documents there are (not the empty index's placeholder)."""
+    home = tmp_path / "ws"
+    add_rows(home, 0, [])
+    build_index(home, encode, MODEL, full=True)
+    add_rows(home, 0, ["Alice parks her car on level minus two of the garage"])
+    in_delta = results(home, "parks")
+    rebuilt = tmp_path / "rebuilt"
+    shutil.copytree(home, rebuilt)
+    build_index(rebuilt, encode, MODEL, full=True)
+    assert load_index(home).n_live == 0 and load_index(rebuilt).n_live == 1
+    assert [r[0] for r in in_delta] == ["m-00000"]
+    np.testing.assert_allclose([r[1:] for r in in_delta], [r[1:] for r in results(rebuilt, "parks")], rtol=1e-4)
