@@ -35,7 +35,8 @@ MIN_SCORE = 0.05  # seed 001 §6.3: scored knowledge below this is not worth a s
 SNIPPET_CHARS = 500  # seed 001 §6.3: f.snippet(max_chars=500)
 P3_FLOOR = 100  # seed 001 §6.2: scored knowledge stops when fewer tokens than this are left
 _ONE_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
-MAX_SEARCH_K = 640  # 20 → 40 → … → 640 hits at most: a 16k-token budget of short memories
+MAX_SEARCH_K = 640  # hits asked of search at most: a 16k-token budget of short memories
+ITEM_TOKENS = 40  # P3's first guess of one item's tokens (a memory line), before it has measured any
 
 
 class ContextError(ValueError):
@@ -312,8 +313,8 @@ def compile_context(
                     included_paths.add(rel)
 
     # P3: knowledge ranked by search for the message plus the active topics' keywords, until less than
-    # P3_FLOOR tokens are left (seed 001 §6.2: "~remaining"): search is asked for `search_k` hits, then twice as
-    # many while they all fit and it has more, so a large budget is filled rather than left empty.
+    # P3_FLOOR tokens are left (seed 001 §6.2: "~remaining"): search is asked for the hits the budget left should
+    # take, and for more while they all fit and it has more, so a large budget is filled rather than left empty.
     if search is not None:
         query = " ".join([message, *(" ".join(by_name[d.topic].keywords) for d in active)]).strip()
         _knowledge(b, search, query, included_paths, read or ReadPath.load(), search_k)
@@ -354,18 +355,25 @@ def _fit_slot(label: str, text: str, tokens: int, message: str, slot: str) -> tu
 
 
 def _knowledge(b: _Budget, search: Search, query: str, included_paths: set[str], read: ReadPath, search_k: int) -> None:
-    """P3: whole items (or the query's sentences of one that does not fit), dated by their facts, each once."""
+    """P3: whole items (or the query's sentences of one that does not fit), dated by their facts, each once.
+
+    Search is asked once for as many hits as the budget left should take (at least `search_k`), and again
+    only when they all fit: each call is a scan, so asking 20, 40, 80 … cost a large budget five of them."""
     seen: set[str] = set()
     kept: list[set[str]] = []
-    k_asked = search_k
+    included = spent = 0
+    k_asked = _hits_for(b.left, ITEM_TOKENS, search_k)
     while True:
         hits = list(search(query, k_asked))
         for k in hits:
+            if b.left < P3_FLOOR:
+                break
             label = f"knowledge:{k.memory_id or k.path}"
             if label in seen:
                 continue
             seen.add(label)
             where: dict[str, Any] = {"path": k.path, "memory_id": k.memory_id, "score": round(k.score, 4)}
+            left = b.left
             if k.path and k.path in included_paths:
                 b.skip(3, label, "already included", **where)
             elif k.score < MIN_SCORE:
@@ -389,9 +397,17 @@ def _knowledge(b: _Budget, search: Search, query: str, included_paths: set[str],
                         line, why = "- " + dated + one_line(part), f"{k.kind}: the sentences matching the message"
                 if b.offer_line(3, "knowledge", label, line, why=why, **where):
                     kept.append(words(k.text))
+            if b.left < left:
+                included, spent = included + 1, spent + left - b.left
         if b.left < P3_FLOOR or len(hits) < k_asked or k_asked >= MAX_SEARCH_K:
             break
-        k_asked *= 2
+        k_asked = k_asked + _hits_for(b.left, spent / included if included else ITEM_TOKENS, search_k)
+
+
+def _hits_for(tokens: int, per_item: float, least: int) -> int:
+    """How many more hits should fill `tokens`: a quarter more than the items' size says (some are skipped as
+    near-identical or already included), at least `least`, at most MAX_SEARCH_K."""
+    return min(MAX_SEARCH_K, max(least, math.ceil(1.25 * tokens / max(per_item, 1.0))))
 
 
 def _as_said(k: Knowledge, read: ReadPath) -> str:

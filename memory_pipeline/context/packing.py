@@ -56,7 +56,16 @@ def near_duplicate(text: str, kept: list[set[str]], threshold: float = 0.9) -> b
     mine = words(text)
     if not mine:
         return False
-    return any(len(mine & other) / len(mine | other) >= threshold for other in kept if other)
+    n = len(mine)
+    for other in kept:
+        m = len(other)
+        # Jaccard is at most min/max of the sizes: most pairs are ruled out without a set operation
+        if not m or min(n, m) / max(n, m) < threshold:
+            continue
+        inter = len(mine & other)
+        if inter / (n + m - inter) >= threshold:
+            return True
+    return False
 
 
 _DATED = re.compile(r"^\s*[-*]\s+(\d{4}-\d{2}-\d{2})")

@@ -143,3 +143,22 @@ def test_a_topic_that_does_not_fit_brings_no_subscription(home: Path) -> None:
     reasons = {e.label: e.reason for e in out.manifest if not e.included}
     assert reasons["topic:trading-risk"].startswith(("over budget", "over its slot"))
     assert reasons["sub:knowledge/procedures/trading-checklist.md"] == "its topic's instructions did not fit"
+
+
+@pytest.mark.parametrize("item_words", [6, 60])
+def test_p3_asks_search_for_what_the_budget_takes_not_twenty_then_forty(home: Path, item_words: int) -> None:
+    """Each search call is a scan: a large budget of short items is asked for once; items larger than the first
+    guess bring one more call, sized by what the first ones measured; the budget is filled either way."""
+    asked: list[int] = []
+
+    def many(query: str, k: int) -> list[Knowledge]:
+        asked.append(k)
+        return [Knowledge(" ".join(f"w{i}x{j}" for j in range(item_words)), 0.9, memory_id=f"m-{i:05d}")
+                for i in range(min(k, 5000))]  # fmt: skip
+
+    topics, _ = load_topics(home)
+    out = compile_context(home, "anything", topics=topics, session_history=[], budget_tokens=8192, search=many,
+                          today=TODAY)  # fmt: skip
+    assert out.budget - out.tokens < 100  # P3 stops when fewer than P3_FLOOR tokens are left
+    assert len(asked) <= 2 and asked[0] > 20
+    assert sum(1 for e in out.manifest if e.slot == "P3" and e.included) <= asked[-1]
