@@ -366,8 +366,6 @@ def _knowledge(b: _Budget, search: Search, query: str, included_paths: set[str],
     while True:
         hits = list(search(query, k_asked))
         for k in hits:
-            if b.left < P3_FLOOR:
-                break
             label = f"knowledge:{k.memory_id or k.path}"
             if label in seen:
                 continue
