@@ -33,11 +33,11 @@ def transcript_days(paths: list[Path]) -> list[date]:
 
 
 def import_conversation(home: Path, sample_id: str) -> tuple[MemoryStore, list[date]]:
-    """LoCoMo → transcripts (journals' locomo_to_transcripts) → the store's `sessions` table, day by day, with the
+    """LoCoMo → transcripts (evaluation's locomo_to_transcripts) → the store's `sessions` table, day by day, with the
     same parse-and-replace the journals `sessions` asset runs per daily partition (without a run per day)."""
     from memory_pipeline.defs.journals.assets import raw_root
+    from memory_pipeline.evaluation.locomo_transcripts import locomo_to_transcripts
     from memory_pipeline.journals import tables
-    from memory_pipeline.journals.locomo import locomo_to_transcripts
     from memory_pipeline.journals.transcript import read_day
 
     home.mkdir(parents=True)
@@ -113,7 +113,7 @@ def test_locomo_through_the_journals_sessions_asset_and_the_sensor(tmp_path: Pat
 
 def _transcripts(home: Path, sample_id: str) -> list[Path]:
     from memory_pipeline.defs.journals.assets import raw_root
-    from memory_pipeline.journals.locomo import locomo_to_transcripts
+    from memory_pipeline.evaluation.locomo_transcripts import locomo_to_transcripts
 
     home.mkdir(parents=True)
     return locomo_to_transcripts(LOCOMO, raw_root(home), [sample_id])
