@@ -2,6 +2,7 @@
 report. The plan is made once, in `tier_volumes`, and the steps after it act only on that plan, in the same run."""
 
 from datetime import datetime
+from typing import Any
 
 import dagster as dg
 
@@ -36,7 +37,7 @@ class CompactionConfig(dg.Config):
     domains: dict[str, list[str]] | None = None
 
 
-def _json_values(metadata: dict[str, object]) -> dict[str, object]:
+def _json_values(metadata: dict[str, Any]) -> dict[str, Any]:
     """The domain's metadata with its lists and dicts shown as JSON."""
     return {k: dg.MetadataValue.json(v) if isinstance(v, list | dict) else v for k, v in metadata.items()}
 
