@@ -49,7 +49,7 @@ from memory_pipeline.evaluation.locomo import (
     evidence_hit,
     load_locomo,
 )
-from memory_pipeline.journals.locomo import default_locomo_path
+from memory_pipeline.evaluation.locomo_transcripts import default_locomo_path
 
 RESULTS_DIR = common.HERE / "results" / "locomo_e2e"
 BUDGETS = (512, 1000, 2000, 4000)
@@ -131,7 +131,7 @@ def _journal_child(data: Path, sample_id: str) -> int:
     """`--journal DATA ID`: import the conversation's sessions as transcripts and reconstruct every day."""
     import dagster as dg
 
-    from memory_pipeline.journals.locomo import locomo_to_transcripts
+    from memory_pipeline.evaluation.locomo_transcripts import locomo_to_transcripts
     from memory_pipeline.journals.reconstruct import reconstruct
     from memory_pipeline.settings import workspace_home
 

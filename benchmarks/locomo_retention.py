@@ -37,7 +37,7 @@ from memory_pipeline.evaluation.locomo import (
     score_questions,
     write_jsonl,
 )
-from memory_pipeline.journals.locomo import default_locomo_path
+from memory_pipeline.evaluation.locomo_transcripts import default_locomo_path
 
 DEFAULT_DATA = default_locomo_path()
 RESULTS_DIR = common.HERE / "results"

@@ -33,7 +33,7 @@ from memory_pipeline.evaluation.locomo import (
     evidence_hit,
     load_locomo,
 )
-from memory_pipeline.journals.locomo import default_locomo_path
+from memory_pipeline.evaluation.locomo_transcripts import default_locomo_path
 
 RESULTS_DIR = common.HERE / "results" / "read_path"
 BUDGETS = (512, 1000, 2000, 4000)

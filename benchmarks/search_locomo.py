@@ -122,7 +122,7 @@ def report(result: dict[str, Any]) -> str:
 
 
 def main(argv: list[str]) -> None:
-    from memory_pipeline.journals.locomo import default_locomo_path
+    from memory_pipeline.evaluation.locomo_transcripts import default_locomo_path
 
     parser = argparse.ArgumentParser(prog="python -m benchmarks search-locomo", description=__doc__)
     parser.add_argument("--data", type=Path, default=default_locomo_path())

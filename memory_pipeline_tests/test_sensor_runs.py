@@ -12,7 +12,7 @@ import pytest
 
 from memory_pipeline.defs.rollups.partitions import cores_partitions
 from memory_pipeline.defs.rollups.sensors import rollups_sensor
-from memory_pipeline.defs.search.assets import agent_writes_sensor, search_index_sensor, search_usage_sensor
+from memory_pipeline.defs.search.sensors import agent_writes_sensor, search_index_sensor, search_usage_sensor
 from memory_pipeline.operator.instance import job_origin
 from memory_pipeline.operator.run_guard import ActiveRun, in_the_way
 from memory_pipeline.resources import EmbedderResource, MemoryStoreResource

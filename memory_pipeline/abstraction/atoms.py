@@ -1,11 +1,27 @@
-"""Matching an extracted atom against the atom graph (seed 000 §4.5 deduplication)."""
+"""The AtomEnricher's logic (seed 000 §4.5): causal abstractions become {subject, action, outcome, consequences}
+atoms, matched against the atom graph so a matching atom is strengthened instead of duplicated. Failures here
+never undo compression: each cluster's atom is its own transaction, and an error is recorded and passed."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
 
 import numpy as np
+
+from memory_pipeline.abstraction.outcomes import (
+    ATOM_ACTION_THRESHOLD,
+    ATOM_CONFIDENCE_NEW,
+    ATOM_CONFIDENCE_STEP,
+    ATOM_SUBJECT_THRESHOLD,
+    AtomResults,
+    ClusterOutcome,
+    stage_error,
+)
+from memory_pipeline.store import repository as repo
+from memory_pipeline.store.db import MemoryStore, atomic
 
 Embed = Callable[[Sequence[str]], np.ndarray]
 
@@ -64,3 +80,54 @@ class AtomIndex:
         self._subjects[n], self._actions[n] = subject, action
         self.ids.append(atom_id)
 
+
+def _has_fields(extracted: dict[str, str], *names: str) -> bool:
+    return all(isinstance(extracted.get(n), str) and extracted[n].strip() for n in names)
+
+
+def enrich(
+    db: MemoryStore,
+    causal: list[ClusterOutcome],
+    extractions: list[Any],
+    embed: Embed,
+    run_id: str,
+    now: Callable[[], datetime],
+    warn: Callable[[str], Any],
+) -> AtomResults:
+    """Each causal cluster's extracted atom (None: not causal after all; an exception: that cluster's error)
+    strengthens its match (+0.1, capped at 1.0) or becomes a new atom. The subjects and actions are embedded in
+    one batch; the index grows with the atoms created, so two clusters of one night can match each other."""
+    results = AtomResults()
+    usable = [i for i, e in enumerate(extractions) if isinstance(e, dict) and _has_fields(e, "subject", "action")]
+    flat = embed([str(extractions[i][f]) for i in usable for f in ("subject", "action")])
+    field_vectors = {i: (flat[2 * k], flat[2 * k + 1]) for k, i in enumerate(usable)}
+    with db.connect() as con:
+        existing = [ExistingAtom(r.id, r.subject, r.action) for r in repo.all_atoms(con).itertuples()]
+        index = AtomIndex(existing, embed)
+        for i, (o, extracted) in enumerate(zip(causal, extractions, strict=True)):
+            assert o.distillation is not None
+            try:
+                if isinstance(extracted, BaseException):
+                    raise extracted
+                if extracted is None:
+                    results.not_causal += 1
+                    continue
+                if i not in field_vectors:
+                    raise ValueError(f"extracted atom lacks a subject or an action: {extracted!r}")
+                subject, action = field_vectors[i]
+                match = index.match(subject, action, ATOM_SUBJECT_THRESHOLD, ATOM_ACTION_THRESHOLD)
+                with atomic(con):
+                    if match:
+                        repo.strengthen_atom(con, match, ATOM_CONFIDENCE_STEP, o.summary_id or "", run_id, now())
+                        results.strengthened += 1
+                    else:
+                        origin = f"distilled:{o.distillation.distiller}"
+                        atom_id = repo.create_atom(
+                            con, extracted, ATOM_CONFIDENCE_NEW, origin, o.summary_id or "", run_id, now()
+                        )
+                        index.add(atom_id, subject, action)
+                        results.created += 1
+            except Exception as exc:
+                results.errors.append(stage_error(o.cluster.cluster_id, "enrich", exc))
+                warn(f"AtomEnricher: cluster {o.cluster.cluster_id}: {exc}")
+    return results

@@ -96,6 +96,16 @@ class Plan:
         return "execute" if (self.run_working or self.run_semantic) else "dry_run"
 
 
+def options_for(
+    approved: bool, dry_run: bool, source: str, semantic_file: str, domains: dict[str, list[str]] | None
+) -> Options:
+    """A run's options from its config. `domains` None keeps the built-in routing vocabulary; a malformed one
+    raises ValueError here, before anything is measured."""
+    if domains is None:
+        return Options(approved, dry_run, source, semantic_file)
+    return Options(approved, dry_run, source, semantic_file, routing.validate_vocabulary(domains))
+
+
 def meta_path(home: Path) -> Path:
     return memory_root(home) / META_FILE
 
@@ -425,6 +435,17 @@ def write_meta(
     meta["lastRunId"] = run_id
     fileops.atomic_write(path, (json.dumps(meta, indent=2, sort_keys=True) + "\n").encode("utf-8"))
     return meta
+
+
+def finish_run(home: Path, p: Plan, compacted: list[Compacted], semantic: SemanticResult, run_id: str) -> None:
+    """After the last tier step of an executing run: the meta file that the cooldown, the first-run rule and the
+    no-deletion check read next time (a dry run or a blocked plan leaves it alone)."""
+    if p.mode != "execute":
+        return
+    changed = bool(compacted) or semantic.appended > 0 or bool(semantic.archived)
+    total = measure(home, p.now, p.options.semantic_file).total_files
+    appended = sorted({o.semantic_file for o in semantic.outcomes if o.status == "appended"})
+    write_meta(home, p, changed=changed, total_files=total, run_id=run_id, appended_files=appended)
 
 
 def plan_dict(p: Plan) -> dict[str, object]:

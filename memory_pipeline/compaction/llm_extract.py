@@ -10,11 +10,14 @@ API error, the cost cap, a reply that is not the JSON asked for, a reply cut at 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from memory_pipeline.compaction import extract
 from memory_pipeline.compaction.governance import MAX_TITLE_CHARS, SemanticEntry, forbidden_content
 from memory_pipeline.llm.distill import DistillationRejected, parse_json_object
+from memory_pipeline.resources import EngineConfig, LLMResource
 
 _NEVER = (
     "Never include governance rules, execution tier definitions, approval logs, debug notes or log lines, cron "
@@ -147,3 +150,21 @@ class LLMExtractor:
         reply = self._ask("compaction_insights", name, INSIGHT_SYSTEM_PROMPT, user_message(name, text),
                           INSIGHT_MAX_TOKENS)
         return parse_insights(reply)
+
+
+def extractor_for(
+    llm: LLMResource, writes: bool, reports_dir: Path, run_id: str, engine: EngineConfig, log: Callable[[str], Any]
+) -> LLMExtractor | None:
+    """Claude when the `llm` resource has a key and this step writes (a dry run spends nothing); the calls
+    share the run's usage ledger, rate limit and cost cap (COMPRESSION_MAX_COST_USD) with its other steps.
+    None: the offline extractor."""
+    if not writes or not llm.uses_anthropic():
+        return None
+    distiller = llm.get_distiller(
+        reports_dir=reports_dir,
+        run_id=run_id,
+        rate_limit_per_min=engine.rate_limit_per_min,
+        max_cost_usd=engine.max_cost_usd,
+        log=log,
+    )
+    return LLMExtractor(distiller)

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from memory_pipeline.compaction import governance, triggers
 from memory_pipeline.compaction.engine import OFFLINE, Compacted, Plan, SemanticResult, WorkingResult, plan_dict
+from memory_pipeline.compaction.fileops import atomic_write
+from memory_pipeline.compaction.tiers import measure
 
 
 def build_report(
@@ -184,3 +188,70 @@ def llm_section(
         "cost_usd": round(usage.cost(llm.prices()), 6),
         "fallbacks": fallbacks,
     }
+
+
+def plan_metadata(plan: Plan, now: datetime) -> dict[str, Any]:
+    """`tier_volumes`' metadata: every tier's volume, the thresholds in the seed's priority order, the Tier B / C
+    classification and the mode — what the run decided before any extraction, so the UI shows why."""
+    s = plan.state
+    return {
+        "working_file_count": s.working.file_count,
+        "working_total_tokens": s.working.total_tokens,
+        "oldest_working_file_age_days": s.working.oldest_age_days,
+        "episodic_file_count": s.episodic.file_count,
+        "episodic_total_tokens": s.episodic.total_tokens,
+        "oldest_episodic_file_age_days": s.episodic.oldest_age_days,
+        "semantic_token_count": s.semantic_tokens,
+        "semantic_largest_file": s.semantic_file,
+        "semantic_file_tokens": s.semantic_file_tokens,
+        "archive_file_count": s.archive.file_count,
+        "files_total": s.total_files,
+        "skipped_files": [x.describe() for x in s.skipped],
+        "trigger_fired": plan.evaluation.primary_detail(),
+        "tier_classification": plan.classification,
+        "thresholds": plan.evaluation.as_rows(),
+        "mode": plan.mode,
+        "now": now.isoformat(),
+    }
+
+
+def semantic_metadata(plan: Plan, result: SemanticResult, extractor: str) -> dict[str, Any]:
+    """`semantic_insights`' metadata: what was appended, rejected or held, and the semantic files' sizes."""
+    return {
+        "insights_appended": result.appended if plan.run_semantic else 0,
+        "insights_rejected": sum(1 for o in result.outcomes if o.status == "rejected"),
+        "insights_held": sum(1 for o in result.outcomes if o.status in ("held", "duplicate")),
+        "semantic_tokens_before": result.tokens_before,
+        "semantic_tokens_after": result.tokens_after if plan.run_semantic else result.tokens_before,
+        "episodic_archived": len(result.archived) if plan.run_semantic else 0,
+        "extractor": extractor,
+        "llm_fallbacks": len(result.fallbacks),
+        "semantic_files": {n: f.as_dict() for n, f in sorted(result.files.items())},
+    }
+
+
+def run_report(
+    run_id: str, home: Path, reports_dir: Path, plan: Plan, working: WorkingResult, semantic: SemanticResult, llm: Any
+) -> dict[str, Any]:
+    """The whole report of a run: the tiers measured again after its steps, its LLM use, and every fallback to
+    the offline extractor among the warnings (first, since they explain the rest)."""
+    after = measure(home, plan.now, plan.options.semantic_file)
+    payload = build_report(
+        run_id, plan, working.compacted, semantic, plan.state.total_files,
+        after.total_files, after.semantic_tokens, after.semantic_file_tokens,
+    )  # fmt: skip
+    payload["files_total_previous_run"] = plan.files_previous_run
+    payload["llm"] = llm_section(llm, reports_dir, run_id, working, semantic)
+    payload["warnings"] = [
+        *[f"LLM fallback ({f.step}) for {f.file}: {f.reason}" for f in working.fallbacks],
+        *payload["warnings"],
+    ]
+    return payload
+
+
+def write_report(reports_dir: Path, run_id: str, payload: dict[str, object], text: str) -> Path:
+    """`reports/compaction-<run_id>.json` and its `.md` beside it, each written whole (temp + rename)."""
+    path = reports_dir / f"compaction-{run_id}.json"
+    atomic_write(path.with_suffix(".md"), text.encode("utf-8"))
+    atomic_write(path, json.dumps(payload, indent=2, default=str).encode("utf-8"))
+    return path

@@ -143,7 +143,7 @@ def cmd_branch(args: argparse.Namespace, home: Path) -> int:
 def _retention(home: Path, where: Path, questions: Path | None) -> str:
     if questions is None:
         return "retention comparison skipped: no --questions FILE (LoCoMo format)"
-    from memory_pipeline.journals.retention import RetentionError, compare
+    from memory_pipeline.evaluation.retention import RetentionError, compare
 
     try:
         return compare(home, where, questions).line()
@@ -419,7 +419,7 @@ def cmd_monthly(args: argparse.Namespace) -> int:
 
 
 def import_locomo(path: Path, conversations: list[str] | None = None) -> int:
-    from memory_pipeline.journals.locomo import LocomoError, locomo_to_transcripts
+    from memory_pipeline.evaluation.locomo_transcripts import LocomoError, locomo_to_transcripts
 
     home = workspace_home()
     home.mkdir(parents=True, exist_ok=True)

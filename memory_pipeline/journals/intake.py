@@ -16,8 +16,11 @@ from datetime import date, datetime
 from pathlib import Path
 
 import duckdb
+import pyarrow as pa
 
+from memory_pipeline.journals import tables
 from memory_pipeline.journals.transcript import Rejected, Transcript, TranscriptError, day_folder, parse_transcript
+from memory_pipeline.store.db import MemoryStore, atomic, utcnow
 
 DUPLICATES = "duplicate_transcripts"  # the sessions asset's per-day metadata key that `reconstruct` counts as failed
 DATE_MISMATCHES = "date_mismatches"
@@ -30,6 +33,10 @@ class DayIntake:
     rejected: list[Rejected] = field(default_factory=list)  # every rejection, duplicates included
     duplicates: list[str] = field(default_factory=list)  # one line each, naming both paths
     warnings: list[str] = field(default_factory=list)  # folder/frontmatter date mismatches
+
+    def rejected_lines(self) -> list[str]:
+        """`path:line: problem` for each rejected transcript: what the warning log and the check list."""
+        return [f"{r.path}:{r.line}: {r.problem}" for r in self.rejected]
 
 
 def stored_sessions(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[date, str]]:
@@ -95,3 +102,14 @@ def read_day_checked(
             )
     out.parsed.sort(key=lambda t: t.path)
     return out
+
+
+def ingest_day(db: MemoryStore, raw_root: Path, day: date, workspace: Path) -> tuple[DayIntake, dict[str, pa.Table]]:
+    """Parse one day's transcripts and replace that day's rows of the store's `sessions` table in one
+    transaction: (what was read and rejected, the day's Arrow tables for the Parquet IO manager)."""
+    with db.connect() as con:
+        intake = read_day_checked(raw_root, day, workspace=workspace, stored=stored_sessions(con))
+    frames = tables.to_tables(day, intake.parsed, utcnow())
+    with db.connect() as con, atomic(con):
+        tables.replace_day_sessions(con, day, frames["sessions"])
+    return intake, frames

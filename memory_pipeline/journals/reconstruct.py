@@ -22,7 +22,7 @@ from typing import Any
 
 import dagster as dg
 
-from memory_pipeline.defs.journals.assets import EXTRACTOR_KEYS, FAILED_PARTITION, SESSIONS
+from memory_pipeline.defs.journals.common import EXTRACTOR_KEYS, FAILED_PARTITION, SESSIONS
 from memory_pipeline.journals.branches import (
     PREFIX,
     check_name,

@@ -11,7 +11,7 @@ import pytest
 
 from memory_pipeline.compaction.tiers import META_FILE, TIERS
 from memory_pipeline.definitions import defs_with
-from memory_pipeline.journals.locomo import default_locomo_path
+from memory_pipeline.evaluation.locomo_transcripts import default_locomo_path
 from memory_pipeline.tokens import estimate_tokens
 from memory_pipeline_tests.conftest import resources_for
 

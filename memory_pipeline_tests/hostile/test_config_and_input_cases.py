@@ -148,7 +148,7 @@ def test_a_malformed_setting_is_one_line_naming_it_and_nothing_runs(
 
 
 def test_retention_is_read_when_used_not_at_import_and_a_valid_one_is_accepted() -> None:
-    from memory_pipeline.defs.journals.assets import ArchiveConfig
+    from memory_pipeline.defs.journals.knowledge_files import ArchiveConfig
     from memory_pipeline.journals.monthly import retention_days
 
     assert ArchiveConfig().retention_days is None  # no environment read while the definitions load

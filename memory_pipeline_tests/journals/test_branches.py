@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from memory_pipeline.cli import main
+from memory_pipeline.evaluation.retention import compare
 from memory_pipeline.journals import branches
 from memory_pipeline.journals.gitlog import commit_knowledge
-from memory_pipeline.journals.retention import compare
 from memory_pipeline.store import MemoryStore
 from memory_pipeline_tests.journals.test_backfill import _workspace
 

@@ -13,7 +13,8 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from memory_pipeline.defs.journals.assets import DAILY_ASSETS, EXTRACTOR_KEYS, IO_MANAGER, session_memories, sessions
+from memory_pipeline.defs.journals.assets import DAILY_ASSETS, session_memories, sessions
+from memory_pipeline.defs.journals.common import EXTRACTOR_KEYS, IO_MANAGER
 from memory_pipeline.defs.journals.io import ParquetIOManager
 from memory_pipeline.journals import llm_extractors as lx
 from memory_pipeline.journals.extractors import EXTRACTORS

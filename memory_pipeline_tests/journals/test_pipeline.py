@@ -6,19 +6,10 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from memory_pipeline.defs.journals.assets import (
-    DAILY_ASSETS,
-    EXTRACTOR_KEYS,
-    IO_MANAGER,
-    LINEAGE_CHECK,
-    SESSIONS,
-    journal_archive,
-    memory_cap_result,
-    memory_md,
-    session_memories,
-    sessions,
-)
+from memory_pipeline.defs.journals.assets import DAILY_ASSETS, session_memories, sessions
+from memory_pipeline.defs.journals.common import EXTRACTOR_KEYS, IO_MANAGER, LINEAGE_CHECK, SESSIONS
 from memory_pipeline.defs.journals.io import ParquetIOManager
+from memory_pipeline.defs.journals.knowledge_files import journal_archive, memory_cap_result, memory_md
 from memory_pipeline.journals import extractors, knowledge, tables
 from memory_pipeline.journals.llm_extractors import llm_configured, version_for
 from memory_pipeline.journals.reconstruct import range_tags
@@ -157,7 +148,7 @@ def test_an_extractor_version_bump_replaces_only_its_own_memories(home: Path, mo
 
 
 def journals_asset() -> dg.AssetsDefinition:
-    from memory_pipeline.defs.journals.assets import journals
+    from memory_pipeline.defs.journals.knowledge_files import journals
 
     return journals
 

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from memory_pipeline.cli import main
-from memory_pipeline.journals.locomo import (
+from memory_pipeline.evaluation.locomo_transcripts import (
     LocomoError,
     default_locomo_path,
     locomo_to_transcripts,

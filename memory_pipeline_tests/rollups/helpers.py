@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from memory_pipeline.journals.locomo import default_locomo_path
+from memory_pipeline.evaluation.locomo_transcripts import default_locomo_path
 from memory_pipeline.store import MemoryStore
 from memory_pipeline.store.db import utcnow
 

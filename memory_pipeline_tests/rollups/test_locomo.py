@@ -33,11 +33,11 @@ def transcript_days(paths: list[Path]) -> list[date]:
 
 
 def import_conversation(home: Path, sample_id: str) -> tuple[MemoryStore, list[date]]:
-    """LoCoMo → transcripts (journals' locomo_to_transcripts) → the store's `sessions` table, day by day, with the
+    """LoCoMo → transcripts (evaluation's locomo_to_transcripts) → the store's `sessions` table, day by day, with the
     same parse-and-replace the journals `sessions` asset runs per daily partition (without a run per day)."""
-    from memory_pipeline.defs.journals.assets import raw_root
+    from memory_pipeline.evaluation.locomo_transcripts import locomo_to_transcripts
     from memory_pipeline.journals import tables
-    from memory_pipeline.journals.locomo import locomo_to_transcripts
+    from memory_pipeline.journals.knowledge_writes import raw_root
     from memory_pipeline.journals.transcript import read_day
 
     home.mkdir(parents=True)
@@ -85,7 +85,8 @@ def test_locomo_hierarchy_per_conversation(tmp_path: Path) -> None:
 def test_locomo_through_the_journals_sessions_asset_and_the_sensor(tmp_path: Path) -> None:
     """conv-26 end to end in Dagster: the journals `sessions` asset materialised for each of the conversation's
     days, then sensor ticks add and request exactly the Cores its 19 sessions close."""
-    from memory_pipeline.defs.journals.assets import IO_MANAGER, sessions
+    from memory_pipeline.defs.journals.assets import sessions
+    from memory_pipeline.defs.journals.common import IO_MANAGER
     from memory_pipeline.defs.journals.resources import workspace_parquet_io_manager
     from memory_pipeline.defs.rollups.assets import cores
 
@@ -112,8 +113,8 @@ def test_locomo_through_the_journals_sessions_asset_and_the_sensor(tmp_path: Pat
 
 
 def _transcripts(home: Path, sample_id: str) -> list[Path]:
-    from memory_pipeline.defs.journals.assets import raw_root
-    from memory_pipeline.journals.locomo import locomo_to_transcripts
+    from memory_pipeline.evaluation.locomo_transcripts import locomo_to_transcripts
+    from memory_pipeline.journals.knowledge_writes import raw_root
 
     home.mkdir(parents=True)
     return locomo_to_transcripts(LOCOMO, raw_root(home), [sample_id])

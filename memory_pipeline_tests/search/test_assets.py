@@ -2,12 +2,8 @@ from pathlib import Path
 
 import dagster as dg
 
-from memory_pipeline.defs.search.assets import (
-    search_index,
-    search_index_rebuild,
-    search_index_sensor,
-    search_usage,
-)
+from memory_pipeline.defs.search.assets import search_index, search_index_rebuild, search_usage
+from memory_pipeline.defs.search.sensors import search_index_sensor
 from memory_pipeline.resources import EmbedderResource, MemoryStoreResource
 from memory_pipeline.resources.embedder import MINILM
 from memory_pipeline.search import delete_index, search

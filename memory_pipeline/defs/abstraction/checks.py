@@ -6,10 +6,10 @@ from collections.abc import Callable
 import dagster as dg
 import duckdb
 
+from memory_pipeline.abstraction.outcomes import RunStart
 from memory_pipeline.abstraction.report import CompressionRunReport, health_bands, report_from_dict
 from memory_pipeline.abstraction.violations import SHOWN, lineage, named, recompressed
 from memory_pipeline.defs.abstraction.archiver import archive_updates
-from memory_pipeline.defs.abstraction.common import RunStart
 from memory_pipeline.defs.abstraction.reporter import report
 from memory_pipeline.graph import queries as graph_queries
 from memory_pipeline.resources import EngineConfig, MemoryStoreResource

@@ -6,26 +6,22 @@ from datetime import timedelta
 from typing import Any
 
 import dagster as dg
-import numpy as np
-import pandas as pd
 
+from memory_pipeline.abstraction import clusters as clusters_logic
+from memory_pipeline.abstraction.outcomes import EMBED_CHUNK
 from memory_pipeline.defs.abstraction import vector_steps
-from memory_pipeline.defs.abstraction.common import EMBED_CHUNK, GROUP
+from memory_pipeline.defs.abstraction.common import GROUP
 from memory_pipeline.defs.abstraction.cortex_dedupe import exact_duplicates
-from memory_pipeline.embedding.defaults import ClusteringChoice, describe
 from memory_pipeline.graph import plan as graph_plan
 from memory_pipeline.graph import queries as graph_queries
 from memory_pipeline.operator.metadata import OWNERS, cluster_size_metadata
 from memory_pipeline.operator.progress import ThrottledProgress, encode_in_steps
 from memory_pipeline.resources import EmbedderResource, EngineConfig, MemoryStoreResource
 from memory_pipeline.resources.store import POOL
-from memory_pipeline.similarity import clustering, linkage, threshold_graph
 from memory_pipeline.similarity.clustering import MemoryCluster
-from memory_pipeline.store import edges
 from memory_pipeline.store import night_vectors as night
 from memory_pipeline.store import outbox as graph_outbox
 from memory_pipeline.store import repository as repo
-from memory_pipeline.store.db import MemoryStore
 
 
 def _advance(progress: ThrottledProgress, offset: int, n: int) -> None:
@@ -158,39 +154,23 @@ def clusters(
         found: list[MemoryCluster] = []
         graph_meta: dict[str, Any] = {"graph_build": "not used (cluster_source=keys)"}
     else:
-        found, graph_meta = _embedding_clusters(
-            context, config, db, embedder, engine, eligible_memories, ids, recent, persist, choice
-        )
+        found, graph_meta = clusters_logic.embedding_clusters(
+            db, embedder, engine, eligible_memories, ids, recent, persist, choice, config.build, context.run.run_id,
+            context.log.info, context.log.warning,
+        )  # fmt: skip
     planned = graph_plan.plan(
         found, eligible_memories.frame, eligible_memories.vectors, holders, settings, engine.now().date(), recent
     )
     found = planned.clusters
     if persist and planned.hubs:
-        with db.transaction() as con:
-            if settings.hubs.policy == "pin":
-                graph_queries.pin_hubs(con, [h.id for h in planned.hubs if planned.hub_actions[h.id] == "pinned"])
-            graph_queries.record_hubs(con, context.run.run_id, planned.hubs, planned.hub_actions, engine.now())
+        clusters_logic.record_hubs(db, planned, settings.hubs.policy, context.run.run_id, engine.now())
     seconds = time.perf_counter() - started
     skipped = sum(1 for c in found if c.skip_reason)
     context.log.info(
         f"ClusterFinder: found {len(found)} clusters {planned.by_source} ({skipped} recently processed), "
         f"{len(planned.hubs)} hub(s), in {seconds:.2f}s"
     )
-    table = pd.DataFrame(
-        [
-            {
-                "cluster_id": c.cluster_id,
-                "source": c.extra.get("source", "embedding"),
-                "key": c.extra.get("key", ""),
-                "members": c.member_count,
-                "avg_similarity": c.avg_similarity,
-                "category": c.dominant_category,
-                "tokens": c.total_tokens,
-                "skip": c.skip_reason or "",
-            }
-            for c in found
-        ]
-    )
+    table = clusters_logic.cluster_table(found)
     return dg.Output(
         found,
         metadata={
@@ -207,66 +187,3 @@ def clusters(
             **cluster_size_metadata(found),
         },
     )
-
-
-def _embedding_clusters(
-    context: dg.AssetExecutionContext,
-    config: ClusterBuild,
-    db: MemoryStore,
-    embedder: EmbedderResource,
-    engine: EngineConfig,
-    eligible_memories: repo.EligibleSet,
-    ids: np.ndarray,
-    recent: set[str],
-    persist: bool,
-    choice: ClusteringChoice,
-) -> tuple[list[MemoryCluster], dict[str, Any]]:
-    """The embedding source: the components of the (stored, incremental) threshold graph, split by the
-    chosen linkage and caps inside each component (similarity/linkage.py)."""
-    graph = edges.night_graph(
-        db,
-        ids,
-        eligible_memories.vectors,
-        model=embedder.model,
-        threshold=choice.threshold,
-        mode=threshold_graph.resolve_mode(config.build),
-        persist=persist,
-        now=engine.now(),
-        run_id=context.run.run_id,
-    )
-    context.log.info(f"ClusterFinder: {graph.mode} threshold graph ({graph.reason}): {graph.stats}")
-    context.log.info(f"ClusterFinder: {describe(choice)}")
-    split = linkage.cluster_components(
-        eligible_memories.vectors,
-        graph.components(engine.min_cluster_size),
-        eligible_memories.frame["token_count"].to_numpy(dtype=np.int64),
-        engine.linkage_params(choice),
-    )
-    if split.too_large:
-        context.log.warning(
-            f"ClusterFinder: {len(split.too_large)} component(s) of {split.too_large} memories exceed "
-            f"COMPRESSION_LINKAGE_MAX_COMPONENT={engine.linkage_max_component} and stay unclustered tonight; "
-            "raise the threshold or the limit"
-        )
-    found = clustering.build_clusters(
-        eligible_memories.frame,
-        eligible_memories.vectors,
-        choice.threshold,
-        engine.min_cluster_size,
-        recent,
-        engine.fingerprint_ttl_days,
-        groups=split.groups,
-    )
-    return found, {
-        "similarity_threshold": choice.threshold,
-        "linkage": choice.linkage,
-        "clustering_default": describe(choice),
-        "max_cluster_members": engine.max_cluster_members,
-        "max_cluster_tokens": engine.max_cluster_tokens,
-        **split.metadata(),
-        "graph_build": graph.mode,
-        "graph_engine": str(graph.stats.get("engine", "")),
-        "graph_engine_reason": str(graph.stats.get("engine_reason", "")),
-        "graph_rows_computed": int(graph.stats.get("computed_rows", 0)),
-        "graph_edges": int(graph.rows.size),
-    }

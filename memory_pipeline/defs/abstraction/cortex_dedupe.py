@@ -6,7 +6,8 @@ from datetime import timedelta
 
 import dagster as dg
 
-from memory_pipeline.defs.abstraction.common import ARCHIVED_IMPORTANCE, GROUP, RunStart, _lease_alive
+from memory_pipeline.abstraction.outcomes import ARCHIVED_IMPORTANCE, RunStart
+from memory_pipeline.defs.abstraction.common import GROUP, _lease_alive
 from memory_pipeline.faults import hold_point
 from memory_pipeline.operator.metadata import OWNERS
 from memory_pipeline.resources import EngineConfig, MemoryStoreResource

@@ -1,16 +1,15 @@
 """Distiller (seed 000): one abstraction per cluster, offline or through Claude."""
 
-
 import dagster as dg
 
+from memory_pipeline.abstraction import distilling
+from memory_pipeline.abstraction.outcomes import ClusterOutcome
 from memory_pipeline.defs.abstraction.cluster_finder import ClusterSelection
-from memory_pipeline.defs.abstraction.common import GROUP, ClusterOutcome, _error
-from memory_pipeline.llm.distill import DistillationRejected, Member, validate_abstraction
+from memory_pipeline.defs.abstraction.common import GROUP
 from memory_pipeline.operator.metadata import OWNERS
 from memory_pipeline.operator.progress import ThrottledProgress
 from memory_pipeline.resources import EngineConfig, LLMResource, MemoryStoreResource
 from memory_pipeline.similarity.clustering import MemoryCluster
-from memory_pipeline.store import repository as repo
 
 
 @dg.asset(group_name=GROUP, kinds={"anthropic"}, owners=OWNERS, tags={"component": "Distiller"})
@@ -46,47 +45,14 @@ def distillations(
             raise dg.Failure(f"cluster {config.cluster_id} is not among this run's {len(clusters)} clusters")
         for c in selected:
             c.skip_reason = None
-    outcomes: list[ClusterOutcome] = []
     todo = [c for c in selected if not c.skip_reason]
-    with db.connect() as con:
-        rows = repo.fetch_members(con, [m for c in todo for m in c.member_ids])
-    by_id = {r.id: Member(r.id, r.content, float(r.importance)) for r in rows.itertuples()}
-    requests = [
-        llm_runs.DistillRequest(
-            c.cluster_id,
-            [by_id[m] for m in c.member_ids if m in by_id],
-            c.dominant_category,
-            (c.oldest_member_at, c.newest_member_at),
-        )
-        for c in todo
-    ]
+    requests = distilling.requests(db, todo)
     progress = ThrottledProgress(context.log.info, "Distiller: cluster", len(todo))
     results = llm_runs.distill_all(distiller, requests)
+    outcomes: list[ClusterOutcome] = []
     for i, (cluster, result) in enumerate(zip(todo, results, strict=True), start=1):
-        outcome = ClusterOutcome(cluster)
-        outcomes.append(outcome)
         progress.update(i, f"({cluster.member_count} members, category={cluster.dominant_category})")
-        try:
-            if isinstance(result, BaseException):
-                raise result
-            result.compression_ratio = round(
-                validate_abstraction(
-                    result.abstraction,
-                    cluster.total_tokens,
-                    cluster.member_ids,
-                    engine.min_compression_ratio,
-                    engine.max_abstraction_tokens,
-                ),
-                3,
-            )
-            outcome.distillation = result
-        except DistillationRejected as exc:
-            outcome.skip_reason, outcome.status = str(exc), "skipped"
-        except llm_runs.CostCapReached as exc:  # never sent: waits for the next night, not an attempt
-            outcome.skip_reason, outcome.status = llm_runs.deferred_reason(exc), "skipped"
-        except Exception as exc:  # an LLM/API error skips the cluster, as the seed's failure table says
-            outcome.skip_reason, outcome.status = f"LLM error: {exc}", "skipped"
-            outcome.errors.append(_error(cluster.cluster_id, "distill", exc))
+        outcomes.append(distilling.judged(cluster, result, engine.min_compression_ratio, engine.max_abstraction_tokens))
     for c in selected:
         if c.skip_reason:
             outcomes.append(ClusterOutcome(c, skip_reason=c.skip_reason, status="skipped"))

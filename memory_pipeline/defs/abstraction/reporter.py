@@ -1,34 +1,24 @@
 """Reporter (seed 000): the run report, its verdict and the numbers the UI plots."""
 
-import json
 import time
-from collections.abc import Mapping
-from pathlib import Path
-from typing import Any
 
 import dagster as dg
-import duckdb
-import pandas as pd
 
+from memory_pipeline.abstraction import reporting
+from memory_pipeline.abstraction.outcomes import AtomResults, ClusterOutcome, RunStart
 from memory_pipeline.abstraction.report import (
     CompressionRunReport,
     decide_verdict,
     markdown_table,
-    recovered_report,
     reduction_pct,
 )
 from memory_pipeline.defs.abstraction import vector_steps
-from memory_pipeline.defs.abstraction.atom_enricher import AtomResults
-from memory_pipeline.defs.abstraction.common import GROUP, ClusterOutcome, RunStart
+from memory_pipeline.defs.abstraction.common import GROUP
 from memory_pipeline.embedding.defaults import describe
-from memory_pipeline.faults import crash_point
-from memory_pipeline.graph import queries as graph_queries
 from memory_pipeline.operator.metadata import OWNERS
 from memory_pipeline.resources import EmbedderResource, EngineConfig, LLMResource, MemoryStoreResource
 from memory_pipeline.resources.store import POOL
 from memory_pipeline.similarity.clustering import MemoryCluster
-from memory_pipeline.store import lease
-from memory_pipeline.store import outbox as graph_outbox
 from memory_pipeline.store import repository as repo
 from memory_pipeline.store.db import utcnow
 
@@ -61,19 +51,8 @@ def report(
     with db.connect() as con:
         tokens_after = repo.active_tokens(con)
         memory_count = repo.memory_count(con)
-        archived_by_run = int(
-            con.execute(
-                "SELECT coalesce(sum(member_count), 0) FROM compression_log WHERE run_id = ? AND status = 'compressed'",
-                [run_id],
-            ).fetchall()[0][0]
-        )
+        archived_by_run = reporting.archived_by_run(con, run_id)
         unreported = repo.unreported_runs(con, run_id)  # nights that died after their work, before their report
-    skip_reasons: dict[str, int] = {}
-    for o in outcomes:
-        if o.status == "skipped" and o.skip_reason:
-            key = o.skip_reason.split(":")[0] if o.skip_reason.startswith("LLM error") else o.skip_reason
-            key = "compression_ratio below floor" if "below floor" in key else key
-            skip_reasons[key] = skip_reasons.get(key, 0) + 1
     finished = utcnow()
     recovered = len(exact_duplicates.pending_activated) + sum(u[1] for u in unreported)
     verdict, reason = decide_verdict(len(compressed), len(errors), recovered=recovered)
@@ -111,12 +90,12 @@ def report(
         exact_duplicates_archived=exact_duplicates.duplicates_archived,
         pending_activated=len(exact_duplicates.pending_activated),
         pending_removed=len(exact_duplicates.pending_removed),
-        skip_reasons=skip_reasons,
+        skip_reasons=reporting.skip_reasons(outcomes),
     )
     with db.connect() as con:
-        graph_section = _graph_report(con, run_id, clusters, outcomes)
+        graph_section = reporting.graph_section(con, run_id, clusters, outcomes)
         r.embedding = vector_steps.report_section(con, embedder, eligible_memories, run_id)
-    choice = engine.clustering_choice(embedder.model, _run_linkage(context.run.run_config))
+    choice = engine.clustering_choice(embedder.model, reporting.run_linkage(context.run.run_config))
     payload = r.to_dict() | {
         "clustering": {
             "threshold": choice.threshold,
@@ -129,19 +108,7 @@ def report(
         "llm": llm.report_fields(usage, clusters_deferred=deferred, max_cost_usd=engine.max_cost_usd),
         "graph": graph_section,
     }
-    path = write_report(store.reports_dir, payload)
-    rebuilt = [recovered_report(*u, by=run_id) for u in unreported]
-    for dead in rebuilt:
-        write_report(store.reports_dir, dead)
-    with db.transaction() as con:
-        con.execute(
-            "INSERT OR REPLACE INTO consolidation_runs VALUES (?, ?, ?, ?, ?)",
-            [run_id, pd.Timestamp(started.rstrip("Z")).to_pydatetime(), finished, verdict, json.dumps(payload)],
-        )
-        for dead, u in zip(rebuilt, unreported, strict=True):
-            con.execute("INSERT OR REPLACE INTO consolidation_runs VALUES (?, ?, ?, ?, ?)",
-                        [u[0], u[3], u[4], dead["verdict"], json.dumps(dead)])  # fmt: skip
-        lease.release(con, run_id)
+    path = reporting.save_reports(db, store.reports_dir, payload, finished, unreported)
     context.log.info(
         f"Reporter: {verdict} — {r.abstractions_created} abstractions, {r.atoms_created} atoms created, "
         f"{r.token_reduction_pct}% token reduction; clustered at {describe(choice)}"
@@ -167,51 +134,3 @@ def report(
             "clustering": describe(choice),
         }
     )
-
-
-def _run_linkage(run_config: Mapping[str, Any]) -> str:
-    """The run's ClusterFinder `linkage` override (ops config of `clusters`), empty when none."""
-    ops = run_config.get("ops") or {}
-    return str(((ops.get("clusters") or {}).get("config") or {}).get("linkage") or "")
-
-
-def _graph_report(
-    con: duckdb.DuckDBPyConnection, run_id: str, clusters: list[MemoryCluster], outcomes: list[ClusterOutcome]
-) -> dict[str, object]:
-    """Seed 004 in the run report: clusters per source, hubs, tombstones, outbox, keys dropped by the caps."""
-    by_source: dict[str, dict[str, int]] = {}
-    for o in outcomes:
-        entry = by_source.setdefault(str(o.cluster.extra.get("source", "embedding")), {"found": 0, "compressed": 0})
-        entry["compressed"] += o.status == "compressed"
-    for c in clusters:
-        by_source.setdefault(str(c.extra.get("source", "embedding")), {"found": 0, "compressed": 0})["found"] += 1
-    dropped = con.execute(
-        """SELECT coalesce(sum(json_array_length(json_extract(compressed_from, '$.dropped_nexus_keys'))), 0),
-                  coalesce(sum(json_array_length(json_extract(compressed_from, '$.dropped_tags'))), 0)
-           FROM memories WHERE created_by_run = ? AND kind = 'summary' AND lifecycle = 'active'""",
-        [run_id],
-    ).fetchall()[0]
-
-    def count(sql: str) -> int:
-        return int(con.execute(sql, [run_id]).fetchall()[0][0])
-
-    return {
-        "clusters_by_source": by_source,
-        "hubs": graph_queries.hubs_of_run(con, run_id),
-        "tombstones": count("SELECT count(*) FROM tombstones WHERE run_id = ?"),
-        "outbox_enqueued": count("SELECT count(*) FROM outbox WHERE run_id = ?"),
-        "outbox_open": graph_outbox.open_count(con),
-        "nexus_keys_dropped_by_cap": int(dropped[0]),
-        "tags_dropped_by_cap": int(dropped[1]),
-    }
-
-
-def write_report(reports_dir: Path, payload: dict[str, object]) -> Path:
-    """Write-then-rename, so a crash never leaves half a report."""
-    reports_dir.mkdir(parents=True, exist_ok=True)
-    path = reports_dir / f"compression-{payload['run_id']}.json"
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(payload, indent=2, default=str), encoding="utf-8")
-    crash_point("writing_report")
-    tmp.replace(path)
-    return path

@@ -1,16 +1,15 @@
 """Tiered compaction (seed 003) as assets: measure and decide → working → episodic → episodic → semantic →
 report. The plan is made once, in `tier_volumes`, and the steps after it act only on that plan, in the same run."""
 
-import json
 from datetime import datetime
-from pathlib import Path
+from typing import Any
 
 import dagster as dg
 
 from memory_pipeline.compaction import engine as compactor
 from memory_pipeline.compaction import report
-from memory_pipeline.compaction.routing import validate_vocabulary
-from memory_pipeline.compaction.tiers import DEFAULT_SEMANTIC_FILE, measure
+from memory_pipeline.compaction.llm_extract import extractor_for
+from memory_pipeline.compaction.tiers import DEFAULT_SEMANTIC_FILE
 from memory_pipeline.defs.compaction.partitions import clamp_to_window, weekly_partitions
 from memory_pipeline.operator.partition_keys import time_part
 from memory_pipeline.resources import EngineConfig, LLMResource, MemoryStoreResource
@@ -36,6 +35,11 @@ class CompactionConfig(dg.Config):
     # domain → keywords for routing insights to semantic/<domain>.md; None: the built-in vocabulary
     # (openclaw, whatsapp-bot); {}: no keyword routing (explicit domains and the default file only)
     domains: dict[str, list[str]] | None = None
+
+
+def _json_values(metadata: dict[str, Any]) -> dict[str, Any]:
+    """The domain's metadata with its lists and dicts shown as JSON."""
+    return {k: dg.MetadataValue.json(v) if isinstance(v, list | dict) else v for k, v in metadata.items()}
 
 
 def _clock(context: dg.AssetExecutionContext, config: CompactionConfig, engine_config: EngineConfig) -> datetime:
@@ -64,16 +68,11 @@ def tier_volumes(
     home = store.home_path
     now = _clock(context, config, engine)
     try:
-        vocabulary = validate_vocabulary(config.domains) if config.domains is not None else None
+        options = compactor.options_for(
+            config.approved, config.dry_run, config.trigger, config.semantic_file, config.domains
+        )
     except ValueError as exc:
         raise dg.Failure(f"tier_volumes config: {exc}") from None
-    options = compactor.Options(
-        approved=config.approved, dry_run=config.dry_run, source=config.trigger, semantic_file=config.semantic_file
-    )
-    if vocabulary is not None:
-        options = compactor.Options(
-            options.approved, options.dry_run, options.source, options.semantic_file, vocabulary
-        )
     try:
         plan = compactor.plan(home, now, options)
     except ValueError as exc:  # a tier folder that is a file: one line naming it
@@ -87,56 +86,11 @@ def tier_volumes(
             MODE_TAG: plan.mode,
         },
     )
-    s = plan.state
-    for skipped in s.skipped:
+    for skipped in plan.state.skipped:
         context.log.warning(f"compaction: {skipped.describe()}")
     context.log.info(f"compaction plan: {plan.mode}; trigger {plan.evaluation.primary_detail()}; "
                      f"classification {plan.classification}; {plan.no_action_reason or ''}")
-    return dg.Output(
-        plan,
-        metadata={
-            "working_file_count": s.working.file_count,
-            "working_total_tokens": s.working.total_tokens,
-            "oldest_working_file_age_days": s.working.oldest_age_days,
-            "episodic_file_count": s.episodic.file_count,
-            "episodic_total_tokens": s.episodic.total_tokens,
-            "oldest_episodic_file_age_days": s.episodic.oldest_age_days,
-            "semantic_token_count": s.semantic_tokens,
-            "semantic_largest_file": s.semantic_file,
-            "semantic_file_tokens": dg.MetadataValue.json(s.semantic_file_tokens),
-            "archive_file_count": s.archive.file_count,
-            "files_total": s.total_files,
-            "skipped_files": dg.MetadataValue.json([x.describe() for x in s.skipped]),
-            "trigger_fired": plan.evaluation.primary_detail(),
-            "tier_classification": dg.MetadataValue.json(plan.classification),
-            "thresholds": dg.MetadataValue.json(plan.evaluation.as_rows()),
-            "mode": plan.mode,
-            "now": now.isoformat(),
-        },
-    )
-
-
-def _extractor(
-    context: dg.AssetExecutionContext,
-    llm: LLMResource,
-    store: MemoryStoreResource,
-    engine: EngineConfig,
-    writes: bool,
-) -> compactor.Extractor | None:
-    """Claude when the `llm` resource has a key and this step writes (a dry run spends nothing); the calls
-    share the run's usage ledger, rate limit and cost cap (COMPRESSION_MAX_COST_USD) with its other steps."""
-    if not writes or not llm.uses_anthropic():
-        return None
-    from memory_pipeline.compaction.llm_extract import LLMExtractor
-
-    distiller = llm.get_distiller(
-        reports_dir=store.reports_dir,
-        run_id=context.run_id,
-        rate_limit_per_min=engine.rate_limit_per_min,
-        max_cost_usd=engine.max_cost_usd,
-        log=context.log.info,
-    )
-    return LLMExtractor(distiller)
+    return dg.Output(plan, metadata=_json_values(report.plan_metadata(plan, now)))
 
 
 @dg.asset(group_name=GROUP, partitions_def=weekly_partitions, pool=TIER_POOL, kinds={"markdown"}, code_version="2")
@@ -152,7 +106,8 @@ def episodic_summaries(
     by Claude when configured, by the offline extractor otherwise or when the LLM fails for a file."""
     _same_run(context, tier_volumes)
     write = tier_volumes.run_working
-    extractor = _extractor(context, llm, store, engine, write and bool(tier_volumes.working_due))
+    writes = write and bool(tier_volumes.working_due)
+    extractor = extractor_for(llm, writes, store.reports_dir, context.run_id, engine, context.log.info)
     fallbacks: list[compactor.Fallback] = []
     compacted = compactor.compact_working(store.home_path, tier_volumes, write, extractor, fallbacks)
     for c in compacted:
@@ -188,42 +143,17 @@ def semantic_insights(
     home = store.home_path
     plan = tier_volumes
     compacted = episodic_summaries.compacted
-    extractor = _extractor(context, llm, store, engine, plan.run_semantic and bool(plan.episodic_due))
+    writes = plan.run_semantic and bool(plan.episodic_due)
+    extractor = extractor_for(llm, writes, store.reports_dir, context.run_id, engine, context.log.info)
     result = compactor.extract_semantic(home, plan, plan.run_semantic, extractor)
     for o in result.outcomes:
         context.log.info(f"insight {o.title!r} from {o.episodic} → {o.semantic_file or '-'} ({o.routed_by}, "
                          f"{o.extractor}): {o.status} {o.reason}".rstrip())
     for f in result.fallbacks:
         context.log.warning(f"LLM insight extraction of {f.file} failed, offline extractor used: {f.reason}")
-    if plan.mode == "execute":
-        changed = bool(compacted) or result.appended > 0 or bool(result.archived)
-        total = measure(home, plan.now, plan.options.semantic_file).total_files
-        appended = sorted({o.semantic_file for o in result.outcomes if o.status == "appended"})
-        compactor.write_meta(home, plan, changed=changed, total_files=total, run_id=context.run_id,
-                             appended_files=appended)
-    return dg.Output(
-        result,
-        metadata={
-            "insights_appended": result.appended if plan.run_semantic else 0,
-            "insights_rejected": sum(1 for o in result.outcomes if o.status == "rejected"),
-            "insights_held": sum(1 for o in result.outcomes if o.status in ("held", "duplicate")),
-            "semantic_tokens_before": result.tokens_before,
-            "semantic_tokens_after": result.tokens_after if plan.run_semantic else result.tokens_before,
-            "episodic_archived": len(result.archived) if plan.run_semantic else 0,
-            "extractor": extractor.name if extractor else compactor.OFFLINE,
-            "llm_fallbacks": len(result.fallbacks),
-            "semantic_files": dg.MetadataValue.json({n: f.as_dict() for n, f in sorted(result.files.items())}),
-        },
-    )
-
-
-def write_files(reports_dir: Path, run_id: str, payload: dict[str, object], text: str) -> Path:
-    from memory_pipeline.compaction.fileops import atomic_write
-
-    path = reports_dir / f"compaction-{run_id}.json"
-    atomic_write(path.with_suffix(".md"), text.encode("utf-8"))
-    atomic_write(path, json.dumps(payload, indent=2, default=str).encode("utf-8"))
-    return path
+    compactor.finish_run(home, plan, compacted, result, context.run_id)
+    extractor_name = extractor.name if extractor else compactor.OFFLINE
+    return dg.Output(result, metadata=_json_values(report.semantic_metadata(plan, result, extractor_name)))
 
 
 @dg.asset(group_name=GROUP, partitions_def=weekly_partitions, kinds={"json"}, code_version="2")
@@ -238,23 +168,10 @@ def compaction_report(
     """Every field of the seed's Reporting Requirements and its Output Format, as `reports/compaction-<run_id>
     .json` (+ `.md`) and as metadata; when nothing was done, the reason."""
     _same_run(context, tier_volumes)
-    plan = tier_volumes
-    after = measure(store.home_path, plan.now, plan.options.semantic_file)
-    tokens_after = after.semantic_tokens
-    payload = report.build_report(
-        context.run_id, plan, episodic_summaries.compacted, semantic_insights, plan.state.total_files,
-        after.total_files, tokens_after, after.semantic_file_tokens,
-    )
-    payload["files_total_previous_run"] = plan.files_previous_run
-    payload["llm"] = report.llm_section(
-        llm, store.reports_dir, context.run_id, episodic_summaries, semantic_insights
-    )
-    payload["warnings"] = [
-        *[f"LLM fallback ({f.step}) for {f.file}: {f.reason}" for f in episodic_summaries.fallbacks],
-        *payload["warnings"],
-    ]
+    payload = report.run_report(context.run_id, store.home_path, store.reports_dir, tier_volumes,
+                                episodic_summaries, semantic_insights, llm)  # fmt: skip
     text = report.output_text(payload)
-    path = write_files(store.reports_dir, context.run_id, payload, text)
+    path = report.write_report(store.reports_dir, context.run_id, payload, text)
     context.log.info("\n" + text)
     scalar = {k: v for k, v in payload.items() if isinstance(v, int | float | str | bool) and v is not None}
     return dg.MaterializeResult(

@@ -8,7 +8,7 @@ from typing import Any
 
 import dagster as dg
 
-from memory_pipeline.defs.journals.assets import GROUP
+from memory_pipeline.defs.journals.common import GROUP
 from memory_pipeline.defs.journals.partitions import monthly_partitions
 from memory_pipeline.journals import monthly
 from memory_pipeline.journals.monthly_llm import ClaudeReviewer

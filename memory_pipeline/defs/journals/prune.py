@@ -3,7 +3,7 @@
 import dagster as dg
 import pandas as pd
 
-from memory_pipeline.defs.journals.assets import GROUP
+from memory_pipeline.defs.journals.common import GROUP
 from memory_pipeline.journals import decay
 from memory_pipeline.resources import EngineConfig, MemoryStoreResource
 from memory_pipeline.resources.store import POOL

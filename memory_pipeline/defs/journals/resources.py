@@ -4,7 +4,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from memory_pipeline.defs.journals.assets import IO_MANAGER
+from memory_pipeline.defs.journals.common import IO_MANAGER
 from memory_pipeline.defs.journals.io import ParquetIOManager
 
 

@@ -6,7 +6,8 @@ from datetime import timedelta
 
 import dagster as dg
 
-from memory_pipeline.defs.journals.assets import DAILY_ASSETS, journal_archive, memory_md
+from memory_pipeline.defs.journals.assets import DAILY_ASSETS
+from memory_pipeline.defs.journals.knowledge_files import journal_archive, memory_md
 from memory_pipeline.defs.journals.partitions import daily_partitions, journal_timezone, weekly_partitions
 
 journal_daily = dg.define_asset_job(

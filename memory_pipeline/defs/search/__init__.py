@@ -1,1 +1,1 @@
-"""Dagster objects of the search domain (module-level in assets.py; Dagster's loader finds them)."""
+"""Dagster objects of the search domain (module-level in assets.py and sensors.py; Dagster's loader finds them)."""

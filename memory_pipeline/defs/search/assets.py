@@ -1,14 +1,12 @@
-"""Group `search` (issue 17): the derived search index and the usage spool ingest. Thin: logic is in
-memory_pipeline/search/."""
+"""Group `search` (issue 17): the derived search index, the usage spool ingest and agents' spooled writes, with
+their jobs; the sensors that start them are in sensors.py. Thin: logic is in memory_pipeline/search/."""
 
 import dagster as dg
 
-from memory_pipeline.operator.run_guard import busy_reason
 from memory_pipeline.resources import EmbedderResource, MemoryStoreResource
-from memory_pipeline.search.build import build_index, pending_changes
+from memory_pipeline.search.build import build_index
 from memory_pipeline.search.usage_ingest import ingest_spool
-from memory_pipeline.search.usage_spool import pending_files
-from memory_pipeline.store.remember import ingest_writes, spool_dir
+from memory_pipeline.store.remember import ingest_writes
 
 GROUP = "search"
 STORE_POOL = "memory_store"  # the usage ingest writes the store: one writer at a time, never beside the nightly
@@ -135,77 +133,3 @@ agent_writes_ingest = dg.define_asset_job(
     description="Imports agents' spooled remember/forget writes into the store; started by agent_writes_sensor. "
     "A failed import keeps the files it claimed, and the next run imports them again.",
 )
-
-
-INDEX_JOBS = (search_index_update.name, search_index_rebuild.name)
-
-
-@dg.sensor(
-    jobs=[search_index_update, search_index_rebuild],
-    minimum_interval_seconds=60,
-    default_status=dg.DefaultSensorStatus.RUNNING,
-    description="Requests an index update when the index is missing (deleted: a full build) or when writes "
-    "that no asset announced (CLI imports, hand-edited files) have piled up; never while a run building the "
-    "index is queued or in flight. Queries see such writes at once anyway.",
-)
-def search_index_sensor(context: dg.SensorEvaluationContext, store: MemoryStoreResource) -> dg.SensorResult:
-    home = store.home_path
-    if not home.is_dir():
-        return dg.SensorResult(skip_reason=f"no workspace at {home}")
-    busy = busy_reason(context.instance, INDEX_JOBS, ["search_index"])  # the automation's runs build it too
-    if busy:
-        return dg.SensorResult(skip_reason=busy)
-    pending = pending_changes(home)
-    if pending is None:
-        return dg.SensorResult(
-            run_requests=[
-                dg.RunRequest(
-                    run_key=f"missing-{context.cursor or 0}",
-                    job_name=search_index_rebuild.name,
-                    run_config={"ops": {"search_index": {"config": {"full": True}}}},
-                )
-            ],
-            cursor=str(int(context.cursor or 0) + 1),
-        )
-    if pending["busy"] or not (pending["store_rows"] or pending["files"]):
-        return dg.SensorResult(skip_reason="index up to date" if not pending["busy"] else "store busy")
-    key = f"delta-{pending['store_rows']}-{pending['files']}-{context.cursor or 0}"
-    request = dg.RunRequest(run_key=key, job_name=search_index_update.name)
-    return dg.SensorResult(run_requests=[request], cursor=str(int(context.cursor or 0) + 1))
-
-
-@dg.sensor(
-    job=search_usage_ingest,
-    minimum_interval_seconds=300,
-    default_status=dg.DefaultSensorStatus.RUNNING,
-    description="Imports the usage spool when it holds hits, unless an import is already queued or in flight; "
-    "the run waits for the store pool like every writer.",
-)
-def search_usage_sensor(context: dg.SensorEvaluationContext, store: MemoryStoreResource) -> dg.SensorResult:
-    files = pending_files(store.home_path)
-    if not files:
-        return dg.SensorResult(skip_reason="usage spool empty")
-    busy = busy_reason(context.instance, [search_usage_ingest.name], ["search_usage"])
-    if busy:
-        return dg.SensorResult(skip_reason=busy)
-    stamp = max(f.stat().st_mtime_ns for f in files)
-    return dg.SensorResult(run_requests=[dg.RunRequest(run_key=f"usage-{stamp}")])
-
-
-@dg.sensor(
-    job=agent_writes_ingest,
-    minimum_interval_seconds=60,
-    default_status=dg.DefaultSensorStatus.RUNNING,
-    description="Imports agents' spooled writes when there are any, unless an import is already queued or in "
-    "flight; the run waits for the store pool like every writer.",
-)
-def agent_writes_sensor(context: dg.SensorEvaluationContext, store: MemoryStoreResource) -> dg.SensorResult:
-    folder = spool_dir(store.home_path)
-    files = sorted(folder.glob("*.jsonl")) + sorted(folder.glob("claimed/*.jsonl")) if folder.is_dir() else []
-    if not files:
-        return dg.SensorResult(skip_reason="no spooled writes")
-    busy = busy_reason(context.instance, [agent_writes_ingest.name], ["agent_writes"])
-    if busy:
-        return dg.SensorResult(skip_reason=busy)
-    stamp = max(f.stat().st_mtime_ns for f in files)
-    return dg.SensorResult(run_requests=[dg.RunRequest(run_key=f"writes-{stamp}")])

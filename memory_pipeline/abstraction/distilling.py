@@ -1,0 +1,69 @@
+"""The Distiller's logic (seed 000 §4.3): a cluster's members as one distillation request, and the verdict on
+what came back. Every distiller's output passes the same validation; a rejection skips the cluster with the
+precise reason, a cost-capped cluster waits for the next night (not an attempt), an LLM error skips it as the
+seed's failure table says. The `distillations` asset picks the clusters, calls the LLM and reports."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from memory_pipeline.abstraction.outcomes import ClusterOutcome, stage_error
+from memory_pipeline.llm.distill import Distillation, DistillationRejected, Member, validate_abstraction
+from memory_pipeline.similarity.clustering import MemoryCluster
+from memory_pipeline.store import repository as repo
+from memory_pipeline.store.db import MemoryStore
+
+if TYPE_CHECKING:
+    from memory_pipeline.llm.runs import DistillRequest
+
+
+def requests(db: MemoryStore, todo: list[MemoryCluster]) -> list[DistillRequest]:
+    """One request per cluster: its members' texts and importances, dominant category and date range."""
+    from memory_pipeline.llm import runs as llm_runs  # the LLM runner, loaded only when a night distils
+
+    with db.connect() as con:
+        rows = repo.fetch_members(con, [m for c in todo for m in c.member_ids])
+    by_id = {r.id: Member(r.id, r.content, float(r.importance)) for r in rows.itertuples()}
+    return [
+        llm_runs.DistillRequest(
+            c.cluster_id,
+            [by_id[m] for m in c.member_ids if m in by_id],
+            c.dominant_category,
+            (c.oldest_member_at, c.newest_member_at),
+        )
+        for c in todo
+    ]
+
+
+def judged(
+    cluster: MemoryCluster,
+    result: Distillation | BaseException,
+    min_compression_ratio: float,
+    max_abstraction_tokens: int,
+) -> ClusterOutcome:
+    """The cluster's outcome: its distillation with the validated compression ratio, or skipped and why."""
+    from memory_pipeline.llm import runs as llm_runs
+
+    outcome = ClusterOutcome(cluster)
+    try:
+        if isinstance(result, BaseException):
+            raise result
+        result.compression_ratio = round(
+            validate_abstraction(
+                result.abstraction,
+                cluster.total_tokens,
+                cluster.member_ids,
+                min_compression_ratio,
+                max_abstraction_tokens,
+            ),
+            3,
+        )
+        outcome.distillation = result
+    except DistillationRejected as exc:
+        outcome.skip_reason, outcome.status = str(exc), "skipped"
+    except llm_runs.CostCapReached as exc:  # never sent: waits for the next night, not an attempt
+        outcome.skip_reason, outcome.status = llm_runs.deferred_reason(exc), "skipped"
+    except Exception as exc:  # an LLM/API error skips the cluster, as the seed's failure table says
+        outcome.skip_reason, outcome.status = f"LLM error: {exc}", "skipped"
+        outcome.errors.append(stage_error(cluster.cluster_id, "distill", exc))
+    return outcome
