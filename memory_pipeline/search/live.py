@@ -206,8 +206,9 @@ _QUERY_VECTORS: dict[tuple[str, str], np.ndarray] = {}
 
 
 def query_vector(encode: Encode, model: str, query: str) -> np.ndarray:
-    """The unit vector of a query, remembered for the next few calls (the context compiler searches the same
-    query for 20, 40, 80 … hits; MiniLM takes 10–50 ms a query here)."""
+    """The unit vector of a query, remembered for the next few calls (the context compiler may search the same
+    query more than once: a second call for more hits, its period first, below the item floor; MiniLM takes
+    10–50 ms a query here)."""
     key = (model, query)
     with _LOCK:
         hit = _QUERY_VECTORS.get(key)
