@@ -8,7 +8,7 @@ import duckdb
 import pandas as pd
 
 from memory_pipeline.defs.abstraction.common import GROUP, SUMMARY_IMPORTANCE_FLOOR, ClusterOutcome, _error
-from memory_pipeline.faults import crash_point
+from memory_pipeline.faults import crash_point, hold_point
 from memory_pipeline.graph import plan as graph_plan
 from memory_pipeline.graph import queries as graph_queries
 from memory_pipeline.llm.distill import Distillation
@@ -129,6 +129,7 @@ def compressed_memories(
     context.log.info(f"MemoryWriter: wrote {len(records)} pending summaries")
     written = len(records)
     crash_point("after_phase1")
+    hold_point("night_phase1", store.home_path.name)  # tests: a night parked with its pending summaries written
     skipped = sum(1 for o in distillations if o.status == "skipped")
     return dg.Output(
         distillations,
