@@ -23,14 +23,16 @@ def crash_point(name: str) -> None:
 # keep a call in flight for as long as it needs, and to know for sure that it is in flight, without depending on
 # how fast the machine is.
 HOLD_ENV = "MEMORY_PIPELINE_HOLD_AT"
-HOLD_POINTS = ("mcp_context", "night_lease_held")
+HOLD_POINTS = ("mcp_context", "night_lease_held", "night_phase1")
 HOLD_LIMIT_S = 120.0
 
 
-def hold_point(name: str) -> None:
+def hold_point(name: str, scope: str = "") -> None:
+    """`scope` (e.g. a workspace's folder name) lets `<name>@<scope>:<folder>` hold one agent's night only."""
     spec = os.environ.get(HOLD_ENV, "")
     point, _, folder = spec.partition(":")
-    if point != name or not folder:
+    wanted, _, wanted_scope = point.partition("@")
+    if wanted != name or not folder or (wanted_scope and wanted_scope != scope):
         return
     from pathlib import Path
 

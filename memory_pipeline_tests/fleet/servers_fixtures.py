@@ -17,9 +17,11 @@ from typing import Any
 import pytest
 
 from benchmarks.fleet import BENCH_ENV
+from memory_pipeline.faults import HOLD_ENV
 from memory_pipeline.fleet_ops import servers, stack
 
 LOCATION = "memory_pipeline.fleet_definitions"
+SLOW = "slow"  # the agent whose night the servers' workers park at a hold point (test_servers' killed step)
 AGENT_TAG = "memory_pipeline/agent"
 DONE = ("SUCCESS", "FAILURE", "CANCELED")
 
@@ -41,6 +43,7 @@ class Fleet:
     stack: stack.Stack
     env: dict[str, str]
     instance: Any
+    holds: Path  # the hold point's folder (memory_pipeline.faults): agent SLOW's night parks in compressed_memories
 
     @property
     def agents_dir(self) -> Path:
@@ -108,6 +111,9 @@ def fleet_fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
         home = stack.prepare_home(root / "dagster_home", LOCATION)
         env = stack.fleet_env(home, pg.url, redis.url, root, max_runs=6)
         env.update({"MEMORY_PIPELINE_LLM": "offline", "MEMORY_PIPELINE_PROGRESS": "log", **BENCH_ENV})
+        holds = base / "holds"
+        holds.mkdir()
+        env[HOLD_ENV] = f"night_phase1@{SLOW}:{holds}"  # only agent SLOW's night; the others never stop there
         procs = stack.Stack(env, base / "logs")
         saved = {k: os.environ.get(k) for k in env}
         os.environ.update(env)  # this process reads the same instance
@@ -118,7 +124,7 @@ def fleet_fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
                 procs.start("worker-1", stack.worker_command("w1", 1))
                 procs.start("worker-2", stack.worker_command("w2", 1))
                 procs.start("daemon", stack.daemon_command(home))
-                yield Fleet(root, home, procs, env, instance)
+                yield Fleet(root, home, procs, env, instance, holds)
         finally:
             left = procs.close()
             for k, v in saved.items():

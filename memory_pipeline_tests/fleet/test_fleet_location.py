@@ -17,6 +17,7 @@ from memory_pipeline.errors import UserError
 from memory_pipeline.fleet import budget, registry
 from memory_pipeline.fleet import report as fleet_report
 from memory_pipeline.resources.llm import LLMResource
+from memory_pipeline_tests.fleet.budget_child import reserve_in_child
 from memory_pipeline_tests.llm.fake_api import TEST_KEY, FakeAnthropicAPI
 
 NIGHT_AS_OF = "2026-11-01T03:30:00+00:00"  # benchmarks.nightly.AS_OF: the generated stores' clock
@@ -121,15 +122,10 @@ def test_fleet_cap_reservations_never_overcommit_and_count_real_spend(tmp_path: 
     assert budget.reserve(r, "2026-11-02", "run-f", "f", 0.25, None, lookup).fleet_left_usd is None
 
 
-def _reserve_in_child(args: tuple[str, int]) -> float:
-    root, i = args
-    return budget.reserve(Path(root), "n", f"run-{i}", f"a{i}", 0.1, 1.0, lambda a, r: None).allowance_usd
-
-
 def test_concurrent_nights_in_many_processes_stay_under_the_fleet_cap(tmp_path: Path) -> None:
     r = tmp_path
     with multiprocessing.get_context("spawn").Pool(4) as pool:
-        allowances = pool.map(_reserve_in_child, [(str(r), i) for i in range(24)])
+        allowances = pool.map(reserve_in_child, [(str(r), i) for i in range(24)])
         assert sum(allowances) == pytest.approx(1.0)  # 10 nights got 0.1, the rest nothing; never more
         assert sorted(allowances, reverse=True)[:10] == [0.1] * 10
         assert len(json.loads(budget.ledger_path(r, "n").read_text())) == 24

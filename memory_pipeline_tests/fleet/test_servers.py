@@ -14,10 +14,11 @@ import duckdb
 import pytest
 
 from memory_pipeline.fleet_ops.servers import descendants
-from memory_pipeline.store import invariants
+from memory_pipeline.store import MemoryStore, invariants
 from memory_pipeline_tests.fleet.servers_fixtures import (
     AGENT_TAG,
     DONE,
+    SLOW,
     Fleet,
     build_agent,
     fleet_fixture,  # noqa: F401  (the fixture `fleet`)
@@ -134,35 +135,43 @@ def _queue_window(fleet: Fleet, record: Any) -> tuple[float, float]:
 
 
 def test_a_killed_step_process_is_requeued_its_night_passes_and_holds_nobody_back(fleet: Fleet) -> None:
+    """The slow agent's night is parked at a hold point in compressed_memories, its pending summaries written
+    (memory_pipeline.faults; the fixture arms it for agent SLOW only), and the worker process running that step
+    is killed there: where the step dies follows from the hold, not from how fast the machine is, so the slow
+    agent's store can be as small as the others'."""
     fast = [f"fast-{i}" for i in range(3)]
     for i, agent in enumerate(fast):  # registered first: no fast night is scheduled after the slow one
         build_agent(fleet.agents_dir / agent, 160, seed=41 + i)
-    build_agent(fleet.agents_dir / "slow", 6000, seed=40)
+    build_agent(fleet.agents_dir / SLOW, 160, seed=40)
 
-    # wait for the slow agent's night to reach phase 1 (compressed_memories writes pending summaries), then kill
-    # the worker process running it
-    deadline = time.monotonic() + 900
-    killed = None
-    while killed is None and time.monotonic() < deadline:
-        slow = [r for r in fleet.runs("slow") if r.dagster_run.tags.get("dagster/parent_run_id") is None]
-        if slow:
-            worker = _celery_worker_of(fleet, slow[0].dagster_run.run_id, "compressed_memories")
-            if worker:
-                killed = _kill_step_process(fleet, worker)
-                break
+    reached, release = fleet.holds / "night_phase1.reached", fleet.holds / "night_phase1.release"
+    deadline = time.monotonic() + 900  # bounds the schedule's next tick, the queue and the night's way there
+    while not reached.exists():
+        assert time.monotonic() < deadline, f"the slow agent's night never reached its hold\n{fleet.tail_logs()}"
+        for proc in fleet.stack.procs:
+            assert proc.alive(), f"{proc.name} exited: {proc.log.read_text(errors='replace')[-2000:]}"
         time.sleep(0.1)
-    assert killed, f"the slow agent's night never reached compressed_memories\n{fleet.tail_logs()}"
+    try:
+        (slow,) = [r for r in fleet.runs(SLOW) if r.dagster_run.tags.get("dagster/parent_run_id") is None]
+        worker = _celery_worker_of(fleet, slow.dagster_run.run_id, "compressed_memories")
+        assert worker, f"no Celery worker recorded for the held step\n{fleet.tail_logs()}"
+        with MemoryStore(fleet.agents_dir / SLOW / "memory.duckdb").connect() as con:
+            assert invariants.pending_rows(con), "parked after phase 1: its summaries are written as pending"
+        assert not (fleet.holds / "night_phase1.gave_up").exists(), "the hold ran out before the kill"
+        _kill_step_process(fleet, worker)
+    finally:
+        release.touch()  # the step run again (requeued, or by the retry run) passes the hold at once
 
     def finished(records: list[Any]) -> bool:
-        slow_runs = [r for r in records if _agent(r) == "slow"]
+        slow_runs = [r for r in records if _agent(r) == SLOW]
         return (
-            {_agent(r) for r in records} >= {"slow", *fast}
+            {_agent(r) for r in records} >= {SLOW, *fast}
             and all(_status(r) in DONE for r in records)
             and any(_status(r) == "SUCCESS" for r in slow_runs)
         )
 
     records = fleet.wait_runs(finished, timeout=1200, what="the killed night's step, run again")
-    slow_runs = sorted((r for r in records if _agent(r) == "slow"), key=lambda r: r.create_timestamp)
+    slow_runs = sorted((r for r in records if _agent(r) == SLOW), key=lambda r: r.create_timestamp)
     # The killed step is run again one of two ways, and which depends on which Celery process notices the death
     # first (load decides that): late acknowledgement with task_reject_on_worker_lost (deploy/fleet/celery.yaml)
     # puts it back on the queue and the same run takes it again; or the run fails and run_retries starts one
@@ -179,9 +188,9 @@ def test_a_killed_step_process_is_requeued_its_night_passes_and_holds_nobody_bac
         assert len(slow_runs) == 2 and _status(first) == "FAILURE", [_status(r) for r in slow_runs]
         assert night.dagster_run.tags.get("dagster/parent_run_id") == first.dagster_run.run_id  # run_retries
     assert _status(night) == "SUCCESS", f"{_status(night)}\n{fleet.tail_logs()}"
-    report = report_of(fleet.agents_dir / "slow", night.dagster_run.run_id)
+    report = report_of(fleet.agents_dir / SLOW, night.dagster_run.run_id)
     assert report.get("verdict") == "PASS"
-    _memory_ids(fleet.agents_dir / "slow")  # no pending summary survived: the rerun reconciled the dead attempt's
+    _memory_ids(fleet.agents_dir / SLOW)  # no pending summary survived: the rerun reconciled the dead attempt's
 
     # the slow agent held nobody back, by the run coordinator's own records (never by wall-clock order, which
     # load changes): no fast night waited in the queue for a slow night to free its slot, and no agent ever had
@@ -192,7 +201,7 @@ def test_a_killed_step_process_is_requeued_its_night_passes_and_holds_nobody_bac
         enqueued, dequeued = _queue_window(fleet, run)
         released = [r.dagster_run.run_id for r in slow_runs if r.end_time and enqueued < r.end_time <= dequeued]
         assert not released, f"{agent}'s night left the queue only when the slow night {released} ended"
-    for agent in ("slow", *fast):
+    for agent in (SLOW, *fast):
         spans = sorted((r.start_time, r.end_time) for r in records if _agent(r) == agent)
         assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:], strict=False)), f"{agent}: two nights at once"
     fleet.archive_agents()

@@ -183,6 +183,7 @@ def test_a_night_stopped_by_the_cost_cap_leaves_the_rest_for_the_next_night(work
     assert load_report(workspace, second.run_id)["verdict"] == "PASS"
 
 
+@pytest.mark.slow  # a CLI night in a process of its own, SIGKILLed while it polls, then the resumed night (~15 s)
 def test_a_batch_night_killed_while_polling_is_resumed_and_paid_once(
     workspace: Path, tmp_path: Path, monkeypatch
 ) -> None:

@@ -6,7 +6,7 @@ import dagster as dg
 from memory_pipeline.abstraction import summaries
 from memory_pipeline.abstraction.outcomes import ClusterOutcome
 from memory_pipeline.defs.abstraction.common import GROUP
-from memory_pipeline.faults import crash_point
+from memory_pipeline.faults import crash_point, hold_point
 from memory_pipeline.operator.metadata import OWNERS, outcome_metadata
 from memory_pipeline.operator.progress import ThrottledProgress, encode_in_steps
 from memory_pipeline.resources import EmbedderResource, EngineConfig, MemoryStoreResource
@@ -58,6 +58,7 @@ def compressed_memories(
     written = summaries.write_pending(db, accepted, records, embedder.model, vectors, vector_source, now, run_id)
     context.log.info(f"MemoryWriter: wrote {written} pending summaries")
     crash_point("after_phase1")
+    hold_point("night_phase1", store.home_path.name)  # tests: a night parked with its pending summaries written
     skipped = sum(1 for o in distillations if o.status == "skipped")
     return dg.Output(
         distillations,
