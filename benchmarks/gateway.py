@@ -504,11 +504,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--start-timeout", type=float, default=600.0)
     parser.add_argument("--json", type=Path, help="also write the phases' summaries here")
     parser.add_argument("--no-append", action="store_true", help="print, do not append to results/runs")
+    parser.add_argument("--build-only", action="store_true", help="build the cached workspaces and stop")
     args = parser.parse_args(argv)
     env, load_before = machine(), load_average()
     started = time.strftime("%H:%M UTC", time.gmtime())
     model = EMBEDDERS[args.embedder]
     cache, build_s = ensure_cache(args.work, args.agents, args.memories, args.embedder)
+    if args.build_only:
+        print(f"{args.agents} workspaces ready in {cache} ({build_s:.0f} s)")
+        return
     rows: list[dict[str, Any]] = []
     for clients in (int(c) for c in args.clients.split(",") if c):
         for mode in (m for m in args.modes.split(",") if m):
