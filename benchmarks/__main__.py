@@ -1,6 +1,6 @@
-"""`python -m benchmarks [clustering|incremental|nightly|embeddings|locomo-retention|screening|distill|fleet|all]
-[options]` — results are appended to benchmarks/results/runs/<date>.md with the date, the machine, the BLAS kernel and
-the OPENBLAS_* variables."""
+"""`python -m benchmarks [clustering|incremental|nightly|embeddings|locomo-retention|screening|distill|fleet|gateway|
+all] [options]` — results are appended to benchmarks/results/runs/<date>.md with the date, the machine, the BLAS
+kernel and the OPENBLAS_* variables."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ NAMES = (
     "topics",
     "fleet",
     "first-call",
+    "gateway",
 )
 
 

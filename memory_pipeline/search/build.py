@@ -101,9 +101,12 @@ def store_vectors(
     if not keys:
         return {}
     want = pa.table({"i": pa.array(np.arange(len(keys), dtype=np.int64)), "key": pa.array(keys, pa.string())})
+    # A cursor of its own: DuckDB 2 refuses `register`/`sql` on a connection whose last `execute` result was not
+    # fetched to the end (a `fetchone()` of a count), and that error read as "no stored vectors" re-embedded them all.
+    cur = con.cursor()
     try:
-        con.register("_want_vectors", want)
-        res = con.sql(
+        cur.register("_want_vectors", want)
+        res = cur.sql(
             "SELECT w.i, e.vector FROM _want_vectors w JOIN embeddings e ON e.memory_id = w.key WHERE e.model = ?",
             params=[model],
         ).to_arrow_table()
@@ -111,9 +114,10 @@ def store_vectors(
         return {}
     finally:
         try:
-            con.unregister("_want_vectors")
+            cur.unregister("_want_vectors")
         except duckdb.Error:
             pass
+        cur.close()
     if res.num_rows == 0:
         return {}
     lengths = np.asarray(pc.list_value_length(res.column("vector")).to_numpy(zero_copy_only=False))

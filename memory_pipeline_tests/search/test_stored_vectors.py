@@ -1,0 +1,45 @@
+"""A full index build takes the vectors the store already holds for the model and embeds nothing else (found by
+`python -m benchmarks gateway`: with DuckDB 2 the statement before the vector lookup left its result open, the
+lookup failed, was taken for "no stored vectors", and every memory was embedded again)."""
+
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+
+from memory_pipeline.search import build_index, search
+from memory_pipeline.store import MemoryStore
+from memory_pipeline.store import repository as repo
+from memory_pipeline.store.records import MemoryRecord
+
+MODEL = "test-stored-16"
+NOW = datetime(2026, 11, 1, 3, 30)
+
+
+def _store(home: Path, n: int) -> np.ndarray:
+    rng = np.random.default_rng(3)
+    vectors = rng.standard_normal((n, 16)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    records = [MemoryRecord(id=f"m-{i:03d}", content=f"note {i} about the ferry {i % 7}", importance=1.0,
+                            created_at=NOW)
+               for i in range(n)]  # fmt: skip
+    store = MemoryStore(home / "memory.duckdb")
+    store.migrate()
+    with store.transaction() as con:
+        repo.insert_memories(con, records)
+        repo.upsert_embeddings(con, MODEL, [r.id for r in records], vectors, NOW)
+    return vectors
+
+
+def test_a_full_build_uses_the_stored_vectors_and_embeds_nothing(tmp_path: Path) -> None:
+    vectors = _store(tmp_path, 30)
+    asked: list[int] = []
+
+    def encode(texts: list[str]) -> np.ndarray:
+        asked.append(len(texts))
+        return np.tile(vectors[:1], (len(texts), 1))
+
+    stats = build_index(tmp_path, encode, MODEL, full=True)
+    assert stats.embedded == 0 and asked == [] and stats.docs == 30
+    hits = search("ferry", 3, home=tmp_path, embedder=(lambda texts: vectors[[5]], MODEL), floor=0.0)
+    assert hits[0].id == "m-005"  # the stored vector of m-005 is what the index holds
