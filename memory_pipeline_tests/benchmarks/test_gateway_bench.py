@@ -79,12 +79,14 @@ def test_a_tiny_run_end_to_end_has_no_errors_and_no_cross_agent_hits(tmp_path: P
     out = tmp_path / "gateway.json"
     cmd = [sys.executable, "-m", "benchmarks", "gateway", "--agents", "2", "--memories", "50", "--clients", "4",
            "--seconds", "3", "--embedder", "hashing", "--work", str(tmp_path / "work"), "--json", str(out),
-           "--no-append"]  # fmt: skip
+           "--no-append", "--rate", "100000", "--burst", "100000"]  # fmt: skip
+    # two agents and four clients on an idle machine pass the gateway's default 20 calls/s per agent: its 429s
+    # are the rate limiter working (tested with the gateway), not what this run measures
     done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     rows = json.loads(out.read_text())["rows"]
     assert [(r["mode"], r["clients"]) for r in rows] == [("gateway", 4), ("stdio", 4)]
     for r in rows:
-        assert r["calls"] > 0 and r["errors"] == 0 and r["cross_agent"] == 0, r
+        assert r["calls"] > 0 and r["errors"] == 0 and r["cross_agent"] == 0, (r["error_kinds"], r)
         assert r["tools"]["search"]["calls"] > 0 and r["rss_peak"] > 0
     assert "| gateway | 4 |" in done.stdout and "| stdio | 4 |" in done.stdout
