@@ -399,7 +399,8 @@ def _knowledge(b: _Budget, search: Search, query: str, included_paths: set[str],
                 included, spent = included + 1, spent + left - b.left
         if b.left < P3_FLOOR or len(hits) < k_asked or k_asked >= MAX_SEARCH_K:
             break
-        k_asked = k_asked + _hits_for(b.left, spent / included if included else ITEM_TOKENS, search_k)
+        per_item = spent / included if included else ITEM_TOKENS
+        k_asked = min(MAX_SEARCH_K, k_asked + _hits_for(b.left, per_item, search_k))
 
 
 def _hits_for(tokens: int, per_item: float, least: int) -> int:
