@@ -441,17 +441,27 @@ def _take_verbose(argv: list[str]) -> list[str]:
     return argv
 
 
+LIBRARY_NOTICES = ("BetaWarning", "PreviewWarning", "SupersessionWarning", "ExperimentalWarning")
+
+
 def _quiet_library_warnings() -> None:
-    """Dagster's beta/preview notices are for developers of this project, not for its users (see --verbose)."""
+    """Dagster's beta/preview notices are for developers of this project, not for its users (see --verbose).
+    Matched by class name and module when shown, so that a command which never touches Dagster (`search`,
+    `agents list`) does not pay for importing it."""
     import warnings
 
     from memory_pipeline.settings import verbose
 
-    if not verbose():
-        for name in ("BetaWarning", "PreviewWarning", "SupersessionWarning", "ExperimentalWarning"):
-            category = getattr(importlib.import_module("dagster"), name, None)
-            if isinstance(category, type):
-                warnings.filterwarnings("ignore", category=category)
+    if verbose():
+        return
+    show = warnings.showwarning
+
+    def show_unless_notice(message: Warning | str, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+        if category.__name__ in LIBRARY_NOTICES and category.__module__.split(".")[0].startswith("dagster"):
+            return
+        show(message, category, *args, **kwargs)
+
+    warnings.showwarning = show_unless_notice
 
 
 # Arguments that are text, not file names: bytes that are not UTF-8 in them (Python keeps them as lone surrogates)

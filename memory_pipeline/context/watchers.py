@@ -14,12 +14,15 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import numpy as np
-from sklearn.feature_extraction.text import TfidfVectorizer
 
 from memory_pipeline.context.patterns import PatternTimeout, search_bounded
 from memory_pipeline.context.topics import Topic, Trigger
+
+if TYPE_CHECKING:  # scikit-learn is imported when a scorer is fitted: the CLI's start-up stays light
+    from sklearn.feature_extraction.text import TfidfVectorizer
 
 _URL = re.compile(r"https?://[^\s<>\"')]+", re.I)
 _PATHLIKE = re.compile(r"[\w./~-]+\.\w{1,8}\b")
@@ -147,6 +150,8 @@ class SimilarityScorer:
         self.names = [t.name for t in topics]
         self._vectorizer: TfidfVectorizer | None = None
         if topics:
+            from sklearn.feature_extraction.text import TfidfVectorizer
+
             texts = [f"{t.title} {t.instructions} {' '.join(t.keywords)}" for t in topics]
             self._vectorizer = TfidfVectorizer(max_features=5000, sublinear_tf=True, stop_words="english")
             try:

@@ -16,13 +16,13 @@ PARTITIONS = "agents"  # memory_pipeline.fleet_definitions.AGENTS
 def _sync_instance(add: list[str], delete: list[str]) -> str:
     """Apply the change to the fleet's instance; '' when done, else one line saying the sensor will."""
     try:
-        import dagster as dg
-
         from memory_pipeline.fleet_ops.executor import fleet_dagster_home
 
         home = fleet_dagster_home()
         if not (home / "dagster.yaml").is_file():
             return f"note: no instance at {home} yet: the agents_registry sensor adds the partition once it runs"
+        import dagster as dg
+
         with dg.DagsterInstance.from_config(str(home)) as instance:
             if add:
                 instance.add_dynamic_partitions(PARTITIONS, add)

@@ -10,11 +10,12 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
-
-import dagster as dg
+from typing import TYPE_CHECKING, Any
 
 from memory_pipeline.settings import REPO_ROOT
+
+if TYPE_CHECKING:  # Dagster is imported by the functions that build executors: the CLI reads only the names
+    import dagster as dg
 
 BROKER_ENV = "MEMORY_PIPELINE_CELERY_BROKER"  # redis://host:6379/0
 PG_URL_ENV = "MEMORY_PIPELINE_PG_URL"
@@ -47,6 +48,8 @@ def fleet_executor(environ: Mapping[str, str] | None = None) -> dg.ExecutorDefin
     """`celery_executor` when MEMORY_PIPELINE_CELERY_BROKER is set (read when the code location loads), else
     `in_process_executor`. Steps then run on whichever worker takes them, so they hand data over through the
     instance's artifact storage (DAGSTER_HOME/storage, on the shared fleet root)."""
+    import dagster as dg
+
     environ = os.environ if environ is None else environ
     broker = environ.get(BROKER_ENV, "").strip()
     if not broker or celery_mode(environ) == "runs":
@@ -61,6 +64,8 @@ def fleet_default_executor(environ: Mapping[str, str] | None = None) -> dg.Execu
     launched from the UI's asset graph). With a task per night (`runs`) every run executes inside a Celery
     worker's pool process, which may not start the multiprocess executor's child processes (a daemonic process):
     in-process there. Otherwise None: Dagster's default, multiprocess in the run worker."""
+    import dagster as dg
+
     return dg.in_process_executor if uses_celery(environ) and celery_mode(environ) == "runs" else None
 
 

@@ -57,13 +57,14 @@ def cmd_status(args: argparse.Namespace) -> int:
 def cmd_recall(args: argparse.Namespace) -> int:
     from memory_pipeline.operator.instance import open_store as _store
     from memory_pipeline.resources import EmbedderResource
-    from memory_pipeline.rollups.recall import recall
+    from memory_pipeline.rollups.recall import DEFAULT_THRESHOLD, recall
 
     home = workspace_home()
     store = _store(home)
     embedder = EmbedderResource.from_env()  # text to text only: encode_text works with imported vectors too
     try:
-        result = recall(store, home, args.query, embedder.encode_text, threshold=args.threshold, top_k=args.top_k)
+        result = recall(store, home, args.query, embedder.encode_text, top_k=args.top_k,
+                        threshold=DEFAULT_THRESHOLD if args.threshold is None else args.threshold)
     except ValueError as exc:
         print(str(exc), file=sys.stderr)
         return 2
@@ -81,8 +82,6 @@ def cmd_recall(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from memory_pipeline.rollups.recall import DEFAULT_THRESHOLD
-
     rollups = sub.add_parser("rollups", help="Session → Core → Sphere rollups")  # seed 002
     rsub = rollups.add_subparsers(dest="rollups_command", required=True)
     rsub.add_parser(
@@ -91,6 +90,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     rsub.add_parser("status", help="counters and what is built").set_defaults(fn=cmd_status)
     rec = sub.add_parser("recall", help="tiered recall: Spheres, then Cores, then sessions")
     rec.add_argument("query")
-    rec.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD, help="cosine a layer's best must reach")
+    rec.add_argument("--threshold", type=float, default=None,
+                     help="cosine a layer's best must reach (default: calibrated for the MiniLM embedder)")
     rec.add_argument("--top-k", type=int, default=3)
     rec.set_defaults(fn=cmd_recall)

@@ -1,13 +1,27 @@
-"""The read path (issue 17): a derived hybrid index and `search(query, k)` for agents (Python, CLI, MCP)."""
+"""The read path (issue 17): a derived hybrid index and `search(query, k)` for agents (Python, CLI, MCP).
 
-from memory_pipeline.search import usage_spool
-from memory_pipeline.search.build import build_index
-from memory_pipeline.search.engine import SearchInputError, search
-from memory_pipeline.search.hits import Hit, Hits
-from memory_pipeline.search.index import BuildStats, IndexMissing, delete_index
-from memory_pipeline.search.live import open_store, refresh_index
-from memory_pipeline.search.scoring import Ranking, load_ranking
+The names below load on first use (PEP 562): importing one light submodule (the usage spool, the CLI's
+registration) does not pull in the engine, pandas and pyarrow."""
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from memory_pipeline.search import usage_spool
+    from memory_pipeline.search.build import build_index
+    from memory_pipeline.search.engine import SearchInputError, search
+    from memory_pipeline.search.hits import Hit, Hits
+    from memory_pipeline.search.index import BuildStats, IndexMissing, delete_index
+    from memory_pipeline.search.live import open_store, refresh_index
+    from memory_pipeline.search.scoring import Ranking, load_ranking
+
+_WHERE = {
+    "usage_spool": "", "build_index": "build", "SearchInputError": "engine", "search": "engine", "Hit": "hits",
+    "Hits": "hits", "BuildStats": "index", "IndexMissing": "index", "delete_index": "index", "open_store": "live",
+    "refresh_index": "live", "Ranking": "scoring", "load_ranking": "scoring",
+}  # fmt: skip
 __all__ = [
     "BuildStats",
     "Hit",
@@ -23,3 +37,10 @@ __all__ = [
     "search",
     "usage_spool",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module = importlib.import_module(f"{__name__}.{_WHERE[name] or name}")
+    return module if not _WHERE[name] else getattr(module, name)

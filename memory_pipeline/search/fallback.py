@@ -21,10 +21,9 @@ _WORD = re.compile(r"[^\W_]{3,}", re.UNICODE)
 
 
 def _terms(query: str) -> list[str]:
-    from bm25s.stopwords import STOPWORDS_EN
+    from memory_pipeline.search.tokens import STOPWORDS
 
-    stop = set(STOPWORDS_EN)
-    return list(dict.fromkeys(w for w in (m.lower() for m in _WORD.findall(query)) if w not in stop))[:32]
+    return list(dict.fromkeys(w for w in (m.lower() for m in _WORD.findall(query)) if w not in STOPWORDS))[:32]
 
 
 def search_plain(

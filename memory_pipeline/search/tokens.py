@@ -1,5 +1,6 @@
 """Tokens for BM25, the same for documents and queries: lower case, runs of two or more word characters, English
-stopwords dropped (bm25s' list), Snowball-stemmed (PyStemmer) — what `bm25s.tokenize` produces.
+stopwords dropped (bm25s' English list, kept in stopwords_en.txt: importing bm25s would load SciPy into every
+query process), Snowball-stemmed (PyStemmer) — what `bm25s.tokenize` produces.
 
 Two paths give the same tokens: `tokenize` (Python's `re`, for a query or a few documents) and `bulk_terms` (Arrow's
 vectorised lower-casing and regex split, then the stemmer over the distinct words only: ~4× faster at 1M
@@ -10,14 +11,14 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from bm25s.stopwords import STOPWORDS_EN
 
-STOPWORDS = frozenset(STOPWORDS_EN)
+STOPWORDS = frozenset(Path(__file__).with_name("stopwords_en.txt").read_text().split())
 _WORDS = re.compile(r"(?u)\b\w\w+\b")
 _SPLIT = r"[^\pL\pN_]+"
 

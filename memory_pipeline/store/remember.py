@@ -35,7 +35,6 @@ from memory_pipeline.errors import UserError
 from memory_pipeline.store.changes import note_changed
 from memory_pipeline.store.db import MemoryStore, StoreError, utcnow
 from memory_pipeline.store.records import MemoryRecord, RecordError, parse_record
-from memory_pipeline.store.repository import insert_memories
 
 SPOOL = Path("spool") / "writes"
 FORGOTTEN = "forgotten"  # the lifecycle; `archived_by` is "forgotten:<event>", the tombstone's cluster_id too
@@ -273,6 +272,8 @@ def _apply(con: duckdb.DuckDBPyConnection, entry: dict[str, Any]) -> str:
         row = con.execute("SELECT content FROM memories WHERE id = ?", [record.id]).fetchone()
         if row is not None:
             return "same" if row[0] == record.content else "conflict"
+        from memory_pipeline.store.repository import insert_memories  # pandas: only when a memory is written
+
         insert_memories(con, [record])
         return "inserted"
     if entry.get("op") == "forget":

@@ -6,8 +6,6 @@ import argparse
 import getpass
 from typing import Any
 
-from memory_pipeline.store.remember import list_forgotten, restore
-
 
 def _store() -> Any:
     from memory_pipeline.settings import workspace_home
@@ -17,6 +15,8 @@ def _store() -> Any:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    from memory_pipeline.store.remember import list_forgotten
+
     rows = list_forgotten(_store())
     for r in rows:
         text = " ".join(r.text.split())
@@ -29,6 +29,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_restore(args: argparse.Namespace) -> int:
     from memory_pipeline.search import refresh_index
     from memory_pipeline.settings import workspace_home
+    from memory_pipeline.store.remember import restore
 
     restore(_store(), args.id, by=f"operator:{args.by or getpass.getuser()}")
     print(f"restored {args.id}: active again (its tombstone is kept, marked reverted)")

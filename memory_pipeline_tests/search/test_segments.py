@@ -21,7 +21,7 @@ from memory_pipeline.search import segment as segment_mod
 from memory_pipeline.search.engine import clear_cache
 from memory_pipeline.search.index import CRASH_POINT, current_folder, load_index
 from memory_pipeline.search.segment import plan_merges
-from memory_pipeline.search.tokens import bulk_terms, tokenize
+from memory_pipeline.search.tokens import STOPWORDS, bulk_terms, stem, tokenize
 from memory_pipeline.store import MemoryStore
 from memory_pipeline.store.changes import note_changed
 
@@ -215,6 +215,18 @@ def test_the_two_tokenisers_agree() -> None:
     rows, terms, vocab = bulk_terms(sample)
     bulk = [[vocab[t] for t, r in zip(terms, rows, strict=True) if r == i] for i in range(len(sample))]
     assert bulk == tokenize(sample)
+
+
+def test_the_stopwords_are_bm25s_own_and_tokens_match_bm25s_tokenize() -> None:
+    """The word list is kept in a file (importing bm25s loads SciPy); it must stay bm25s' own."""
+    import bm25s
+    from bm25s.stopwords import STOPWORDS_EN
+
+    assert STOPWORDS == frozenset(STOPWORDS_EN)
+    text = ["The ferry to Naxos: the cabins were sold out, so they slept on the deck"]
+    ours = tokenize(text)[0]
+    theirs = bm25s.tokenize(text, stopwords="en", stemmer=None, return_ids=False, show_progress=False)[0]
+    assert ours == [stem(w) for w in theirs]
 
 
 WRITES = re.compile(  # the SET clause only (up to WHERE or FROM)
