@@ -7,6 +7,7 @@ import hashlib
 import json
 import multiprocessing
 import os
+from concurrent.futures import ProcessPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -124,8 +125,10 @@ def test_fleet_cap_reservations_never_overcommit_and_count_real_spend(tmp_path: 
 
 def test_concurrent_nights_in_many_processes_stay_under_the_fleet_cap(tmp_path: Path) -> None:
     r = tmp_path
-    with multiprocessing.get_context("spawn").Pool(4) as pool:
-        allowances = pool.map(reserve_in_child, [(str(r), i) for i in range(24)])
+    # ProcessPoolExecutor, not Pool: leaving `with Pool(...)` terminates it, and under load its worker handler can
+    # start a replacement worker the terminate never sees, which the join then waits for forever
+    with ProcessPoolExecutor(4, mp_context=multiprocessing.get_context("spawn")) as pool:
+        allowances = list(pool.map(reserve_in_child, [(str(r), i) for i in range(24)]))
         assert sum(allowances) == pytest.approx(1.0)  # 10 nights got 0.1, the rest nothing; never more
         assert sorted(allowances, reverse=True)[:10] == [0.1] * 10
         assert len(json.loads(budget.ledger_path(r, "n").read_text())) == 24

@@ -32,7 +32,7 @@ def _store_ids(home: Path) -> dict[str, str]:
         con.close()
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_no_agent_ever_reads_or_changes_another_agents_memory(data: st.DataObject) -> None:
     agents = data.draw(st.lists(st.sampled_from(NAMES), min_size=2, max_size=3, unique=True), label="agents")
