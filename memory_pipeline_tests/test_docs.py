@@ -10,7 +10,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,22 +56,10 @@ def test_the_pages_mark_runnable_blocks() -> None:
         assert b.script.strip() and "…" not in b.script, f"{b.page}:{b.line}: a placeholder cannot run"
 
 
-@pytest.fixture(scope="module")
-def demo_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """`memory-pipeline demo`, as a user runs it (about 5 minutes), once for every block."""
-    base = tmp_path_factory.mktemp("docs")
-    env = {**os.environ, "MEMORY_PIPELINE_HOME": str(base / "ws"), "DAGSTER_HOME": str(base / "dagster_home")}
-    env.pop("ANTHROPIC_API_KEY", None)
-    (base / "dagster_home").mkdir()
-    done = subprocess.run([sys.executable, "-m", "memory_pipeline.cli", "demo"], env=env, capture_output=True,
-                          text=True, timeout=1800, check=False)  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
-    return base / "ws"
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("block", BLOCKS, ids=[f"{b.page}:{b.line}" for b in BLOCKS])
 def test_a_marked_block_runs_and_prints_what_the_page_says(block: Block, demo_home: Path, tmp_path: Path) -> None:
+    """`demo_home`: the session's one `memory-pipeline demo` (memory_pipeline_tests/ui/demo_ui.py)."""
     home = tmp_path / "ws"
     shutil.copytree(demo_home, home)
     env = {**os.environ, "MEMORY_PIPELINE_HOME": str(home), "DAGSTER_HOME": str(tmp_path / "dagster_home")}

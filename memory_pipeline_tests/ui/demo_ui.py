@@ -1,5 +1,6 @@
-"""`memory-pipeline ui` left open on a copy of the demo workspace for the whole test session (a pytest plugin,
-loaded by the root conftest), for the run-storm test (ui/test_run_storm.py).
+"""One `memory-pipeline demo` for the session, and `memory-pipeline ui` left open on a copy of it for the whole
+session (a pytest plugin, loaded by the root conftest): the demo for the doc tests (test_docs.py, fixture
+`demo_home`) and the open UI for the run-storm test (ui/test_run_storm.py).
 
 That test needs the UI, daemon included, open for 10 minutes. Sleeping 10 minutes inside it would add 10 minutes
 to CI, so the UI is opened when the session starts running tests — only when the test is selected, i.e. when slow
@@ -7,7 +8,8 @@ tests run — and the test is moved to the end of the session. A background thre
 (`memory-pipeline demo`, as a person would, in a process of its own), copies it with its run history, and starts
 the UI on the copy; the other tests run meanwhile. By the time the test runs, the 10 minutes have usually passed,
 and it waits only for what is left of them. The UI and every process it started are stopped by the test, and
-again (if the test did not get that far) when the session ends.
+again (if the test did not get that far) when the session ends. The doc tests wait for the same build (it is
+usually done by the time they run) and copy it, so the session builds the demo once.
 """
 
 from __future__ import annotations
@@ -27,24 +29,24 @@ import pytest
 from memory_pipeline.settings import REPO_ROOT
 from memory_pipeline_tests.ui.server import DagsterDev, processes_with_env
 
-FIXTURE = "demo_ui"
-BUILD_TIMEOUT_S = 1200  # bounds the demo's build: ~2 min on a quiet 2-core machine with the hashing embedder
+FIXTURE = "demo_ui"  # the open UI
+BUILT = "demo_home"  # the built demo alone (test_docs.py)
+BUILD_TIMEOUT_S = 1200  # bounds the demo's build: ~1 min on a quiet 2-core machine
 READY_TIMEOUT_S = 300  # bounds the UI's start-up (webserver up and the code location loaded)
 ARTIFACTS = REPO_ROOT / "memory_pipeline_tests" / "artifacts"
-# The demo as a person runs it, with two test choices: the hashing embedder (the storm is about which runs the
-# sensors ask for, not about embeddings; MiniLM would make every run slower), and no API key.
-DEMO_ENV = {"MEMORY_PIPELINE_EMBEDDER": "hashing-bow-256", "MEMORY_PIPELINE_LLM": "offline",
-            "MEMORY_PIPELINE_PROGRESS": "log"}  # fmt: skip
-# conftest pins the journals' first day for in-process tests; the demo's own rule (its first transcript day) here
-UNSET = ("MEMORY_PIPELINE_JOURNAL_START",)
+# The demo as a person runs it (the default embedder, MiniLM), with no API key.
+DEMO_ENV = {"MEMORY_PIPELINE_LLM": "offline", "MEMORY_PIPELINE_PROGRESS": "log"}
+# conftest pins the journals' first day for in-process tests; the demo's own rule (its first transcript day) here,
+# and the default embedder whatever the caller's environment says
+UNSET = ("MEMORY_PIPELINE_JOURNAL_START", "MEMORY_PIPELINE_EMBEDDER")
 KEY = pytest.StashKey["DemoUI"]()
 
 
 class DemoUI:
     """The demo workspace built once, and `memory-pipeline ui` on a copy of it, started in a background thread."""
 
-    def __init__(self, root: Path) -> None:
-        self.root = root
+    def __init__(self, root: Path, open_ui: bool) -> None:
+        self.root, self.open_ui = root, open_ui
         self.demo_home, self.demo_dagster = root / "demo" / "workspace", root / "demo" / "dagster_home"
         self.home, self.dagster_home = root / "ui" / "workspace", root / "ui" / "dagster_home"
         self.build_log = root / "demo-build.log"
@@ -53,6 +55,7 @@ class DemoUI:
         self.error: str | None = None
         self._build: subprocess.Popen[bytes] | None = None
         self._stopped = threading.Event()
+        self._built = threading.Event()
         self._lock = threading.Lock()  # the UI is started, or the session stopped, never both at once
         self._thread = threading.Thread(target=self._open, name="demo-ui", daemon=True)
 
@@ -62,7 +65,8 @@ class DemoUI:
     def _open(self) -> None:
         try:
             self._build_demo()
-            if self._stopped.is_set():
+            self._built.set()
+            if self._stopped.is_set() or not self.open_ui:
                 return
             shutil.copytree(self.demo_home, self.home)  # the copy the UI opens; the built demo stays as it was
             shutil.copytree(self.demo_dagster, self.dagster_home)  # with the demo's runs, as the UI would find them
@@ -93,6 +97,16 @@ class DemoUI:
         if code != 0 and not self._stopped.is_set():
             tail = self.build_log.read_text(errors="replace")[-3000:]
             raise AssertionError(f"`memory-pipeline demo` exited with {code}:\n{tail}")
+
+    def wait_built(self, timeout: float) -> Path:
+        """The built demo workspace (the build bounded on its own); copy it, never change it."""
+        deadline = time.monotonic() + timeout
+        while not self._built.is_set() and self._thread.is_alive() and time.monotonic() < deadline:
+            self._built.wait(1.0)
+        if not self._built.is_set():
+            why = self.error or f"not done after {timeout:.0f} s"
+            raise AssertionError(f"`memory-pipeline demo` was not built: {why}")
+        return self.demo_home
 
     def wait_ready(self, timeout: float) -> DagsterDev:
         """Until the UI answers (the demo's build and the UI's start-up, each bounded on its own)."""
@@ -131,18 +145,23 @@ class DemoUI:
                 shutil.copyfile(log, ARTIFACTS / f"demo-ui-{log.name}")
 
 
+def _wanting(items: list[pytest.Item], fixture: str) -> list[pytest.Item]:
+    return [item for item in items if fixture in getattr(item, "fixturenames", ())]
+
+
 @pytest.hookimpl(trylast=True)  # after -m/-k have deselected: only a selected test opens the UI
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    wanting = [item for item in items if FIXTURE in getattr(item, "fixturenames", ())]
+    wanting = _wanting(items, FIXTURE)
     if wanting:
         items[:] = [item for item in items if item not in wanting] + wanting  # last: the UI has had the session
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtestloop(session: pytest.Session) -> None:
-    if session.config.option.collectonly or not any(FIXTURE in getattr(i, "fixturenames", ()) for i in session.items):
+    if session.config.option.collectonly or not (_wanting(session.items, FIXTURE) or _wanting(session.items, BUILT)):
         return
-    demo = session.config.stash[KEY] = DemoUI(Path(tempfile.mkdtemp(prefix="mp-demo-ui-")))
+    open_ui = bool(_wanting(session.items, FIXTURE))
+    demo = session.config.stash[KEY] = DemoUI(Path(tempfile.mkdtemp(prefix="mp-demo-ui-")), open_ui)
     demo.start()
 
 
@@ -155,6 +174,15 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     shutil.rmtree(demo.root, ignore_errors=True)
     if left:
         print(f"\nwarning: the demo UI left processes {left}", file=sys.stderr)
+
+
+@pytest.fixture(scope="session")
+def demo_home(request: pytest.FixtureRequest) -> Path:
+    """`memory-pipeline demo`, as a user runs it, built once for the session (copy it, never change it)."""
+    demo = request.config.stash.get(KEY, None)
+    if demo is None:
+        pytest.fail("the demo was not built for this session (demo_ui.pytest_runtestloop)")
+    return demo.wait_built(BUILD_TIMEOUT_S)
 
 
 @pytest.fixture(scope="session")
