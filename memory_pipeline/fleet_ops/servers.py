@@ -29,6 +29,14 @@ PG_DATABASE = "dagster"
 START_TIMEOUT_S = 30.0
 
 
+def default_stop_signals() -> None:
+    """In a child before exec: SIGINT and SIGTERM as a fresh process has them. A job a shell started in the
+    background inherits them ignored, and a Python server (dagster-daemon maps SIGTERM to SIGINT's handler) would
+    then ignore its stop signal until SIGKILL."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def free_port() -> int:
     """A TCP port nothing listens on now (the kernel picks it)."""
     with socket.socket() as s:

@@ -23,7 +23,7 @@ from memory_pipeline.fleet_ops.executor import (
     PG_URL_ENV,
     instance_yaml,
 )
-from memory_pipeline.fleet_ops.servers import group_members
+from memory_pipeline.fleet_ops.servers import default_stop_signals, group_members
 from memory_pipeline.settings import REPO_ROOT
 
 BIN = Path(sys.executable).parent
@@ -125,7 +125,7 @@ class Stack:
         env = {**self.env, **(extra_env or {})}
         with log.open("ab") as out:
             proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    start_new_session=True, cwd=REPO_ROOT)
+                                    start_new_session=True, cwd=REPO_ROOT, preexec_fn=default_stop_signals)
         entry = Proc(name, proc, log)
         self.procs.append(entry)
         return entry

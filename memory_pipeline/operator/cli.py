@@ -139,7 +139,11 @@ def supervise(cmd: list[str], env: dict[str, str], grace_s: float = STOP_GRACE_S
 
 
 def _die_with_parent() -> None:
-    """In the child: SIGTERM when this supervisor dies, even by SIGKILL (Linux), so dagster dev is not orphaned."""
+    """In the child: SIGTERM when this supervisor dies, even by SIGKILL (Linux), so dagster dev is not orphaned;
+    and SIGINT/SIGTERM as a fresh process has them, not ignored as a shell's background job inherits them, so
+    dagster dev stops cleanly when asked instead of waiting out the grace period for SIGKILL."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     if sys.platform.startswith("linux"):
         import ctypes
 
