@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -17,11 +18,14 @@ from typing import Any
 import pytest
 
 from benchmarks.fleet import BENCH_ENV
-from memory_pipeline.faults import HOLD_ENV
+from memory_pipeline.faults import HOLD_ENV, HOLD_LIMIT_ENV
 from memory_pipeline.fleet_ops import servers, stack
 
 LOCATION = "memory_pipeline.fleet_definitions"
-SLOW = "slow"  # the agent whose night the servers' workers park at a hold point (test_servers' killed step)
+MAX_RUNS = 3  # run workers at once: two Celery workers take one step each, a third run waits on the broker
+# the agent whose night the servers' workers park at a hold point (test_servers' killed step); its name sorts
+# first, so its night is among the first the queue starts
+SLOW = "a-slow"
 AGENT_TAG = "memory_pipeline/agent"
 DONE = ("SUCCESS", "FAILURE", "CANCELED")
 
@@ -109,11 +113,15 @@ def fleet_fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
     with servers.throwaway_servers(base / "servers") as (pg, redis):
         pg_marker = str(pg.directory)
         home = stack.prepare_home(root / "dagster_home", LOCATION)
-        env = stack.fleet_env(home, pg.url, redis.url, root, max_runs=6)
+        env = stack.fleet_env(home, pg.url, redis.url, root, max_runs=MAX_RUNS)
         env.update({"MEMORY_PIPELINE_LLM": "offline", "MEMORY_PIPELINE_PROGRESS": "log", **BENCH_ENV})
+        # a bound for the code server's answers on two busy cores (Dagster's default, 60 s, failed run launches
+        # beside a CPU-heavy process), not a target
+        env["DAGSTER_GRPC_TIMEOUT_SECONDS"] = "300"
         holds = base / "holds"
         holds.mkdir()
         env[HOLD_ENV] = f"night_phase1@{SLOW}:{holds}"  # only agent SLOW's night; the others never stop there
+        env[HOLD_LIMIT_ENV] = "900"  # parked while other nights finish (the test releases it well before)
         procs = stack.Stack(env, base / "logs")
         saved = {k: os.environ.get(k) for k in env}
         os.environ.update(env)  # this process reads the same instance
@@ -124,6 +132,12 @@ def fleet_fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
                 procs.start("worker-1", stack.worker_command("w1", 1))
                 procs.start("worker-2", stack.worker_command("w2", 1))
                 procs.start("daemon", stack.daemon_command(home))
+                # these tests are about the nights: the search indexes' automation (a run per agent after each
+                # night, test_fleet_readme's walk waits for them) is stopped as an operator would, to keep the
+                # two cores for the nights
+                subprocess.run([str(stack.BIN / "dagster"), "sensor", "stop", "fleet_automation", "-w",
+                                str(home / stack.WORKSPACE_YAML)], env=env, check=True, capture_output=True,
+                               timeout=300)
                 yield Fleet(root, home, procs, env, instance, holds)
         finally:
             left = procs.close()
