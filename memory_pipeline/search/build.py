@@ -27,6 +27,7 @@ from memory_pipeline.search.documents import (
     file_signature,
     iter_files,
     store_counts,
+    store_stamp,
     store_table,
 )
 from memory_pipeline.search.index import (
@@ -45,7 +46,7 @@ from memory_pipeline.search.index import (
     write_version,
     writer_lock,
 )
-from memory_pipeline.search.segment import load_segment, write_segment
+from memory_pipeline.search.segment import SegmentDamaged, write_segment
 from memory_pipeline.store import changes
 
 MERGE_FACTOR = 10
@@ -166,11 +167,11 @@ def vectors_for(
 
 def _manifest(model: str, dim: int, entries: list[dict[str, Any]], cursor: dict[str, int],
               files: dict[str, tuple[float, int]], cats: set[str], kinds: set[str], docs: int,
-              store_docs: int) -> dict[str, Any]:
+              store_docs: int, stamp: list[int]) -> dict[str, Any]:
     return {"format": FORMAT, "model": model, "dim": dim, "docs": docs, "built_at": time.time(), "store": cursor,
             "store_max_rowid": cursor["max_rowid"], "store_rows": cursor["rows"], "files": files,
             "categories": sorted(cats), "kinds": sorted(kinds), "segments": entries,
-            "store_docs": store_docs}  # fmt: skip
+            "store_docs": store_docs, "store_stamp": stamp}  # fmt: skip
 
 
 def _size(folder: Path) -> int:
@@ -184,16 +185,46 @@ def build_index(home: Path, encode: Encode, model: str, *, full: bool = False,
     home = Path(home)
     with writer_lock(home):
         if not full:
+            quiet = _quiet(home, model)
+            if quiet is not None:
+                return quiet
             try:
-                previous = load_index(home)
+                previous = load_index(home, vocab=False)
             except IndexMissing:
                 previous = None
             if previous is not None and previous.model == model:
-                stats = update_index(home, previous, encode, model, merge_factor)
+                try:
+                    stats = update_index(home, previous, encode, model, merge_factor)
+                except SegmentDamaged:  # found by a merge reading a segment's words: rebuild, as load_index would
+                    stats, previous = None, None
                 if stats is not None:
                     return stats
                 return full_build(home, encode, model, previous)
         return full_build(home, encode, model)
+
+
+def _quiet(home: Path, model: str) -> BuildStats | None:
+    """The current version when nothing changed since it was built — the store's files as they were when it read
+    them (their stamp) and every indexed file as it was — without opening the store or loading the index; else
+    None (an update or a build decides)."""
+    t0 = time.perf_counter()
+    folder = current_folder(home)
+    if folder is None:
+        return None
+    try:
+        manifest = read_manifest(folder)
+    except (OSError, ValueError):
+        return None
+    stamp = manifest.get("store_stamp")
+    if manifest.get("format") != FORMAT or manifest.get("model") != model or not isinstance(stamp, list):
+        return None
+    if stamp != store_stamp(home):
+        return None
+    if {p: tuple(v) for p, v in (manifest.get("files") or {}).items()} != file_signature(home):
+        return None
+    return BuildStats(docs=int(manifest.get("docs", 0)), added=0, updated=0, removed=0, embedded=0,
+                      seconds=round(time.perf_counter() - t0, 3), bytes=_size(folder), version=folder.name,
+                      segments=len(manifest.get("segments") or ()))  # fmt: skip
 
 
 def full_build(home: Path, encode: Encode, model: str, previous: LoadedIndex | None = None) -> BuildStats:
@@ -202,6 +233,7 @@ def full_build(home: Path, encode: Encode, model: str, previous: LoadedIndex | N
     signature = file_signature(home)
     store = home / "memory.duckdb"
     con = _connect_waiting(store) if store.exists() else None
+    stamp = store_stamp(home)  # with the lock held: no commit falls between it and the reads
     try:
         try:
             rows = store_table(con) if con is not None else _empty()
@@ -223,7 +255,7 @@ def full_build(home: Path, encode: Encode, model: str, previous: LoadedIndex | N
         name = segment_name()
         write_segment(tmp / name, table, matrix)
         return _manifest(model, dim, [{"name": name, "rows": table.num_rows, "deleted": 0}], cursor, signature,
-                         _categories(table), _kinds(table), table.num_rows, rows.num_rows)  # fmt: skip
+                         _categories(table), _kinds(table), table.num_rows, rows.num_rows, stamp)  # fmt: skip
 
     version = write_version(home, build)
     return BuildStats(docs=table.num_rows, added=table.num_rows, updated=0, removed=0, embedded=embedded,
@@ -247,6 +279,7 @@ def update_index(home: Path, prev: LoadedIndex, encode: Encode, model: str, fact
     signature = file_signature(home)
     store = home / "memory.duckdb"
     con = _connect_waiting(store) if store.exists() else None
+    stamp = store_stamp(home)  # with the lock held: no commit falls between it and the reads
     try:
         cursor, readable = _store_read(con)
         changed: list[str] = []
@@ -300,13 +333,13 @@ def update_index(home: Path, prev: LoadedIndex, encode: Encode, model: str, fact
             name = segment_name()
             write_segment(tmp / name, table, matrix)
             entries.append({"name": name, "rows": table.num_rows, "deleted": 0})
-            extra.append((load_segment(tmp / name, prev.dim or None), None))
+            extra.append(tmp / name)
         entries, merged = merge_step(tmp, prev, entries, extra, factor)
         live = sum(int(e["rows"]) - int(e["deleted"]) for e in entries)
         cats = set(prev.manifest.get("categories") or ()) | _categories(table)
         kinds_all = set(prev.manifest.get("kinds") or ()) | _kinds(table)
         return _manifest(model, prev.dim or int(matrix.shape[1]), entries, cursor, signature, cats, kinds_all,
-                         live, after if store_docs >= 0 else -1)  # fmt: skip
+                         live, after if store_docs >= 0 else -1, stamp)  # fmt: skip
 
     version = write_version(home, build)
     updated = sum(1 for k in keys if k in old)

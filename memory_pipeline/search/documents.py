@@ -102,6 +102,20 @@ def store_state(con: duckdb.DuckDBPyConnection) -> tuple[int, int]:
     return watermark, rows
 
 
+def store_stamp(home: Path) -> list[int]:
+    """(mtime ns, size, inode) of the store's database and WAL files: DuckDB writes every commit to one of them, so
+    an unchanged stamp means an unchanged store (taken while a read-only connection holds the lock, no commit can
+    fall between it and the reads that follow)."""
+    out: list[int] = []
+    for name in ("memory.duckdb", "memory.duckdb.wal"):
+        try:
+            st = os.stat(Path(home) / name)
+            out += [st.st_mtime_ns, st.st_size, st.st_ino]
+        except OSError:
+            out += [0, 0, 0]
+    return out
+
+
 def store_counts(con: duckdb.DuckDBPyConnection) -> tuple[int, int, int]:
     """`store_state` and the count of readable memories, in one scan of the memories table."""
     row = con.execute(

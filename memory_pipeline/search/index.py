@@ -292,7 +292,9 @@ def read_manifest(folder: Path) -> dict[str, Any]:
     return dict(json.loads((folder / "manifest.json").read_text(encoding="utf-8")))
 
 
-def load_index(home: Path) -> LoadedIndex:
+def load_index(home: Path, vocab: bool = True) -> LoadedIndex:
+    """The current version (IndexMissing: none, another format, damaged); `vocab=False` for an update, which
+    reads no postings (see Segment.vocab)."""
     folder = current_folder(home)
     if folder is None:
         raise IndexMissing(f"no search index under {index_root(home)}")
@@ -302,7 +304,7 @@ def load_index(home: Path) -> LoadedIndex:
             raise IndexMissing(f"search index {folder} has format {manifest.get('format')}, not {FORMAT}")
         dim = manifest.get("dim")
         width = dim if isinstance(dim, int) else None
-        segments = [load_segment(folder / e["name"], width) for e in manifest["segments"]]
+        segments = [load_segment(folder / e["name"], width, vocab) for e in manifest["segments"]]
         alive: list[np.ndarray | None] = []
         dead: list[int] = []
         for seg, entry in zip(segments, manifest["segments"], strict=True):
@@ -450,16 +452,18 @@ def delete_index(home: Path) -> None:
 # ------------------------------------------------------------------ merging
 
 
-def merge_step(tmp: Path, idx: LoadedIndex, entries: list[dict[str, Any]], extra: list[tuple[Segment, None]],
+def merge_step(tmp: Path, idx: LoadedIndex, entries: list[dict[str, Any]], extra: Sequence[Path],
                factor: int = 10) -> tuple[list[dict[str, Any]], int]:
     """Apply the tiered merge policy to a version being written in `tmp`: `entries` (name, rows, deleted) of its
-    segments; merged segments are written into `tmp` and their entries replaced. Returns (entries, merged away)."""
+    segments, `extra` the folders of the segments this version wrote (loaded only if a merge takes them); merged
+    segments are written into `tmp` and their entries replaced. Returns (entries, merged away)."""
     sizes = [(e["name"], int(e["rows"]) - int(e.get("deleted", 0)), int(e.get("deleted", 0))) for e in entries]
     plans = plan_merges(sizes, factor=factor)
     if not plans:
         return entries, 0
     by_name = {seg.name: (seg, a) for seg, a in zip(idx.segments, idx.alive, strict=True)}
-    by_name.update({seg.name: (seg, None) for seg, _ in extra})
+    planned = {name for plan in plans for name in plan}
+    by_name.update({f.name: (load_segment(f, idx.dim or None), None) for f in extra if f.name in planned})
     deleted = {e["name"]: e for e in entries}
     merged_away = 0
     out = [e for e in entries if not any(e["name"] in p for p in plans)]

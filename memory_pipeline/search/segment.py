@@ -109,7 +109,7 @@ class Segment:
     rows: int
     vectors: np.ndarray  # memory-mapped float32 (rows, dim)
     postings: Postings  # memory-mapped
-    vocab: dict[str, int]
+    _vocab: dict[str, int] | None  # None: read from vocab.json on first use (an update loads without it)
     sum_dl: int
     codes: np.ndarray | None = None  # memory-mapped int8, large segments only
     code_scale: float = 1.0
@@ -124,6 +124,14 @@ class Segment:
     def __del__(self) -> None:
         if self._fd is not None:
             os.close(self._fd)
+
+    @property
+    def vocab(self) -> dict[str, int]:
+        """Term → postings column. A segment loaded for an update reads it only if a merge takes the segment: the
+        JSON of a large segment's words is most of what loading it costs."""
+        if self._vocab is None:
+            self._vocab = _read_vocab(self.folder, len(self.postings.indptr) - 1)
+        return self._vocab
 
     def vector_rows(self, rows: np.ndarray) -> np.ndarray:
         """These rows of the float32 vectors, read with pread rather than through the mapping: a page fault maps
@@ -274,7 +282,19 @@ def _mapped(path: Path) -> np.ndarray:
     return np.asarray(np.load(path, mmap_mode="r"))
 
 
-def load_segment(folder: Path, dim: int | None) -> Segment:
+def _read_vocab(folder: Path, terms: int) -> dict[str, int]:
+    try:
+        words = json.loads((folder / "vocab.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise SegmentDamaged(f"segment {folder.name} is unreadable ({exc})") from exc
+    if not isinstance(words, list) or len(words) != terms:
+        raise SegmentDamaged(f"segment {folder.name} is damaged (postings do not fit its vocabulary)")
+    return {w: i for i, w in enumerate(words)}
+
+
+def load_segment(folder: Path, dim: int | None, vocab: bool = True) -> Segment:
+    """A segment's files, memory-mapped and checked against each other (SegmentDamaged when they do not fit);
+    `vocab=False`: its words are read on first use (see Segment.vocab)."""
     try:
         stats = json.loads((folder / "stats.json").read_text(encoding="utf-8"))
         n_meta = pq.ParquetFile(folder / "docs.parquet").metadata.num_rows  # the footer only
@@ -284,7 +304,6 @@ def load_segment(folder: Path, dim: int | None) -> Segment:
             _mapped(folder / "p_indptr.npy"), _mapped(folder / "p_docs.npy"), _mapped(folder / "p_tf.npy"),
             np.load(folder / "dl.npy"),
         )
-        vocab_list = json.loads((folder / "vocab.json").read_text(encoding="utf-8"))
         codes = _mapped(folder / "codes.npy") if stats.get("code_scale") else None
         text_offsets = _mapped(folder / "text_offsets.npy")
         size = (folder / "texts.bin").stat().st_size
@@ -299,8 +318,9 @@ def load_segment(folder: Path, dim: int | None) -> Segment:
             f"segment {folder.name} is damaged (vectors.npy has shape {shape}; expected {rows} rows of dimension "
             f"{dim})"
         )
-    if len(postings.dl) != rows or len(postings.indptr) != len(vocab_list) + 1:
+    if len(postings.dl) != rows or len(postings.indptr) < 1:
         raise SegmentDamaged(f"segment {folder.name} is damaged (postings do not fit its {rows} documents)")
+    words = _read_vocab(folder, len(postings.indptr) - 1) if vocab else None
     if len(text_offsets) != rows + 1 or int(text_offsets[-1]) != len(text_data):
         raise SegmentDamaged(f"segment {folder.name} is damaged (its text file does not fit its offsets)")
     if codes is not None and tuple(codes.shape) != shape:
@@ -311,7 +331,7 @@ def load_segment(folder: Path, dim: int | None) -> Segment:
         rows=rows,
         vectors=vectors,
         postings=postings,
-        vocab={w: i for i, w in enumerate(vocab_list)},
+        _vocab=words,
         sum_dl=int(stats["sum_dl"]),
         codes=codes,
         code_scale=float(stats.get("code_scale") or 1.0),
