@@ -43,9 +43,9 @@ from memory_pipeline.search.tokens import tokenize as tokenize
 
 Encode = Callable[[Sequence[str]], np.ndarray]
 FORMAT = 2
-# MEMORY_PIPELINE_CRASH_AT=<point>: SIGKILL there. index_written: the new version's files fsynced, still hidden;
-# index_commit: the version in place and its pointer written, CURRENT not yet replaced; index_committed: CURRENT
-# replaced, older versions not yet pruned
+# MEMORY_PIPELINE_CRASH_AT=<point>: SIGKILL there. index_written: the new version's files and pointer written, not
+# yet fsynced; index_commit: all fsynced, CURRENT not yet replaced; index_committed: CURRENT replaced, older
+# versions not yet pruned
 CRASH_WRITTEN, CRASH_POINT, CRASH_COMMITTED = "index_written", "index_commit", "index_committed"
 CRASH_POINTS = (CRASH_WRITTEN, CRASH_POINT, CRASH_COMMITTED)
 FSYNC_THREADS = 16
@@ -366,33 +366,33 @@ def link_segment(src: Path, dst: Path) -> None:
 def write_version(
     home: Path, build: Callable[[Path], dict[str, Any]]
 ) -> str:
-    """Phase 1: `build(tmp)` fills a fresh hidden folder and returns its manifest; every new file and folder of it,
-    and the pointer naming it, are fsynced in one concurrent round, the folder is renamed into place and the index
-    folder fsynced (so the version's name is durable before anything names it). Phase 2: CURRENT is replaced by the
-    pointer (the commit point); older versions are pruned. Anything raised before the commit removes the hidden
-    folder and the pointer and leaves CURRENT as it was; a kill at any point leaves CURRENT naming a whole version."""
+    """Phase 1: `build(folder)` fills the new version's folder (no reader looks at a folder CURRENT does not name)
+    and returns its manifest; the pointer naming the version is written beside CURRENT, and every new file and
+    folder, the pointer and the index folder (which holds both names) are fsynced in one concurrent round. Phase 2:
+    CURRENT is replaced by the pointer (the commit point) and every version but this one and the one CURRENT named
+    before is pruned. Anything raised before the commit removes the folder and the pointer and leaves CURRENT as
+    it was; a kill at any point leaves CURRENT naming a whole, durable version."""
     root = index_root(home)
     root.mkdir(parents=True, exist_ok=True)
     version = version_name()
-    tmp = root / f".tmp-{version}"
+    folder = root / version
     pointer = root / f".CURRENT-{version}"
-    tmp.mkdir()
+    before = current_folder(home)
+    folder.mkdir()
     try:
-        manifest = build(tmp)
-        (tmp / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+        manifest = build(folder)
+        (folder / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
         pointer.write_text(version, encoding="utf-8")
-        fsync_paths([*_new_entries(tmp), pointer])
         crash_point(CRASH_WRITTEN)
-        os.replace(tmp, root / version)
-        fsync_paths([root])
+        fsync_paths([*_new_entries(folder), pointer, root])
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(folder, ignore_errors=True)
         pointer.unlink(missing_ok=True)
         raise
     crash_point(CRASH_POINT)
     os.replace(pointer, root / "CURRENT")  # the commit point
     crash_point(CRASH_COMMITTED)
-    _prune(root, keep=version)
+    _prune(root, keep={version} | ({before.name} if before is not None else set()))
     return version
 
 
@@ -431,18 +431,17 @@ def fsync_paths(paths: Sequence[Path]) -> None:
             pass
 
 
-def _prune(root: Path, keep: str) -> None:
-    """Drop old versions (keeping the newest previous one a reader may still be loading) and stale hidden folders
-    of writers that died."""
-    versions = sorted(p.name for p in root.iterdir() if p.is_dir() and p.name.startswith("v"))
-    for name in versions[:-2]:
-        if name != keep:
-            shutil.rmtree(root / name, ignore_errors=True)
+def _prune(root: Path, keep: set[str]) -> None:
+    """Drop every version but `keep` (the new one and the one CURRENT named before, which a reader may still be
+    loading) — the folders of writers killed before their commit with them — and their pointers. Writers hold the
+    lock, so nothing else is being written."""
     for p in root.iterdir():
-        if p.name.startswith(".tmp-") and p.is_dir() and time.time() - p.stat().st_mtime > 3600:
+        if p.name.startswith("v") and p.is_dir() and p.name not in keep:
             shutil.rmtree(p, ignore_errors=True)
-        elif p.name.startswith(".CURRENT-") and p.name != f".CURRENT-{keep}":
-            p.unlink(missing_ok=True)  # a pointer of a writer killed before its commit (writers hold the lock)
+        elif p.name.startswith(".tmp-") and p.is_dir():  # the hidden folders of an earlier format's writers
+            shutil.rmtree(p, ignore_errors=True)
+        elif p.name.startswith(".CURRENT-"):
+            p.unlink(missing_ok=True)
 
 
 def delete_index(home: Path) -> None:
