@@ -2,8 +2,9 @@
 segment) and, per version, which rows of each are deleted.
 
 A version is a folder holding hard links to its segments' files, its deletions and a manifest; `index/CURRENT`
-names it and is replaced atomically (os.replace), so a reader never sees a half-written index and an update that
-dies midway leaves the previous version as it was. Writers take `index/.lock` (one at a time). An update reads
+names it and is replaced atomically (os.replace) once the version's new files are durable, so a reader never sees a
+half-written index and an update that dies midway leaves the previous version as it was (a folder CURRENT does not
+name is never read, and the next writer prunes it). Writers take `index/.lock` (one at a time). An update reads
 what changed since the version's cursor — rows past its rowid watermark, the store's change log past its seq, files
 whose stat changed — and never the whole store; a tiered merge policy keeps the number of segments logarithmic.
 No Dagster here."""
@@ -101,6 +102,7 @@ class LoadedIndex:
     n_live: int
     avgdl: float
     _scans: dict[tuple[tuple[str, ...], bytes], Any] = field(default_factory=dict)
+    _bm25s: dict[tuple[str, ...], Any] = field(default_factory=dict)
     _norms: dict[int, np.ndarray] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -212,12 +214,17 @@ class LoadedIndex:
             hit = self._scans.get(key)
         if hit is not None:
             return hit
-        idf, scores = self.bm25(q_tokens)
+        with self._lock:  # the query's other vector scored these tokens already: BM25 once a query, not per vector
+            bm = self._bm25s.get(key[0])
+        idf, scores = bm if bm is not None else self.bm25(q_tokens)
         scans = [seg.scan(qv, alive) for seg, alive in zip(self.segments, self.alive, strict=True)]
         with self._lock:
             self._scans[key] = (idf, scores, scans)
+            self._bm25s[key[0]] = (idf, scores)
             while len(self._scans) > 2:
                 self._scans.pop(next(iter(self._scans)))
+            while len(self._bm25s) > 2:
+                self._bm25s.pop(next(iter(self._bm25s)))
         return idf, scores, scans
 
     def docs_at(self, keys: Sequence[tuple[int, int]], lists: bool = True) -> list[Doc]:
