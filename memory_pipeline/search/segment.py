@@ -11,7 +11,9 @@ microseconds). No Dagster here."""
 from __future__ import annotations
 
 import json
+import mmap
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -170,8 +172,8 @@ class Segment:
         path = self.folder / "keys_sorted.npy"
         if not keys or self.rows == 0 or not path.exists():
             return {} if keys and self.rows == 0 else self._scan_find(keys)
-        ordered = np.load(path, mmap_mode="r")
-        order = np.load(self.folder / "keys_order.npy", mmap_mode="r")
+        ordered = _mapped(path)
+        order = _mapped(self.folder / "keys_order.npy")
         width = ordered.dtype.itemsize
         encoded = [(k, k.encode("utf-8")) for k in keys]
         fits = [(k, b) for k, b in encoded if len(b) <= width]
@@ -277,8 +279,28 @@ class Segment:
         return out
 
 
+_NPY_HEADER = re.compile(rb"\{'descr': '([<>|][A-Za-z]\d*)', 'fortran_order': False, 'shape': \(([\d, ]*)\), \}\s*")
+
+
 def _mapped(path: Path) -> np.ndarray:
-    """A memory-mapped .npy as a plain ndarray over the mapping (slicing a np.memmap costs ~20 µs a time)."""
+    """A memory-mapped .npy as a plain ndarray over the mapping (slicing a np.memmap costs ~20 µs a time). The
+    header `np.save` writes for a C-ordered array is read with a regular expression (np.load's literal_eval and
+    np.memmap cost ~0.24 ms an array, this ~0.07 ms; an update loads ~10 a segment); anything else goes to np.load."""
+    with open(path, "rb") as fh:
+        head = fh.read(256)
+        size = os.fstat(fh.fileno()).st_size
+        length = int.from_bytes(head[8:10], "little")
+        match = _NPY_HEADER.fullmatch(head[10 : 10 + length]) if head[:8] == b"\x93NUMPY\x01\x00" else None
+        if match is not None:
+            dtype = np.dtype(match[1].decode("ascii"))
+            shape = tuple(int(x) for x in match[2].split(b",") if x.strip())
+            count, offset = int(np.prod(shape, dtype=np.int64)), 10 + length
+            if size < offset + count * dtype.itemsize:
+                raise ValueError(f"{path.name} is shorter than its header says")
+            if count == 0 or size == offset:
+                return np.zeros(shape, dtype)
+            buffer = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+            return np.frombuffer(buffer, dtype, count, offset).reshape(shape)
     return np.asarray(np.load(path, mmap_mode="r"))
 
 

@@ -187,3 +187,26 @@ def test_an_update_reads_a_segment_s_words_only_to_merge_it(tmp_path: Path) -> N
     stats = build_index(home, encode, MODEL)  # the merge reads its words, finds them damaged: a full build instead
     assert stats.segments == 1 and load_index(home).n_live == 120 + 4 + 4 - 40
     _rebuilt_equals(home, tmp_path)
+
+
+def test_mapped_arrays_read_as_np_load_reads_them_and_a_short_file_is_damage(tmp_path: Path) -> None:
+    import numpy as np
+
+    from memory_pipeline.search.index import IndexMissing
+    from memory_pipeline.search.segment import _mapped
+
+    arrays = {"ints": np.arange(7, dtype=np.int64), "matrix": np.ones((3, 5), np.float32),
+              "keys": np.array([b"m-1", b"m-22"]), "empty": np.zeros((0, 4), np.float32),
+              "codes": np.ones((4, 3), np.int8), "fortran": np.asfortranarray(np.ones((3, 2))),
+              "scalar": np.array(3.0)}  # fmt: skip
+    for name, array in arrays.items():
+        np.save(tmp_path / f"{name}.npy", array)
+        got, want = _mapped(tmp_path / f"{name}.npy"), np.load(tmp_path / f"{name}.npy")
+        assert got.dtype == want.dtype and got.shape == want.shape and np.array_equal(got, want), name
+    home = tmp_path / "ws"
+    add_rows(home, 0, texts(30, seed=33))
+    build_index(home, encode, MODEL, full=True)
+    postings = load_index(home).segments[0].folder / "p_docs.npy"
+    postings.write_bytes(postings.read_bytes()[:-4])
+    with pytest.raises(IndexMissing, match="damaged|unreadable"):
+        load_index(home)
