@@ -212,9 +212,13 @@ def test_the_two_tokenisers_agree() -> None:
         "",
         "the and of to a in",
     ]
-    rows, terms, vocab = bulk_terms(sample)
-    bulk = [[vocab[t] for t, r in zip(terms, rows, strict=True) if r == i] for i in range(len(sample))]
-    assert bulk == tokenize(sample)
+    ascii_only = ["The ferry to Naxos: cabins sold out!", "snake_case_words and CamelCase, x2 a b c", "", "3.14 A-B"]
+    others = [t for t in sample if not t.isascii()]
+    for batch in (sample, ascii_only, others, [*others, *ascii_only], ["K\u212a K\u212aelvin"]):  # mixed, one kind
+        rows, terms, vocab = bulk_terms(batch)
+        assert list(rows) == sorted(rows)  # document order
+        bulk = [[vocab[t] for t, r in zip(terms, rows, strict=True) if r == i] for i in range(len(batch))]
+        assert bulk == tokenize(batch), batch
 
 
 WRITES = re.compile(  # the SET clause only (up to WHERE or FROM)
