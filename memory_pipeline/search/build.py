@@ -185,14 +185,14 @@ def build_index(home: Path, encode: Encode, model: str, *, full: bool = False,
     home = Path(home)
     with writer_lock(home):
         if not full:
-            quiet = _quiet(home, model)
-            if quiet is not None:
-                return quiet
             try:
-                previous = load_index(home, vocab=False)
+                previous = load_index(home, vocab=False)  # a damaged version is rebuilt, never kept as quiet
             except IndexMissing:
                 previous = None
             if previous is not None and previous.model == model:
+                quiet = _quiet(home, previous)
+                if quiet is not None:
+                    return quiet
                 try:
                     stats = update_index(home, previous, encode, model, merge_factor)
                 except SegmentDamaged:  # found by a merge reading a segment's words: rebuild, as load_index would
@@ -203,28 +203,19 @@ def build_index(home: Path, encode: Encode, model: str, *, full: bool = False,
         return full_build(home, encode, model)
 
 
-def _quiet(home: Path, model: str) -> BuildStats | None:
+def _quiet(home: Path, prev: LoadedIndex) -> BuildStats | None:
     """The current version when nothing changed since it was built — the store's files as they were when it read
-    them (their stamp) and every indexed file as it was — without opening the store or loading the index; else
-    None (an update or a build decides)."""
+    them (their stamp) and every indexed file as it was — without opening the store; else None (an update or a
+    build decides)."""
     t0 = time.perf_counter()
-    folder = current_folder(home)
-    if folder is None:
+    stamp = prev.manifest.get("store_stamp")
+    if not isinstance(stamp, list) or stamp != store_stamp(home):
         return None
-    try:
-        manifest = read_manifest(folder)
-    except (OSError, ValueError):
+    if {p: tuple(v) for p, v in (prev.manifest.get("files") or {}).items()} != file_signature(home):
         return None
-    stamp = manifest.get("store_stamp")
-    if manifest.get("format") != FORMAT or manifest.get("model") != model or not isinstance(stamp, list):
-        return None
-    if stamp != store_stamp(home):
-        return None
-    if {p: tuple(v) for p, v in (manifest.get("files") or {}).items()} != file_signature(home):
-        return None
-    return BuildStats(docs=int(manifest.get("docs", 0)), added=0, updated=0, removed=0, embedded=0,
-                      seconds=round(time.perf_counter() - t0, 3), bytes=_size(folder), version=folder.name,
-                      segments=len(manifest.get("segments") or ()))  # fmt: skip
+    return BuildStats(docs=prev.n_live, added=0, updated=0, removed=0, embedded=0,
+                      seconds=round(time.perf_counter() - t0, 3), bytes=_size(prev.folder), version=prev.folder.name,
+                      segments=len(prev.segments))  # fmt: skip
 
 
 def full_build(home: Path, encode: Encode, model: str, previous: LoadedIndex | None = None) -> BuildStats:

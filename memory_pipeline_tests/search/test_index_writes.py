@@ -210,3 +210,14 @@ def test_mapped_arrays_read_as_np_load_reads_them_and_a_short_file_is_damage(tmp
     postings.write_bytes(postings.read_bytes()[:-4])
     with pytest.raises(IndexMissing, match="damaged|unreadable"):
         load_index(home)
+
+
+def test_a_damaged_version_is_rebuilt_even_when_nothing_changed(tmp_path: Path) -> None:
+    home = tmp_path / "ws"
+    add_rows(home, 0, texts(60, seed=34))
+    first = build_index(home, encode, MODEL, full=True)
+    assert build_index(home, encode, MODEL).version == first.version  # quiet: nothing changed
+    vectors = load_index(home).segments[0].folder / "vectors.npy"
+    vectors.write_bytes(vectors.read_bytes()[:-64])  # damaged, and the store and files still as they were
+    stats = build_index(home, encode, MODEL)
+    assert stats.version != first.version and stats.added == 60 and load_index(home).n_live == 60
