@@ -26,7 +26,8 @@ from memory_pipeline.search.documents import (
     file_docs,
     file_signature,
     iter_files,
-    store_state,
+    store_counts,
+    store_stamp,
     store_table,
 )
 from memory_pipeline.search.index import (
@@ -45,7 +46,7 @@ from memory_pipeline.search.index import (
     write_version,
     writer_lock,
 )
-from memory_pipeline.search.segment import load_segment, write_segment
+from memory_pipeline.search.segment import SegmentDamaged, write_segment
 from memory_pipeline.store import changes
 
 MERGE_FACTOR = 10
@@ -65,19 +66,20 @@ def _connect_waiting(path: Path, timeout_s: float = 300.0) -> duckdb.DuckDBPyCon
             pause = min(2.0, pause * 2)
 
 
-def _readable_count(con: duckdb.DuckDBPyConnection) -> int:
-    row = con.execute("SELECT count(*) FROM memories WHERE lifecycle IN ('active', 'archived')").fetchone()
-    return int(row[0]) if row else 0
+def _store_read(con: duckdb.DuckDBPyConnection | None) -> tuple[dict[str, int], int]:
+    """The store's cursor (rowid watermark, rows, change-log seq) and its readable memories (-1: no memories
+    table yet), in two small queries."""
+    if con is None:
+        return {"max_rowid": -1, "rows": 0, "change_seq": 0}, -1
+    try:
+        watermark, rows, readable = store_counts(con)
+    except duckdb.CatalogException:
+        return {"max_rowid": -1, "rows": 0, "change_seq": 0}, -1
+    return {"max_rowid": watermark, "rows": rows, "change_seq": changes.cursor(con)}, readable
 
 
 def _store_cursor(con: duckdb.DuckDBPyConnection | None) -> dict[str, int]:
-    if con is None:
-        return {"max_rowid": -1, "rows": 0, "change_seq": 0}
-    try:
-        watermark, rows = store_state(con)
-    except duckdb.CatalogException:
-        return {"max_rowid": -1, "rows": 0, "change_seq": 0}
-    return {"max_rowid": watermark, "rows": rows, "change_seq": changes.cursor(con)}
+    return _store_read(con)[0]
 
 
 def _empty() -> pa.Table:
@@ -100,35 +102,33 @@ def store_vectors(
     """Vectors the abstraction engine already computed with this model: position in `keys` → unit vector."""
     if not keys:
         return {}
-    want = pa.table({"i": pa.array(np.arange(len(keys), dtype=np.int64)), "key": pa.array(keys, pa.string())})
+    where: dict[str, list[int]] = {}
+    for i, k in enumerate(keys):
+        where.setdefault(k, []).append(i)
     # A cursor of its own: DuckDB 2 refuses `register`/`sql` on a connection whose last `execute` result was not
     # fetched to the end (a `fetchone()` of a count), and that error read as "no stored vectors" re-embedded them all.
+    # The keys go as one list parameter (registering an Arrow table of them cost ~8 ms an update).
     cur = con.cursor()
     try:
-        cur.register("_want_vectors", want)
         res = cur.sql(
-            "SELECT w.i, e.vector FROM _want_vectors w JOIN embeddings e ON e.memory_id = w.key WHERE e.model = ?",
-            params=[model],
+            "SELECT memory_id AS key, vector FROM embeddings WHERE model = ? AND memory_id IN "
+            "(SELECT unnest(?::VARCHAR[]))", params=[model, list(where)],
         ).to_arrow_table()
     except duckdb.Error:
         return {}
     finally:
-        try:
-            cur.unregister("_want_vectors")
-        except duckdb.Error:
-            pass
         cur.close()
     if res.num_rows == 0:
         return {}
     lengths = np.asarray(pc.list_value_length(res.column("vector")).to_numpy(zero_copy_only=False))
     width = dim or int(lengths[0])
     ok = lengths == width
-    pos = np.asarray(res.column("i").to_numpy())[ok]
+    names = [str(k) for k, good in zip(res.column("key").to_pylist(), ok, strict=True) if good]
     flat = np.asarray(pc.list_flatten(res.column("vector").filter(pa.array(ok))).to_numpy(), dtype=np.float32)
-    mat = flat.reshape(-1, width) if len(pos) else np.zeros((0, width), np.float32)
+    mat = flat.reshape(-1, width) if names else np.zeros((0, width), np.float32)
     norms = np.linalg.norm(mat, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
-    return {int(p): v for p, v in zip(pos, mat / norms, strict=True)}
+    return {p: v for k, v in zip(names, mat / norms, strict=True) for p in where[k]}
 
 
 def vectors_for(
@@ -167,11 +167,11 @@ def vectors_for(
 
 def _manifest(model: str, dim: int, entries: list[dict[str, Any]], cursor: dict[str, int],
               files: dict[str, tuple[float, int]], cats: set[str], kinds: set[str], docs: int,
-              store_docs: int) -> dict[str, Any]:
+              store_docs: int, stamp: list[int]) -> dict[str, Any]:
     return {"format": FORMAT, "model": model, "dim": dim, "docs": docs, "built_at": time.time(), "store": cursor,
             "store_max_rowid": cursor["max_rowid"], "store_rows": cursor["rows"], "files": files,
             "categories": sorted(cats), "kinds": sorted(kinds), "segments": entries,
-            "store_docs": store_docs}  # fmt: skip
+            "store_docs": store_docs, "store_stamp": stamp}  # fmt: skip
 
 
 def _size(folder: Path) -> int:
@@ -186,15 +186,36 @@ def build_index(home: Path, encode: Encode, model: str, *, full: bool = False,
     with writer_lock(home):
         if not full:
             try:
-                previous = load_index(home)
+                previous = load_index(home, vocab=False)  # a damaged version is rebuilt, never kept as quiet
             except IndexMissing:
                 previous = None
             if previous is not None and previous.model == model:
-                stats = update_index(home, previous, encode, model, merge_factor)
+                quiet = _quiet(home, previous)
+                if quiet is not None:
+                    return quiet
+                try:
+                    stats = update_index(home, previous, encode, model, merge_factor)
+                except SegmentDamaged:  # found by a merge reading a segment's words: rebuild, as load_index would
+                    stats, previous = None, None
                 if stats is not None:
                     return stats
                 return full_build(home, encode, model, previous)
         return full_build(home, encode, model)
+
+
+def _quiet(home: Path, prev: LoadedIndex) -> BuildStats | None:
+    """The current version when nothing changed since it was built — the store's files as they were when it read
+    them (their stamp) and every indexed file as it was — without opening the store; else None (an update or a
+    build decides)."""
+    t0 = time.perf_counter()
+    stamp = prev.manifest.get("store_stamp")
+    if not isinstance(stamp, list) or stamp != store_stamp(home):
+        return None
+    if {p: tuple(v) for p, v in (prev.manifest.get("files") or {}).items()} != file_signature(home):
+        return None
+    return BuildStats(docs=prev.n_live, added=0, updated=0, removed=0, embedded=0,
+                      seconds=round(time.perf_counter() - t0, 3), bytes=_size(prev.folder), version=prev.folder.name,
+                      segments=len(prev.segments))  # fmt: skip
 
 
 def full_build(home: Path, encode: Encode, model: str, previous: LoadedIndex | None = None) -> BuildStats:
@@ -203,6 +224,7 @@ def full_build(home: Path, encode: Encode, model: str, previous: LoadedIndex | N
     signature = file_signature(home)
     store = home / "memory.duckdb"
     con = _connect_waiting(store) if store.exists() else None
+    stamp = store_stamp(home)  # with the lock held: no commit falls between it and the reads
     try:
         try:
             rows = store_table(con) if con is not None else _empty()
@@ -224,7 +246,7 @@ def full_build(home: Path, encode: Encode, model: str, previous: LoadedIndex | N
         name = segment_name()
         write_segment(tmp / name, table, matrix)
         return _manifest(model, dim, [{"name": name, "rows": table.num_rows, "deleted": 0}], cursor, signature,
-                         _categories(table), _kinds(table), table.num_rows, rows.num_rows)  # fmt: skip
+                         _categories(table), _kinds(table), table.num_rows, rows.num_rows, stamp)  # fmt: skip
 
     version = write_version(home, build)
     return BuildStats(docs=table.num_rows, added=table.num_rows, updated=0, removed=0, embedded=embedded,
@@ -248,19 +270,17 @@ def update_index(home: Path, prev: LoadedIndex, encode: Encode, model: str, fact
     signature = file_signature(home)
     store = home / "memory.duckdb"
     con = _connect_waiting(store) if store.exists() else None
+    stamp = store_stamp(home)  # with the lock held: no commit falls between it and the reads
     try:
-        cursor = _store_cursor(con)
+        cursor, readable = _store_read(con)
         changed: list[str] = []
         fresh_rows = _empty()
-        readable = 0
-        if con is not None and _has_memories(con):
+        if con is not None and readable >= 0:
             if cursor["change_seq"] < 0 or int(before.get("change_seq", -1)) < 0:
                 return None  # a store without the change log: only a full build sees every change
             changed = changes.changed_since(con, int(before["change_seq"]), cursor["change_seq"])
-            appended = store_table(con, " AND _row > ?", [int(before.get("max_rowid", -1))])
-            again = store_table(con, " AND id IN (SELECT unnest(?::VARCHAR[]))", [changed]) if changed else _empty()
-            fresh_rows = _dedupe_last(pa.concat_tables([appended, again]))
-            readable = _readable_count(con)
+            fresh_rows = _fresh_rows(con, int(before.get("max_rowid", -1)), changed)
+        readable = max(readable, 0)
         built = {p: tuple(v) for p, v in (prev.manifest.get("files") or {}).items()}
         stale = {p for p, sig in built.items() if signature.get(p) != sig}
         new_paths = sorted(p for p in signature if p in stale or p not in built)
@@ -304,13 +324,13 @@ def update_index(home: Path, prev: LoadedIndex, encode: Encode, model: str, fact
             name = segment_name()
             write_segment(tmp / name, table, matrix)
             entries.append({"name": name, "rows": table.num_rows, "deleted": 0})
-            extra.append((load_segment(tmp / name, prev.dim or None), None))
+            extra.append(tmp / name)
         entries, merged = merge_step(tmp, prev, entries, extra, factor)
         live = sum(int(e["rows"]) - int(e["deleted"]) for e in entries)
         cats = set(prev.manifest.get("categories") or ()) | _categories(table)
         kinds_all = set(prev.manifest.get("kinds") or ()) | _kinds(table)
         return _manifest(model, prev.dim or int(matrix.shape[1]), entries, cursor, signature, cats, kinds_all,
-                         live, after if store_docs >= 0 else -1)  # fmt: skip
+                         live, after if store_docs >= 0 else -1, stamp)  # fmt: skip
 
     version = write_version(home, build)
     updated = sum(1 for k in keys if k in old)
@@ -322,9 +342,13 @@ def update_index(home: Path, prev: LoadedIndex, encode: Encode, model: str, fact
     )
 
 
-def _has_memories(con: duckdb.DuckDBPyConnection) -> bool:
-    row = con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'memories'").fetchone()
-    return bool(row and row[0])
+def _fresh_rows(con: duckdb.DuckDBPyConnection, after: int, changed: list[str]) -> pa.Table:
+    """Readable rows appended past the watermark `after` (rows past a pending one included: the watermark stays
+    below it) and the rows the change log names, one per key (the last)."""
+    parts = [store_table(con, " AND _row > ?", [after])]
+    if changed:
+        parts.append(store_table(con, " AND id IN (SELECT unnest(?::VARCHAR[]))", [changed]))
+    return _dedupe_last(pa.concat_tables(parts))
 
 
 def _same_text(

@@ -98,13 +98,34 @@ def store_docs(con: duckdb.DuckDBPyConnection, after_rowid: int | None = None) -
 def store_state(con: duckdb.DuckDBPyConnection) -> tuple[int, int]:
     """(watermark rowid, row count) of the memories table. The watermark is the max rowid, held below the
     first `pending` row: a summary pending at build time and activated later must still be in the delta."""
+    watermark, rows, _readable = store_counts(con)
+    return watermark, rows
+
+
+def store_stamp(home: Path) -> list[int]:
+    """(mtime ns, size, inode) of the store's database and WAL files: DuckDB writes every commit to one of them, so
+    an unchanged stamp means an unchanged store (taken while a read-only connection holds the lock, no commit can
+    fall between it and the reads that follow)."""
+    out: list[int] = []
+    for name in ("memory.duckdb", "memory.duckdb.wal"):
+        try:
+            st = os.stat(Path(home) / name)
+            out += [st.st_mtime_ns, st.st_size, st.st_ino]
+        except OSError:
+            out += [0, 0, 0]
+    return out
+
+
+def store_counts(con: duckdb.DuckDBPyConnection) -> tuple[int, int, int]:
+    """`store_state` and the count of readable memories, in one scan of the memories table."""
     row = con.execute(
-        "SELECT coalesce(max(rowid), -1), count(*), min(rowid) FILTER (WHERE lifecycle = 'pending') FROM memories"
+        "SELECT coalesce(max(rowid), -1), count(*), min(rowid) FILTER (WHERE lifecycle = 'pending'), "
+        "count(*) FILTER (WHERE lifecycle IN ('active', 'archived')) FROM memories"
     ).fetchone()
     if not row:
-        return (-1, 0)
+        return (-1, 0, 0)
     watermark = int(row[0]) if row[2] is None else min(int(row[0]), int(row[2]) - 1)
-    return watermark, int(row[1])
+    return watermark, int(row[1]), int(row[3])
 
 
 # Arrow: the columnar form of Doc (DOC_FIELDS in the order of Doc's fields), from the store without a Python object

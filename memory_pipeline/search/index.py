@@ -2,8 +2,9 @@
 segment) and, per version, which rows of each are deleted.
 
 A version is a folder holding hard links to its segments' files, its deletions and a manifest; `index/CURRENT`
-names it and is replaced atomically (os.replace), so a reader never sees a half-written index and an update that
-dies midway leaves the previous version as it was. Writers take `index/.lock` (one at a time). An update reads
+names it and is replaced atomically (os.replace) once the version's new files are durable, so a reader never sees a
+half-written index and an update that dies midway leaves the previous version as it was (a folder CURRENT does not
+name is never read, and the next writer prunes it). Writers take `index/.lock` (one at a time). An update reads
 what changed since the version's cursor — rows past its rowid watermark, the store's change log past its seq, files
 whose stat changed — and never the whole store; a tiered merge policy keeps the number of segments logarithmic.
 No Dagster here."""
@@ -17,6 +18,7 @@ import shutil
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,7 +44,12 @@ from memory_pipeline.search.tokens import tokenize as tokenize
 
 Encode = Callable[[Sequence[str]], np.ndarray]
 FORMAT = 2
-CRASH_POINT = "index_commit"  # MEMORY_PIPELINE_CRASH_AT=index_commit: SIGKILL with the new version written, uncommitted
+# MEMORY_PIPELINE_CRASH_AT=<point>: SIGKILL there. index_written: the new version's files and pointer written, not
+# yet fsynced; index_commit: all fsynced, CURRENT not yet replaced; index_committed: CURRENT replaced, older
+# versions not yet pruned
+CRASH_WRITTEN, CRASH_POINT, CRASH_COMMITTED = "index_written", "index_commit", "index_committed"
+CRASH_POINTS = (CRASH_WRITTEN, CRASH_POINT, CRASH_COMMITTED)
+FSYNC_THREADS = 16
 __all__ = ["B", "K1", "STEMMER", "BuildStats", "IndexMissing", "LoadedIndex", "tokenize"]
 
 
@@ -95,6 +102,7 @@ class LoadedIndex:
     n_live: int
     avgdl: float
     _scans: dict[tuple[tuple[str, ...], bytes], Any] = field(default_factory=dict)
+    _bm25s: dict[tuple[str, ...], Any] = field(default_factory=dict)
     _norms: dict[int, np.ndarray] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -206,12 +214,17 @@ class LoadedIndex:
             hit = self._scans.get(key)
         if hit is not None:
             return hit
-        idf, scores = self.bm25(q_tokens)
+        with self._lock:  # the query's other vector scored these tokens already: BM25 once a query, not per vector
+            bm = self._bm25s.get(key[0])
+        idf, scores = bm if bm is not None else self.bm25(q_tokens)
         scans = [seg.scan(qv, alive) for seg, alive in zip(self.segments, self.alive, strict=True)]
         with self._lock:
             self._scans[key] = (idf, scores, scans)
+            self._bm25s[key[0]] = (idf, scores)
             while len(self._scans) > 2:
                 self._scans.pop(next(iter(self._scans)))
+            while len(self._bm25s) > 2:
+                self._bm25s.pop(next(iter(self._bm25s)))
         return idf, scores, scans
 
     def docs_at(self, keys: Sequence[tuple[int, int]], lists: bool = True) -> list[Doc]:
@@ -286,7 +299,9 @@ def read_manifest(folder: Path) -> dict[str, Any]:
     return dict(json.loads((folder / "manifest.json").read_text(encoding="utf-8")))
 
 
-def load_index(home: Path) -> LoadedIndex:
+def load_index(home: Path, vocab: bool = True) -> LoadedIndex:
+    """The current version (IndexMissing: none, another format, damaged); `vocab=False` for an update, which
+    reads no postings (see Segment.vocab)."""
     folder = current_folder(home)
     if folder is None:
         raise IndexMissing(f"no search index under {index_root(home)}")
@@ -296,7 +311,7 @@ def load_index(home: Path) -> LoadedIndex:
             raise IndexMissing(f"search index {folder} has format {manifest.get('format')}, not {FORMAT}")
         dim = manifest.get("dim")
         width = dim if isinstance(dim, int) else None
-        segments = [load_segment(folder / e["name"], width) for e in manifest["segments"]]
+        segments = [load_segment(folder / e["name"], width, vocab) for e in manifest["segments"]]
         alive: list[np.ndarray | None] = []
         dead: list[int] = []
         for seg, entry in zip(segments, manifest["segments"], strict=True):
@@ -358,54 +373,82 @@ def link_segment(src: Path, dst: Path) -> None:
 def write_version(
     home: Path, build: Callable[[Path], dict[str, Any]]
 ) -> str:
-    """Phase 1: `build(tmp)` fills a fresh hidden folder and returns its manifest; the folder is fsynced and renamed
-    into place. Phase 2: CURRENT names it (the commit point); older versions are pruned. Anything raised before
-    the commit removes the hidden folder and leaves CURRENT as it was."""
+    """Phase 1: `build(folder)` fills the new version's folder (no reader looks at a folder CURRENT does not name)
+    and returns its manifest; the pointer naming the version is written beside CURRENT, and every new file and
+    folder, the pointer and the index folder (which holds both names) are fsynced in one concurrent round. Phase 2:
+    CURRENT is replaced by the pointer (the commit point) and every version but this one and the one CURRENT named
+    before is pruned. Anything raised before the commit removes the folder and the pointer and leaves CURRENT as
+    it was; a kill at any point leaves CURRENT naming a whole, durable version."""
     root = index_root(home)
     root.mkdir(parents=True, exist_ok=True)
     version = version_name()
-    tmp = root / f".tmp-{version}"
-    tmp.mkdir()
+    folder = root / version
+    pointer = root / f".CURRENT-{version}"
+    before = current_folder(home)
+    folder.mkdir()
     try:
-        manifest = build(tmp)
-        (tmp / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
-        _fsync_tree(tmp)
-        os.replace(tmp, root / version)
+        manifest = build(folder)
+        (folder / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+        pointer.write_text(version, encoding="utf-8")
+        crash_point(CRASH_WRITTEN)
+        fsync_paths([*_new_entries(folder), pointer, root])
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(folder, ignore_errors=True)
+        pointer.unlink(missing_ok=True)
         raise
     crash_point(CRASH_POINT)
-    pointer = root / f".CURRENT-{version}"
-    pointer.write_text(version, encoding="utf-8")
-    with open(pointer, "rb") as fh:
-        os.fsync(fh.fileno())
     os.replace(pointer, root / "CURRENT")  # the commit point
-    _prune(root, keep=version)
+    crash_point(CRASH_COMMITTED)
+    _prune(root, keep={version} | ({before.name} if before is not None else set()))
     return version
 
 
-def _fsync_tree(folder: Path) -> None:
-    """Every new file and folder; a file hard-linked from the previous version (st_nlink > 1) is durable already."""
-    for path in [folder, *folder.rglob("*")]:
-        if path.is_file() and path.stat().st_nlink > 1:
-            continue
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+def _new_entries(folder: Path) -> list[Path]:
+    """The folder, its sub-folders and the files written into it: a file hard-linked from the previous version
+    (st_nlink > 1) was fsynced when that version was written."""
+    out = [folder]
+    for entry in os.scandir(folder):
+        path = Path(entry.path)
+        if entry.is_dir(follow_symlinks=False):
+            out.extend(_new_entries(path))
+        elif entry.stat(follow_symlinks=False).st_nlink == 1:
+            out.append(path)
+    return out
 
 
-def _prune(root: Path, keep: str) -> None:
-    """Drop old versions (keeping the newest previous one a reader may still be loading) and stale hidden folders
-    of writers that died."""
-    versions = sorted(p.name for p in root.iterdir() if p.is_dir() and p.name.startswith("v"))
-    for name in versions[:-2]:
-        if name != keep:
-            shutil.rmtree(root / name, ignore_errors=True)
+def _fsync_one(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def fsync_paths(paths: Sequence[Path]) -> None:
+    """fsync every path (files and folders) concurrently. Each is still flushed on its own (POSIX promises
+    nothing for a file from its folder's fsync), but journaling file systems (ext4, XFS) commit fsyncs that are in
+    flight together in one journal transaction: a segment's ~14 files cost about one flush, not fourteen (measured
+    here: 15 files 43–61 ms one by one, 6–19 ms together). The first error is raised once all have finished."""
+    if len(paths) <= 1:
+        for path in paths:
+            _fsync_one(path)
+        return
+    with ThreadPoolExecutor(max_workers=min(FSYNC_THREADS, len(paths))) as pool:
+        for _ in pool.map(_fsync_one, paths):
+            pass
+
+
+def _prune(root: Path, keep: set[str]) -> None:
+    """Drop every version but `keep` (the new one and the one CURRENT named before, which a reader may still be
+    loading) — the folders of writers killed before their commit with them — and their pointers. Writers hold the
+    lock, so nothing else is being written."""
     for p in root.iterdir():
-        if p.name.startswith(".tmp-") and p.is_dir() and time.time() - p.stat().st_mtime > 3600:
+        if p.name.startswith("v") and p.is_dir() and p.name not in keep:
             shutil.rmtree(p, ignore_errors=True)
+        elif p.name.startswith(".tmp-") and p.is_dir():  # the hidden folders of an earlier format's writers
+            shutil.rmtree(p, ignore_errors=True)
+        elif p.name.startswith(".CURRENT-"):
+            p.unlink(missing_ok=True)
 
 
 def delete_index(home: Path) -> None:
@@ -415,16 +458,18 @@ def delete_index(home: Path) -> None:
 # ------------------------------------------------------------------ merging
 
 
-def merge_step(tmp: Path, idx: LoadedIndex, entries: list[dict[str, Any]], extra: list[tuple[Segment, None]],
+def merge_step(tmp: Path, idx: LoadedIndex, entries: list[dict[str, Any]], extra: Sequence[Path],
                factor: int = 10) -> tuple[list[dict[str, Any]], int]:
     """Apply the tiered merge policy to a version being written in `tmp`: `entries` (name, rows, deleted) of its
-    segments; merged segments are written into `tmp` and their entries replaced. Returns (entries, merged away)."""
+    segments, `extra` the folders of the segments this version wrote (loaded only if a merge takes them); merged
+    segments are written into `tmp` and their entries replaced. Returns (entries, merged away)."""
     sizes = [(e["name"], int(e["rows"]) - int(e.get("deleted", 0)), int(e.get("deleted", 0))) for e in entries]
     plans = plan_merges(sizes, factor=factor)
     if not plans:
         return entries, 0
     by_name = {seg.name: (seg, a) for seg, a in zip(idx.segments, idx.alive, strict=True)}
-    by_name.update({seg.name: (seg, None) for seg, _ in extra})
+    planned = {name for plan in plans for name in plan}
+    by_name.update({f.name: (load_segment(f, idx.dim or None), None) for f in extra if f.name in planned})
     deleted = {e["name"]: e for e in entries}
     merged_away = 0
     out = [e for e in entries if not any(e["name"] in p for p in plans)]

@@ -4,7 +4,6 @@ when missing or made for another model, updated when the delta is too large to e
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -15,7 +14,15 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 import numpy as np
 
-from memory_pipeline.search.documents import READABLE_LIFECYCLES, Doc, file_docs, file_signature, iter_files, store_docs
+from memory_pipeline.search.documents import (
+    READABLE_LIFECYCLES,
+    Doc,
+    file_docs,
+    file_signature,
+    iter_files,
+    store_docs,
+    store_stamp,
+)
 from memory_pipeline.search.index import Encode, IndexMissing, LoadedIndex, current_folder, load_index
 from memory_pipeline.settings import SettingsError
 from memory_pipeline.store import changes
@@ -129,14 +136,7 @@ def _overrides(con: duckdb.DuckDBPyConnection, idx: LoadedIndex, delta: list[Doc
 
 
 def _store_stamp(home: Path) -> tuple[int, ...]:
-    out: list[int] = []
-    for name in ("memory.duckdb", "memory.duckdb.wal"):
-        try:
-            st = os.stat(home / name)
-            out += [st.st_mtime_ns, st.st_size]
-        except OSError:
-            out += [0, 0]
-    return tuple(out)
+    return tuple(store_stamp(home))
 
 
 def store_view(home: Path, idx: LoadedIndex) -> StoreView:

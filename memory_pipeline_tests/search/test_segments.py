@@ -212,9 +212,13 @@ def test_the_two_tokenisers_agree() -> None:
         "",
         "the and of to a in",
     ]
-    rows, terms, vocab = bulk_terms(sample)
-    bulk = [[vocab[t] for t, r in zip(terms, rows, strict=True) if r == i] for i in range(len(sample))]
-    assert bulk == tokenize(sample)
+    ascii_only = ["The ferry to Naxos: cabins sold out!", "snake_case_words and CamelCase, x2 a b c", "", "3.14 A-B"]
+    others = [t for t in sample if not t.isascii()]
+    for batch in (sample, ascii_only, others, [*others, *ascii_only], ["K\u212a K\u212aelvin"]):  # mixed, one kind
+        rows, terms, vocab = bulk_terms(batch)
+        assert list(rows) == sorted(rows)  # document order
+        bulk = [[vocab[t] for t, r in zip(terms, rows, strict=True) if r == i] for i in range(len(batch))]
+        assert bulk == tokenize(batch), batch
 
 
 def test_the_stopwords_are_bm25s_own_and_tokens_match_bm25s_tokenize() -> None:
@@ -259,3 +263,30 @@ def test_a_write_after_an_empty_build_scores_as_a_rebuild_would(tmp_path: Path) 
     assert load_index(home).n_live == 0 and load_index(rebuilt).n_live == 1
     assert [r[0] for r in in_delta] == ["m-00000"]
     np.testing.assert_allclose([r[1:] for r in in_delta], [r[1:] for r in results(rebuilt, "parks")], rtol=1e-4)
+
+
+def test_a_query_with_two_vectors_scores_bm25_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path / "ws"
+    add_rows(home, 0, texts(200, seed=9))
+    build_index(home, encode, MODEL, full=True)
+    idx = load_index(home)
+    tokens = tokenize(["ferry cabin deck"])[0]
+    vectors = [v / np.linalg.norm(v) for v in encode(["ferry cabin deck", "cabin"])]
+    reference = load_index(home)
+    calls: list[int] = []
+    real = type(idx).bm25
+
+    def counted(self, q_tokens):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        return real(self, q_tokens)
+
+    monkeypatch.setattr(type(idx), "bm25", counted)
+    keys, bm, cos, idf = idx.candidates(tokens, vectors, 50)
+    assert len(calls) == 1
+    _idf, scores = real(reference, tokens)
+    np.testing.assert_array_equal(bm, [scores[s][r] if scores[s] is not None else 0.0 for s, r in keys])
+    for j, v in enumerate(vectors):  # each vector's cosines as a query of that vector alone would give them
+        alone_keys, _bm, alone_cos, _ = reference.candidates(tokens, [v], 50)
+        where = {k: i for i, k in enumerate(keys)}
+        np.testing.assert_allclose([cos[where[k], j] for k in alone_keys if k in where],
+                                   [alone_cos[i, 0] for i, k in enumerate(alone_keys) if k in where], rtol=1e-6)
