@@ -80,12 +80,20 @@ class SharedRateLimiter:
             self._fds.clear()
 
 
-def default_workers() -> int:
-    """One worker per CPU this process may run on (at least 1)."""
+def default_workers(cpu_max: Path = Path("/sys/fs/cgroup/cpu.max")) -> int:
+    """One worker per CPU this process may use (at least 1): the CPUs it may run on, or fewer under a cgroup CPU
+    limit (a container's `resources.limits.cpu`: `cpu.max` holds "<quota> <period>", or "max" for none)."""
     try:
-        return max(1, len(os.sched_getaffinity(0)))
+        cpus = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
-        return max(1, os.cpu_count() or 1)
+        cpus = os.cpu_count() or 1
+    try:
+        quota, period = cpu_max.read_text().split()[:2]
+        if quota != "max" and int(period) > 0:
+            cpus = min(cpus, math.ceil(int(quota) / int(period)))
+    except (OSError, ValueError):
+        pass
+    return max(1, cpus)
 
 
 def settings(config: GatewayConfig, workers: int, rate_dir: Path | None) -> str:

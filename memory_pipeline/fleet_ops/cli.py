@@ -198,8 +198,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--rate", type=float, default=20.0, help="calls per second per agent, sustained (default 20)")
     p.add_argument("--burst", type=int, default=40, help="calls an agent may make at once (default 40); more: 429")
     p.add_argument("--workers", type=int, default=None,
-                   help="server processes sharing the port (default: one per CPU); the rate limit holds per agent "
-                   "across all of them")  # fmt: skip
+                   help="server processes sharing the port (default: one per CPU, within a container's CPU limit); "
+                   "each loads every agent; the rate limit holds per agent across all of them")  # fmt: skip
     p.set_defaults(fn=cmd_serve)
     p = cmds.add_parser("night", help="queue one agent's night now (it waits for the agent's night in flight)")
     p.add_argument("agent", help="a registered agent (`memory-pipeline agents list`)")

@@ -92,6 +92,18 @@ def test_settings_reach_each_worker_with_a_shared_limiter_only_for_several(tmp_p
     assert serving.default_workers() >= 1
 
 
+def test_the_default_worker_count_follows_a_containers_cpu_limit(tmp_path: Path) -> None:
+    cpus = serving.default_workers(tmp_path / "absent")
+    assert cpus >= 1
+    limit = tmp_path / "cpu.max"
+    limit.write_text("150000 100000\n")  # 1.5 CPUs: two workers, or fewer CPUs if that is all there is
+    assert serving.default_workers(limit) == min(cpus, 2)
+    limit.write_text("max 100000\n")
+    assert serving.default_workers(limit) == cpus
+    limit.write_text("garbage")
+    assert serving.default_workers(limit) == cpus
+
+
 def test_two_workers_sharing_the_rate_folder_answer_429_to_the_agent_over_its_burst(tmp_path: Path) -> None:
     keys = fleet(tmp_path / "fleet", ["alice", "bob"])
     config = GatewayConfig(rate_per_s=0.001, burst=2)
