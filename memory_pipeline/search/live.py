@@ -261,25 +261,35 @@ DELTA_EMBED_LIMIT = 64  # more unembedded fresh documents than this: update the 
 # a new process, so the delta's vectors would be computed again by every search until the next update)
 
 
-def index_for(home: Path, encode: Encode, model: str) -> tuple[LoadedIndex | None, str]:
+@dataclass(frozen=True)
+class Fresh:
+    """What `index_for` read to decide, for the index it returned: the store's view and `delta_docs` of it (a
+    search reuses them rather than reading the spool, the store's stamp and the workspace's files again)."""
+
+    view: StoreView
+    delta: tuple[list[Doc], set[str], str] | None = None  # None: not computed (the store was busy)
+
+
+def index_for(home: Path, encode: Encode, model: str) -> tuple[LoadedIndex | None, str, Fresh | None]:
     """The index to search, built or updated here when it is missing, built for another model, or far behind
-    the store; (None, notice) when it cannot be, and the notice says why."""
+    the store; (None, notice, None) when it cannot be, and the notice says why. The third item: what was read
+    about the returned index (None when it was built or updated here)."""
     try:
         idx = _cached_index(home)
     except IndexMissing as exc:  # none, or a damaged one (a truncated file, vectors that do not fit the docs)
         why = "search index missing" if current_folder(home) is None else str(exc).splitlines()[0]
-        return _build_now(home, encode, model, why)
+        return (*_build_now(home, encode, model, why), None)
     if idx.model != model:
-        return _build_now(home, encode, model, f"search index was built for {idx.model}, not {model}")
+        return (*_build_now(home, encode, model, f"search index was built for {idx.model}, not {model}"), None)
     view = store_view(home, idx)
     if view.busy:
-        return idx, ""
-    delta, _stale, _ = delta_docs(home, idx, view)
-    unembedded = sum(1 for d in delta if (model, d.fingerprint) not in _DELTA_VECTORS)
+        return idx, "", Fresh(view)
+    fresh = delta_docs(home, idx, view)
+    unembedded = sum(1 for d in fresh[0] if (model, d.fingerprint) not in _DELTA_VECTORS)
     if unembedded > DELTA_EMBED_LIMIT:
-        return _build_now(home, encode, model, f"{unembedded} documents written since the last index update",
-                          full=False)  # fmt: skip
-    return idx, ""
+        return (*_build_now(home, encode, model, f"{unembedded} documents written since the last index update",
+                            full=False), None)  # fmt: skip
+    return idx, "", Fresh(view, fresh)
 
 
 def _build_now(home: Path, encode: Encode, model: str, why: str, full: bool = True) -> tuple[LoadedIndex | None, str]:
