@@ -99,7 +99,8 @@ def default_workers(cpu_max: Path = Path("/sys/fs/cgroup/cpu.max")) -> int:
 def settings(config: GatewayConfig, workers: int, rate_dir: Path | None) -> str:
     """What `create_app` reads in each worker (`SETTINGS_ENV`)."""
     return json.dumps({"max_body_bytes": config.max_body_bytes, "rate": config.rate_per_s, "burst": config.burst,
-                       "workers": workers, "rate_dir": str(rate_dir) if rate_dir else None})  # fmt: skip
+                       "workers": workers, "rate_dir": str(rate_dir) if rate_dir else None,
+                       "parent": os.getpid()})  # fmt: skip
 
 
 def _raw_settings() -> dict[str, Any]:
@@ -116,8 +117,8 @@ def read_settings(raw: dict[str, Any]) -> tuple[GatewayConfig, Limiter]:
     return config, limiter
 
 
-def _die_with_parent() -> None:
-    """Linux: SIGTERM this worker when the process that started it dies (even by SIGKILL)."""
+def _die_with_parent(parent: int) -> None:
+    """Linux: SIGTERM this worker when `parent`, the command that started it, dies (even by SIGKILL)."""
     try:
         import ctypes
 
@@ -125,7 +126,7 @@ def _die_with_parent() -> None:
         libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         return
-    if os.getppid() == 1:  # the parent died before the signal was armed
+    if os.getppid() != parent:  # it died before the signal was armed (in a container the command may be pid 1)
         os.kill(os.getpid(), signal.SIGTERM)
 
 
@@ -137,8 +138,8 @@ def create_app() -> Starlette:
     from memory_pipeline.mcp_server import build_server, quiet_libraries, warm_server
 
     raw = _raw_settings()
-    if int(raw.get("workers", 1)) > 1:
-        _die_with_parent()
+    if int(raw.get("workers", 1)) > 1 and isinstance(raw.get("parent"), int):
+        _die_with_parent(raw["parent"])
     config, limiter = read_settings(raw)
     app = build_app(fleet_root(), lambda home: build_server(home), config, warm=lambda home: warm_server(home),
                     limiter=limiter)  # fmt: skip

@@ -4,6 +4,7 @@ lines — and the command that starts them."""
 import json
 import multiprocessing
 import os
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,19 @@ def _audit_lines(root: str, worker: int, n: int) -> None:
         log.write(agent=f"w{worker}", method="tools/call", tool="search", hits=i, status=200, outcome="ok",
                   latency_ms=1.0, padding="x" * 300)  # fmt: skip
     log.close()
+
+
+def _arm(parent: int) -> None:
+    serving._die_with_parent(parent)
+
+
+def test_a_worker_arms_its_parent_death_signal_and_stops_if_its_command_is_already_gone() -> None:
+    alive = SPAWN.Process(target=_arm, args=(os.getpid(),))  # its parent is this process, pid 1 or not
+    gone = SPAWN.Process(target=_arm, args=(-1,))  # a parent it does not have: that command has died
+    for p in (alive, gone):
+        p.start()
+        p.join(timeout=120)
+    assert alive.exitcode == 0 and gone.exitcode == -signal.SIGTERM
 
 
 def test_buckets_in_one_folder_are_one_bucket_per_agent_and_refill_at_the_rate(tmp_path: Path) -> None:
