@@ -1,9 +1,9 @@
 """`memory-pipeline fleet serve --workers N`: the gateway in N uvicorn worker processes on one port.
 
 The gateway keeps no session state (stateless MCP, JSON responses), so any worker can answer any request. Each
-worker builds the app with `create_app()` (uvicorn's app factory) from the settings the command puts in the
-environment (`SETTINGS_ENV`, JSON), warms every agent before it accepts a connection, and answers `/readyz` only
-once it has. What the workers share:
+worker builds the app with `fleet_ops.cli.gateway_app()` (uvicorn's app factory) from the settings the command
+puts in the environment (`SETTINGS_ENV`, JSON, read here), warms every agent before it accepts a connection, and
+answers `/readyz` only once it has. What the workers share:
 
 - the per-agent rate limit: one token bucket per agent in a file of a directory the command creates
   (`SharedRateLimiter`, the bucket read and written under an flock), so `--rate` and `--burst` hold for the
@@ -27,11 +27,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from starlette.applications import Starlette
-
 from memory_pipeline.fleet.gateway import GatewayConfig, Limiter, RateLimiter
 
-SETTINGS_ENV = "MEMORY_PIPELINE_GATEWAY_SETTINGS"  # JSON: max_body_bytes, rate, burst, rate_dir
+SETTINGS_ENV = "MEMORY_PIPELINE_GATEWAY_SETTINGS"  # JSON: max_body_bytes, rate, burst, workers, rate_dir, parent
 _BUCKET = struct.Struct("<dd")  # level, time of the last take (time.monotonic: one clock for every process)
 
 
@@ -97,13 +95,13 @@ def default_workers(cpu_max: Path = Path("/sys/fs/cgroup/cpu.max")) -> int:
 
 
 def settings(config: GatewayConfig, workers: int, rate_dir: Path | None) -> str:
-    """What `create_app` reads in each worker (`SETTINGS_ENV`)."""
+    """What each worker's app factory reads (`SETTINGS_ENV`)."""
     return json.dumps({"max_body_bytes": config.max_body_bytes, "rate": config.rate_per_s, "burst": config.burst,
                        "workers": workers, "rate_dir": str(rate_dir) if rate_dir else None,
                        "parent": os.getpid()})  # fmt: skip
 
 
-def _raw_settings() -> dict[str, Any]:
+def raw_settings() -> dict[str, Any]:
     raw = json.loads(os.environ.get(SETTINGS_ENV) or "{}")
     return raw if isinstance(raw, dict) else {}
 
@@ -117,7 +115,7 @@ def read_settings(raw: dict[str, Any]) -> tuple[GatewayConfig, Limiter]:
     return config, limiter
 
 
-def _die_with_parent(parent: int) -> None:
+def die_with_parent(parent: int) -> None:
     """Linux: SIGTERM this worker when `parent`, the command that started it, dies (even by SIGKILL)."""
     try:
         import ctypes
@@ -128,20 +126,3 @@ def _die_with_parent(parent: int) -> None:
         return
     if os.getppid() != parent:  # it died before the signal was armed (in a container the command may be pid 1)
         os.kill(os.getpid(), signal.SIGTERM)
-
-
-def create_app() -> Starlette:
-    """The app of one worker process (uvicorn's `factory=True`): the fleet root and the settings from the
-    environment, every agent's server built and warmed in the app's lifespan."""
-    from memory_pipeline.fleet.gateway import build_app
-    from memory_pipeline.fleet.registry import fleet_root
-    from memory_pipeline.mcp_server import build_server, quiet_libraries, warm_server
-
-    raw = _raw_settings()
-    if int(raw.get("workers", 1)) > 1 and isinstance(raw.get("parent"), int):
-        _die_with_parent(raw["parent"])
-    config, limiter = read_settings(raw)
-    app = build_app(fleet_root(), lambda home: build_server(home), config, warm=lambda home: warm_server(home),
-                    limiter=limiter)  # fmt: skip
-    quiet_libraries()
-    return app

@@ -166,12 +166,30 @@ def cmd_serve(args: argparse.Namespace) -> int:
           f"{workers} worker process(es) (probes: /healthz, /readyz; audit: {root / 'gateway' / 'audit.jsonl'})",
           flush=True)  # fmt: skip
     try:
-        uvicorn.run("memory_pipeline.fleet.serving:create_app", factory=True, host=args.host, port=args.port,
+        uvicorn.run("memory_pipeline.fleet_ops.cli:gateway_app", factory=True, host=args.host, port=args.port,
                     workers=workers, log_level="warning")  # fmt: skip
     finally:
         if rate_dir is not None:
             shutil.rmtree(rate_dir, ignore_errors=True)
     return 0
+
+
+def gateway_app() -> Any:
+    """The app of one `fleet serve` worker (uvicorn's `factory=True`): the fleet root and the settings the command
+    put in the environment (fleet/serving.py), every agent's server built and warmed in the app's lifespan."""
+    from memory_pipeline.fleet import serving
+    from memory_pipeline.fleet.gateway import build_app
+    from memory_pipeline.fleet.registry import fleet_root
+    from memory_pipeline.mcp_server import build_server, quiet_libraries, warm_server
+
+    raw = serving.raw_settings()
+    if int(raw.get("workers", 1)) > 1 and isinstance(raw.get("parent"), int):
+        serving.die_with_parent(raw["parent"])
+    config, limiter = serving.read_settings(raw)
+    app = build_app(fleet_root(), lambda home: build_server(home), config, warm=lambda home: warm_server(home),
+                    limiter=limiter)  # fmt: skip
+    quiet_libraries()
+    return app
 
 
 def register(sub: argparse._SubParsersAction) -> None:

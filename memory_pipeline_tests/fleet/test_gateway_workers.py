@@ -35,7 +35,7 @@ def _audit_lines(root: str, worker: int, n: int) -> None:
 
 
 def _arm(parent: int) -> None:
-    serving._die_with_parent(parent)
+    serving.die_with_parent(parent)
 
 
 def test_a_worker_arms_its_parent_death_signal_and_stops_if_its_command_is_already_gone() -> None:
@@ -158,7 +158,7 @@ def test_serve_starts_the_workers_from_the_app_factory_and_removes_the_rate_fold
 
     monkeypatch.setattr(uvicorn, "run", fake_run)
     assert main(["fleet", "serve", "--port", "8799", "--workers", "3", "--rate", "7", "--burst", "9"]) == 0
-    assert seen["app"] == "memory_pipeline.fleet.serving:create_app" and seen["factory"] is True
+    assert seen["app"] == "memory_pipeline.fleet_ops.cli:gateway_app" and seen["factory"] is True
     assert (seen["workers"], seen["port"], seen["host"]) == (3, 8799, "127.0.0.1")
     assert seen["settings"]["rate"] == 7.0 and seen["settings"]["burst"] == 9 and seen["rate_dir_existed"]
     assert not Path(seen["settings"]["rate_dir"]).exists()
@@ -173,6 +173,8 @@ def test_the_factory_builds_a_gateway_from_the_environment(tmp_path: Path, monke
     monkeypatch.setenv("MEMORY_PIPELINE_FLEET_ROOT", str(tmp_path))
     monkeypatch.setenv(SETTINGS_ENV, serving.settings(GatewayConfig(burst=3), 1, None))
     fleet(tmp_path, ["alice"])
-    app = serving.create_app()
+    from memory_pipeline.fleet_ops.cli import gateway_app
+
+    app = gateway_app()
     gateway = app.state.gateway
     assert gateway.config.burst == 3 and isinstance(gateway.limiter, RateLimiter) and gateway.root == tmp_path
