@@ -475,7 +475,7 @@ def forget(home: Path, memory_id: Any, reason: Any) -> Forgotten:
         event = uuid.uuid4().hex[:12]
         _append(home, {"op": "forget", "id": memory_id, "reason": reason, "event": event,
                        "at": _now_iso()})  # fmt: skip
-    done = ingest_writes(home) if readable else None
+    done = ingest_writes(home, OTHER_PROCESS_WAIT_S) if readable else None
     return Forgotten(memory_id, reason, stored=done is not None)
 
 
