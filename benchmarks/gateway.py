@@ -10,8 +10,9 @@ for a random agent each time, `search` 80 %, `context` 15 %, `remember` 5 % (fix
 `--max-calls` are made.
 
 - gateway: the real server started as a user would (MEMORY_PIPELINE_FLEET_ROOT, a token per agent from the token
-  table, `memory-pipeline fleet serve` in a subprocess, ready on /readyz); each call is one JSON-RPC POST to /mcp
-  with `Authorization: Bearer <token>` (httpx2, one connection pool).
+  table, `memory-pipeline fleet serve [--workers N]` in a subprocess, ready on /readyz once every worker has warmed
+  every agent); each call is one JSON-RPC POST to /mcp with `Authorization: Bearer <token>` (httpx2, one
+  connection pool).
 - stdio: one `memory-pipeline mcp` per agent, each reached with the official SDK's stdio client (`mcp.Client`),
   all started and warm before the clock starts.
 
@@ -320,6 +321,14 @@ def _jsonrpc_outcome(status: int, body: str) -> tuple[bool, str]:
     return True, body
 
 
+def warmed(log: Path) -> int:
+    """How many agents the gateway's workers have warmed, from its log (one line per agent and worker)."""
+    try:
+        return log.read_text(errors="replace").count("memory-pipeline mcp: warm in")
+    except OSError:
+        return 0
+
+
 def run_gateway(root: Path, keys: dict[int, str], clients: int, args: argparse.Namespace, model: str) -> Phase:
     import httpx2
 
@@ -327,6 +336,8 @@ def run_gateway(root: Path, keys: dict[int, str], clients: int, args: argparse.N
     cmd = [*_cli(), "fleet", "serve", "--port", str(port)]
     if args.rate:
         cmd += ["--rate", str(args.rate), "--burst", str(args.burst)]
+    if args.workers:
+        cmd += ["--workers", str(args.workers)]
     log = (root / "gateway.log").open("wb")
     proc = subprocess.Popen(cmd, env=_server_env(model, MEMORY_PIPELINE_FLEET_ROOT=str(root)), stdout=log,
                             stderr=subprocess.STDOUT)  # fmt: skip
@@ -338,7 +349,10 @@ def run_gateway(root: Path, keys: dict[int, str], clients: int, args: argparse.N
             if proc.poll() is not None:
                 raise SystemExit(f"gateway benchmark: the gateway stopped: see {root / 'gateway.log'}")
             try:
-                if httpx2.get(f"{base}/readyz", timeout=2).status_code == 200:
+                # ready, and every worker has warmed every agent (a worker still warming takes CPU from the rest)
+                if httpx2.get(f"{base}/readyz", timeout=2).status_code == 200 and warmed(root / "gateway.log") >= (
+                    len(keys) * (args.workers or _cpus())
+                ):
                     break
             except httpx2.TransportError:
                 pass
@@ -433,6 +447,12 @@ def run_stdio(root: Path, agents: int, clients: int, args: argparse.Namespace, m
 # ---- report ----
 
 
+def _cpus() -> int:
+    from memory_pipeline.fleet.serving import default_workers
+
+    return default_workers()
+
+
 def _ms(x: float | None) -> str:
     return "—" if x is None else f"{x:.0f}" if x >= 100 else f"{x:.1f}"
 
@@ -480,6 +500,7 @@ def report(rows: list[dict[str, Any]], args: argparse.Namespace, build_s: float,
         f"context 15 % (budget 2,048 tokens), remember 5 %; a random agent per call; each phase {args.seconds:.0f} s "
         f"or {args.max_calls:,} calls, on a fresh copy of the workspaces; seed {args.seed}; gateway rate limit "
         + (f"--rate {args.rate:g} --burst {args.burst}" if args.rate else "the default (20/s per agent, burst 40)")
+        + f"; gateway worker processes: {args.workers or f'the default (one per CPU: {_cpus()})'}"
         + f"; LLM offline. Workspaces cached in {args.work} (build this run: {build_s:.0f} s, not timed above). "
         "Latencies are client-side; errors are HTTP ≠ 200, JSON-RPC or tool errors and 60 s timeouts; client CPU "
         "is this process's CPU time over the phase's wall time (it shares the cores with the servers)."
@@ -500,6 +521,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--work", type=Path, default=Path("/tmp/gw-bench"), help="cached workspaces and runs")
     parser.add_argument("--rate", type=float, default=0.0, help="gateway --rate (default: the gateway's own)")
     parser.add_argument("--burst", type=int, default=40, help="gateway --burst, with --rate")
+    parser.add_argument("--workers", type=int, default=0, help="gateway --workers (default: the gateway's own)")
     parser.add_argument("--seed", type=int, default=30)
     parser.add_argument("--start-timeout", type=float, default=600.0)
     parser.add_argument("--json", type=Path, help="also write the phases' summaries here")

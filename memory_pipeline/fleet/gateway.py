@@ -15,7 +15,9 @@ latency, number of hits, HTTP status and outcome — never arguments or results.
 from __future__ import annotations
 
 import json
+import logging
 import math
+import os
 import threading
 import time
 from collections.abc import AsyncIterator, Callable
@@ -23,7 +25,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 import anyio.abc
@@ -74,19 +76,49 @@ class RateLimiter:
             return (1.0 - level) / self.rate
 
 
+class Limiter(Protocol):
+    def take(self, agent: str) -> float: ...
+
+
 class AuditLog:
-    """One JSON line per request, appended to `<fleet root>/gateway/audit.jsonl` (never any content)."""
+    """One JSON line per request, appended to `<fleet root>/gateway/audit.jsonl` (never any content).
+
+    Each line is one `write()` on a descriptor opened with O_APPEND, so the lines of several worker processes
+    interleave whole and never tear into each other. The descriptor is kept open, and opened again when the file
+    at the path is another one (rotated away or removed)."""
 
     def __init__(self, root: Path) -> None:
         self.path = gateway_dir(root) / "audit.jsonl"
         self._lock = threading.Lock()
+        self._fd: int | None = None
+        self._ino = -1
+
+    def _descriptor(self) -> int:
+        try:
+            current = os.stat(self.path).st_ino
+        except FileNotFoundError:
+            current = -1
+        if self._fd is not None and current == self._ino:
+            return self._fd
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        self._fd, self._ino = fd, os.fstat(fd).st_ino
+        return fd
 
     def write(self, **fields: Any) -> None:
         line = json.dumps({"time": datetime.now(UTC).isoformat(timespec="milliseconds"), **fields}) + "\n"
+        data = line.encode("utf-8")
         with self._lock:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with open(self.path, "a", encoding="utf-8") as fh:
-                fh.write(line)
+            os.write(self._descriptor(), data)  # the whole line in one append
+
+    def close(self) -> None:
+        with self._lock:
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd, self._ino = None, -1
 
 
 def bearer(scope: Scope) -> str | None:
@@ -168,7 +200,12 @@ class Gateway:
     are started on first use in its task group and stopped with it."""
 
     def __init__(
-        self, root: Path, factory: ServerFactory, config: GatewayConfig | None = None, warm: Warm | None = None
+        self,
+        root: Path,
+        factory: ServerFactory,
+        config: GatewayConfig | None = None,
+        warm: Warm | None = None,
+        limiter: Limiter | None = None,
     ) -> None:
         self.root = Path(root)
         self.factory = factory
@@ -176,7 +213,7 @@ class Gateway:
         self.warmed: list[str] = []  # agents whose server was built and warmed at start-up, in order
         self.config = config or GatewayConfig()
         self.tokens = TokenBook(self.root)
-        self.limiter = RateLimiter(self.config.rate_per_s, self.config.burst)
+        self.limiter = limiter or RateLimiter(self.config.rate_per_s, self.config.burst)
         self.audit = AuditLog(self.root)
         self._managers: dict[str, StreamableHTTPSessionManager] = {}
         self._lock = anyio.Lock()
@@ -195,6 +232,7 @@ class Gateway:
                 self._open = False
                 self._tg = None
                 self._managers.clear()
+                self.audit.close()
                 tg.cancel_scope.cancel()
 
     async def _warm_all(self) -> None:
@@ -300,11 +338,19 @@ class Gateway:
 
 
 def build_app(
-    root: Path, factory: ServerFactory, config: GatewayConfig | None = None, warm: Warm | None = None
+    root: Path,
+    factory: ServerFactory,
+    config: GatewayConfig | None = None,
+    warm: Warm | None = None,
+    limiter: Limiter | None = None,
 ) -> Starlette:
-    """The whole gateway: `/mcp`, `/healthz` (the process answers) and `/readyz` (it serves: the fleet root
-    and its token table are readable)."""
-    gateway = Gateway(root, factory, config, warm)
+    """The whole gateway: `/mcp`, `/healthz` (the process answers) and `/readyz` (it serves: every agent warmed,
+    the fleet root and its token table readable). `limiter`: the per-agent rate limit, by default this process's
+    own token buckets (`fleet serve --workers N` shares one set between its processes: fleet/serving.py)."""
+    # The SDK logs every request at INFO through a rich console handler (~1–5 ms of CPU a call, more than a search
+    # of the index); the audit log is the gateway's record of each call, so the SDK says only what went wrong.
+    logging.getLogger("mcp").setLevel(logging.WARNING)
+    gateway = Gateway(root, factory, config, warm, limiter)
 
     async def healthz(request: Request) -> Response:
         return JSONResponse({"status": "ok"})

@@ -143,22 +143,53 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    import shutil
+    import tempfile
+
     import uvicorn
 
-    from memory_pipeline.fleet.gateway import GatewayConfig, build_app
+    from memory_pipeline.fleet import serving
+    from memory_pipeline.fleet.gateway import GatewayConfig
     from memory_pipeline.fleet.registry import fleet_root, list_agents
-    from memory_pipeline.mcp_server import build_server, warm_server
 
     root = fleet_root()
     try:
         config = GatewayConfig(max_body_bytes=args.max_body_bytes, rate_per_s=args.rate, burst=args.burst)
     except ValueError as exc:
         raise UserError(f"fleet serve: {exc}") from None
-    app = build_app(root, lambda home: build_server(home), config, warm=lambda home: warm_server(home))
-    print(f"serving {len(list_agents(root))} agent(s) of {root} at http://{args.host}:{args.port}/mcp "
-          f"(probes: /healthz, /readyz; audit: {root / 'gateway' / 'audit.jsonl'})", flush=True)  # fmt: skip
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    workers = args.workers if args.workers is not None else serving.default_workers()
+    if workers < 1:
+        raise UserError("fleet serve: --workers must be at least 1")
+    rate_dir = Path(tempfile.mkdtemp(prefix="memory-pipeline-gateway-rate-")) if workers > 1 else None
+    os.environ[serving.SETTINGS_ENV] = serving.settings(config, workers, rate_dir)
+    print(f"serving {len(list_agents(root))} agent(s) of {root} at http://{args.host}:{args.port}/mcp with "
+          f"{workers} worker process(es) (probes: /healthz, /readyz; audit: {root / 'gateway' / 'audit.jsonl'})",
+          flush=True)  # fmt: skip
+    try:
+        uvicorn.run("memory_pipeline.fleet_ops.cli:gateway_app", factory=True, host=args.host, port=args.port,
+                    workers=workers, log_level="warning")  # fmt: skip
+    finally:
+        if rate_dir is not None:
+            shutil.rmtree(rate_dir, ignore_errors=True)
     return 0
+
+
+def gateway_app() -> Any:
+    """The app of one `fleet serve` worker (uvicorn's `factory=True`): the fleet root and the settings the command
+    put in the environment (fleet/serving.py), every agent's server built and warmed in the app's lifespan."""
+    from memory_pipeline.fleet import serving
+    from memory_pipeline.fleet.gateway import build_app
+    from memory_pipeline.fleet.registry import fleet_root
+    from memory_pipeline.mcp_server import build_server, quiet_libraries, warm_server
+
+    raw = serving.raw_settings()
+    if int(raw.get("workers", 1)) > 1 and isinstance(raw.get("parent"), int):
+        serving.die_with_parent(raw["parent"])
+    config, limiter = serving.read_settings(raw)
+    app = build_app(fleet_root(), lambda home: build_server(home), config, warm=lambda home: warm_server(home),
+                    limiter=limiter)  # fmt: skip
+    quiet_libraries()
+    return app
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -184,6 +215,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-body-bytes", type=int, default=1 << 20, help="larger requests get 413 (default 1 MiB)")
     p.add_argument("--rate", type=float, default=20.0, help="calls per second per agent, sustained (default 20)")
     p.add_argument("--burst", type=int, default=40, help="calls an agent may make at once (default 40); more: 429")
+    p.add_argument("--workers", type=int, default=None,
+                   help="server processes sharing the port (default: one per CPU, within a container's CPU limit); "
+                   "each loads every agent; the rate limit holds per agent across all of them")  # fmt: skip
     p.set_defaults(fn=cmd_serve)
     p = cmds.add_parser("night", help="queue one agent's night now (it waits for the agent's night in flight)")
     p.add_argument("agent", help="a registered agent (`memory-pipeline agents list`)")

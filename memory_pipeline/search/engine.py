@@ -20,6 +20,7 @@ from memory_pipeline.search.live import (
     DELTA_EMBED_LIMIT as DELTA_EMBED_LIMIT,
 )
 from memory_pipeline.search.live import (
+    Fresh,
     StoreView,
     delta_docs,
     delta_vectors,
@@ -132,10 +133,11 @@ def search(
     filters = Filters(category, kind, tier, _timestamp(since, "since"), _timestamp(until, "until"))
     now_ts = (now or datetime.now(UTC)).timestamp()
     encode, model = embedder or default_embedder()
-    idx, notice = index_for(home, encode, model)
+    idx, notice, fresh = index_for(home, encode, model)
     if idx is None:
         return fallback.search_plain(home, query, k, filters, _check_choice, r, now_ts, notice)
-    hits = _search_index(home, idx, store_view(home, idx), query, k, filters, with_sources, r, encode, model, now_ts)
+    fresh = fresh or Fresh(store_view(home, idx))
+    hits = _search_index(home, idx, fresh, query, k, filters, with_sources, r, encode, model, now_ts)
     if notice:
         hits.notice = f"{notice}; {hits.notice}" if hits.notice else notice
     return hits
@@ -150,7 +152,7 @@ def _known(idx: LoadedIndex, delta: Sequence[Doc]) -> tuple[set[str], set[str]]:
 def _search_index(
     home: Path,
     idx: LoadedIndex,
-    view: StoreView,
+    fresh: Fresh,
     query: str,
     k: int,
     filters: Filters,
@@ -160,7 +162,8 @@ def _search_index(
     model: str,
     now_ts: float,
 ) -> Hits:
-    delta, stale, notice = delta_docs(home, idx, view)
+    view = fresh.view
+    delta, stale, notice = fresh.delta or delta_docs(home, idx, view)
     cats, kinds = _known(idx, delta)
     _check_choice(filters.category, cats, "category")
     _check_choice(filters.kind, kinds, "kind")

@@ -57,6 +57,7 @@ def clear_cache() -> None:
         _DELTA_VECTORS.clear()
         _VIEWS.clear()
         _QUERY_VECTORS.clear()
+        _EMBEDDERS.clear()
 
 
 def default_embedder() -> tuple[Encode, str]:
@@ -66,12 +67,25 @@ def default_embedder() -> tuple[Encode, str]:
     variable, never a silent fallback). With `imported:<name>` and a plug-in, search uses the imported vectors and
     embeds the rest with the plug-in; without a plug-in nothing can embed a query in <name>'s space, so search
     indexes with the built-in all-MiniLM-L6-v2 (as atom matching and recall do)."""
+    from memory_pipeline.embedding import spec
     from memory_pipeline.resources.embedder import MINILM, EmbedderResource
 
+    # Building the resource validates its Dagster config (~1–5 ms, as much as a search of the index): once per
+    # setting. Its `encode` reads the plug-in at call time, so a kept one behaves as a new one would.
+    key = (os.environ.get(spec.ENV_MODEL), os.environ.get(spec.ENV_PLUGIN))
+    with _LOCK:
+        kept = _EMBEDDERS.get(key)
+    if kept is not None:
+        return kept
     res = EmbedderResource.from_env()
-    if res.can_encode:
-        return res.encode, res.model
-    return EmbedderResource(model=MINILM).encode, MINILM
+    made: tuple[Encode, str] = (res.encode, res.model) if res.can_encode else (EmbedderResource(model=MINILM).encode,
+                                                                               MINILM)  # fmt: skip
+    with _LOCK:
+        _EMBEDDERS[key] = made
+    return made
+
+
+_EMBEDDERS: dict[tuple[str | None, str | None], tuple[Encode, str]] = {}
 
 
 # ------------------------------------------------------------------ the delta
@@ -171,18 +185,25 @@ def _store_view(home: Path, idx: LoadedIndex) -> StoreView:
         return StoreView([], {})
     con = open_store(home)
     if con is None:
-        return StoreView([], {}, busy=True)
+        return _while_busy(cached)
     try:
         delta = store_docs(con, after_rowid=int(idx.manifest.get("store_max_rowid", -1)))
         rows = _overrides(con, idx, delta)
     except duckdb.Error:
-        return StoreView([], {}, busy=True)
+        return _while_busy(cached)
     finally:
         con.close()
     view = StoreView(delta, {str(r[0]): (str(r[1]), float(r[2]), str(r[3]), float(r[4])) for r in rows})
     with _LOCK:
         _VIEWS[key] = (stamp, view)
     return view
+
+
+def _while_busy(cached: tuple[tuple[int, ...], StoreView] | None) -> StoreView:
+    """While a writer holds the store (a `remember` of another thread or gateway worker, for milliseconds; a night,
+    for minutes): the view last read, if any. What the writer is importing is still in the spool's claimed files,
+    which `store_view` adds; the view is read again once the writer lets go."""
+    return cached[1] if cached is not None else StoreView([], {}, busy=True)
 
 
 def delta_docs(home: Path, idx: LoadedIndex, view: StoreView) -> tuple[list[Doc], set[str], str]:
@@ -240,25 +261,35 @@ DELTA_EMBED_LIMIT = 64  # more unembedded fresh documents than this: update the 
 # a new process, so the delta's vectors would be computed again by every search until the next update)
 
 
-def index_for(home: Path, encode: Encode, model: str) -> tuple[LoadedIndex | None, str]:
+@dataclass(frozen=True)
+class Fresh:
+    """What `index_for` read to decide, for the index it returned: the store's view and `delta_docs` of it (a
+    search reuses them rather than reading the spool, the store's stamp and the workspace's files again)."""
+
+    view: StoreView
+    delta: tuple[list[Doc], set[str], str] | None = None  # None: not computed (the store was busy)
+
+
+def index_for(home: Path, encode: Encode, model: str) -> tuple[LoadedIndex | None, str, Fresh | None]:
     """The index to search, built or updated here when it is missing, built for another model, or far behind
-    the store; (None, notice) when it cannot be, and the notice says why."""
+    the store; (None, notice, None) when it cannot be, and the notice says why. The third item: what was read
+    about the returned index (None when it was built or updated here)."""
     try:
         idx = _cached_index(home)
     except IndexMissing as exc:  # none, or a damaged one (a truncated file, vectors that do not fit the docs)
         why = "search index missing" if current_folder(home) is None else str(exc).splitlines()[0]
-        return _build_now(home, encode, model, why)
+        return (*_build_now(home, encode, model, why), None)
     if idx.model != model:
-        return _build_now(home, encode, model, f"search index was built for {idx.model}, not {model}")
+        return (*_build_now(home, encode, model, f"search index was built for {idx.model}, not {model}"), None)
     view = store_view(home, idx)
     if view.busy:
-        return idx, ""
-    delta, _stale, _ = delta_docs(home, idx, view)
-    unembedded = sum(1 for d in delta if (model, d.fingerprint) not in _DELTA_VECTORS)
+        return idx, "", Fresh(view)
+    fresh = delta_docs(home, idx, view)
+    unembedded = sum(1 for d in fresh[0] if (model, d.fingerprint) not in _DELTA_VECTORS)
     if unembedded > DELTA_EMBED_LIMIT:
-        return _build_now(home, encode, model, f"{unembedded} documents written since the last index update",
-                          full=False)  # fmt: skip
-    return idx, ""
+        return (*_build_now(home, encode, model, f"{unembedded} documents written since the last index update",
+                            full=False), None)  # fmt: skip
+    return idx, "", Fresh(view, fresh)
 
 
 def _build_now(home: Path, encode: Encode, model: str, why: str, full: bool = True) -> tuple[LoadedIndex | None, str]:

@@ -33,7 +33,7 @@ import duckdb
 
 from memory_pipeline.errors import UserError
 from memory_pipeline.store.changes import note_changed
-from memory_pipeline.store.db import MemoryStore, StoreError, utcnow
+from memory_pipeline.store.db import MemoryStore, StoreError, atomic, utcnow
 from memory_pipeline.store.records import MemoryRecord, RecordError, parse_record
 
 SPOOL = Path("spool") / "writes"
@@ -43,6 +43,8 @@ MAX_TEXT_CHARS = 65_536  # one memory; import's limit is a line, this is one age
 MAX_REASON_CHARS = 1_000
 NOTHING_WRITTEN = "nothing was written"
 SAME_PROCESS_WAIT_S = 2.0  # how long a write waits for this process's own readers before leaving it spooled
+OTHER_PROCESS_WAIT_S = 0.5  # ... and for another process's: a search of another gateway worker frees the store in
+# milliseconds; a night holds it for minutes, and then the write stays spooled after this wait
 _LOCKS: dict[str, threading.Lock] = {}
 _LOCKS_GUARD = threading.Lock()
 
@@ -296,86 +298,152 @@ def _apply(con: duckdb.DuckDBPyConnection, entry: dict[str, Any]) -> str:
     return "skipped"
 
 
+def _migrated_key(path: Path) -> tuple[str, int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return str(path.resolve()), st.st_dev, st.st_ino
+
+
+_MIGRATED: set[tuple[str, int, int]] = set()  # store files this process has brought to the current schema
+
+
+def _open_writer(home: Path, lock_timeout_s: float = 0.0) -> duckdb.DuckDBPyConnection | None:
+    """A write connection to the store, migrated (the schema is checked once per store file and process, not on
+    every write), or None while it is busy: another process holds it (a night, another gateway worker), or it
+    cannot be opened. A read-only connection of this process (a search) is short: waited for a little."""
+    path = Path(home) / "memory.duckdb"
+    store = MemoryStore(path, lock_timeout_s=lock_timeout_s)
+    deadline = time.monotonic() + max(lock_timeout_s, SAME_PROCESS_WAIT_S)
+    while True:
+        try:
+            key = _migrated_key(path)
+            if key is None or key not in _MIGRATED:
+                store.migrate()
+                if (key := _migrated_key(path)) is not None:
+                    _MIGRATED.add(key)
+            return store._open()
+        except (StoreError, duckdb.Error) as exc:
+            same_process = isinstance(exc.__cause__ or exc, duckdb.ConnectionException)
+            if not same_process or time.monotonic() >= deadline:
+                return None
+            time.sleep(0.02)
+
+
+def _claim(home: Path) -> tuple[list[Path], list[dict[str, Any]]]:
+    """Every spool file moved to `claimed/` (a writer that opened one before the move finishes first) and their
+    entries, oldest first."""
+    folder = spool_dir(home)
+    claimed = folder / "claimed"
+    claimed.mkdir(exist_ok=True)
+    for path in sorted(folder.glob("*.jsonl")):
+        os.replace(path, claimed / f"{time.time_ns()}-{path.stem}.{uuid.uuid4().hex[:8]}.jsonl")
+    files = sorted(claimed.glob("*.jsonl"))
+    entries: list[dict[str, Any]] = []
+    for path in files:
+        with open(path, "rb") as fh:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+            entries.extend(_entries([path]))
+    entries.sort(key=_when)  # stable: one file's lines keep their order; files interleave by time
+    return files, entries
+
+
+def _ingest_locked(home: Path, con: duckdb.DuckDBPyConnection) -> dict[str, int]:
+    """The spool into the store over `con` (this process holds `_lock(home)`), in one transaction; then the files
+    to `done/`. A `remember` whose id the store meanwhile holds with other text goes to `rejected.jsonl`."""
+    folder = spool_dir(home)
+    if not folder.is_dir() or not _spool_files(home):
+        return {"files": 0, "inserted": 0, "forgotten": 0, "conflicts": 0}
+    files, entries = _claim(home)
+    counts = {"files": len(files), "inserted": 0, "forgotten": 0, "conflicts": 0}
+    conflicts: list[dict[str, Any]] = []
+    with atomic(con):
+        for entry in entries:
+            outcome = _apply(con, entry)
+            if outcome in ("inserted", "forgotten"):
+                counts[outcome] += 1
+            elif outcome == "conflict":
+                counts["conflicts"] += 1
+                conflicts.append(entry)
+    if conflicts:
+        with open(folder / "rejected.jsonl", "a", encoding="utf-8") as fh:
+            fh.writelines(json.dumps(e, ensure_ascii=False) + "\n" for e in conflicts)
+            fh.flush()
+            os.fsync(fh.fileno())
+    done = folder / "done"
+    done.mkdir(exist_ok=True)
+    for path in files:
+        os.replace(path, done / path.name)
+    _fsync_dir(folder)
+    return counts
+
+
 def ingest_writes(home: Path, lock_timeout_s: float = 0.0) -> dict[str, int] | None:
     """Import every spooled write into the store, oldest first, in one transaction, then move the files to
     `done/`. None when the store is busy (the files stay spooled; the next call imports them). A `remember`
     whose id the store meanwhile holds with other text is kept in `rejected.jsonl` beside the spool."""
     home = Path(home)
-    folder = spool_dir(home)
     with _lock(home):
-        if not folder.is_dir() or not _spool_files(home):
+        if not spool_dir(home).is_dir() or not _spool_files(home):
             return {"files": 0, "inserted": 0, "forgotten": 0, "conflicts": 0}
-        claimed = folder / "claimed"
-        claimed.mkdir(exist_ok=True)
-        for path in sorted(folder.glob("*.jsonl")):
-            os.replace(path, claimed / f"{time.time_ns()}-{path.stem}.{uuid.uuid4().hex[:8]}.jsonl")
-        files = sorted(claimed.glob("*.jsonl"))
-        entries: list[dict[str, Any]] = []
-        for path in files:
-            with open(path, "rb") as fh:
-                fcntl.flock(fh.fileno(), fcntl.LOCK_EX)  # a writer that opened it before the move finishes first
-                entries.extend(_entries([path]))
-        entries.sort(key=_when)  # stable: one file's lines keep their order; files interleave by time
-        counts = {"files": len(files), "inserted": 0, "forgotten": 0, "conflicts": 0}
-        conflicts: list[dict[str, Any]] = []
-        store = MemoryStore(home / "memory.duckdb", lock_timeout_s=lock_timeout_s)
-        deadline = time.monotonic() + max(lock_timeout_s, SAME_PROCESS_WAIT_S)
-        while True:
-            try:
-                store.migrate()
-                with store.transaction() as con:
-                    for entry in entries:
-                        outcome = _apply(con, entry)
-                        if outcome in ("inserted", "forgotten"):
-                            counts[outcome] += 1
-                        elif outcome == "conflict":
-                            counts["conflicts"] += 1
-                            conflicts.append(entry)
-                break
-            except (StoreError, duckdb.Error) as exc:
-                # a read-only connection of this process (a search) is open: it is short, so wait a little; a
-                # night holding the store: still spooled (claimed), imported by a later call
-                same_process = isinstance(exc.__cause__ or exc, duckdb.ConnectionException)
-                if not same_process or time.monotonic() >= deadline:
-                    return None
-                time.sleep(0.02)
-        if conflicts:
-            with open(folder / "rejected.jsonl", "a", encoding="utf-8") as fh:
-                fh.writelines(json.dumps(e, ensure_ascii=False) + "\n" for e in conflicts)
-                fh.flush()
-                os.fsync(fh.fileno())
-        done = folder / "done"
-        done.mkdir(exist_ok=True)
-        for path in files:
-            os.replace(path, done / path.name)
-        _fsync_dir(folder)
-        return counts
+        _claim(home)  # claimed before the store is tried: a busy store leaves them claimed, as a later call finds
+        con = _open_writer(home, lock_timeout_s)
+        if con is None:
+            return None
+        try:
+            return _ingest_locked(home, con)
+        except duckdb.Error:
+            return None  # rolled back: still claimed, imported by a later call
+        finally:
+            con.close()
 
 
 # ------------------------------------------------------------------ the two writes
 
 
 def remember(home: Path, record: MemoryRecord) -> Remembered:
-    """Spool `record` (durable before this returns), then import it if the store is free."""
+    """Spool `record` (durable before this returns), then import it if the store is free — over one write
+    connection, which also answers whether the id is taken (a connection costs tens of milliseconds)."""
     home = Path(home)
     if not home.is_dir():
         raise WriteError(f"workspace {home} does not exist; {NOTHING_WRITTEN}")
+    store_exists = (home / "memory.duckdb").exists()
     with _lock(home):
-        readable, row = _stored(home, record.id)
-        held = row[0] if row is not None else None
-        if held is None:
-            spooled = pending(home).records.get(record.id)
-            held = spooled.content if spooled is not None else None
-        if held is not None:
-            if held == record.content:
-                return Remembered(record.id, created=False, stored=row is not None)
-            raise WriteError(
-                f"remember: id {record.id!r} is already stored with other text: {_short(held)} (stored) vs "
-                f"{_short(record.content)} (this call); use another id; {NOTHING_WRITTEN}"
-            )
-        _append(home, {"op": "remember", "record": _record_json(record), "at": _now_iso()})
-    done = ingest_writes(home) if readable or not (home / "memory.duckdb").exists() else None
-    return Remembered(record.id, created=True, stored=done is not None)
+        con = _open_writer(home, OTHER_PROCESS_WAIT_S) if store_exists else None
+        try:
+            row = None
+            if con is not None:
+                try:
+                    row = con.execute("SELECT content FROM memories WHERE id = ?", [record.id]).fetchone()
+                except duckdb.Error:  # e.g. a store file replaced since it was migrated: checked again next time
+                    _MIGRATED.discard(_migrated_key(home / "memory.duckdb") or ("", 0, 0))
+                    con.close()
+                    con = None
+            held = row[0] if row is not None else None
+            if held is None:
+                spooled = pending(home).records.get(record.id)
+                held = spooled.content if spooled is not None else None
+            if held is not None:
+                if held == record.content:
+                    return Remembered(record.id, created=False, stored=row is not None)
+                raise WriteError(
+                    f"remember: id {record.id!r} is already stored with other text: {_short(held)} (stored) vs "
+                    f"{_short(record.content)} (this call); use another id; {NOTHING_WRITTEN}"
+                )
+            _append(home, {"op": "remember", "record": _record_json(record), "at": _now_iso()})
+            if con is None and not store_exists:
+                con = _open_writer(home, OTHER_PROCESS_WAIT_S)  # the first write creates the store
+            if con is None:
+                return Remembered(record.id, created=True, stored=False)  # busy: spooled, searchable already
+            try:
+                _ingest_locked(home, con)
+            except duckdb.Error:
+                return Remembered(record.id, created=True, stored=False)  # rolled back: still spooled
+            return Remembered(record.id, created=True, stored=True)
+        finally:
+            if con is not None:
+                con.close()
 
 
 def forget(home: Path, memory_id: Any, reason: Any) -> Forgotten:
@@ -408,7 +476,7 @@ def forget(home: Path, memory_id: Any, reason: Any) -> Forgotten:
         event = uuid.uuid4().hex[:12]
         _append(home, {"op": "forget", "id": memory_id, "reason": reason, "event": event,
                        "at": _now_iso()})  # fmt: skip
-    done = ingest_writes(home) if readable else None
+    done = ingest_writes(home, OTHER_PROCESS_WAIT_S) if readable else None
     return Forgotten(memory_id, reason, stored=done is not None)
 
 

@@ -13,7 +13,7 @@ from starlette.applications import Starlette
 from memory_pipeline.embedding.hashing import hashing_embed
 from memory_pipeline.embedding.spec import HASHING
 from memory_pipeline.fleet import registry, tokens
-from memory_pipeline.fleet.gateway import GatewayConfig, build_app
+from memory_pipeline.fleet.gateway import GatewayConfig, Limiter, build_app
 from memory_pipeline.mcp_server import build_server
 
 NOW = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
@@ -27,8 +27,9 @@ def fleet(root: Path, agents: list[str]) -> dict[str, str]:
     return {agent: tokens.issue(root, agent, NOW) for agent in agents}
 
 
-def app_for(root: Path, config: GatewayConfig | None = None) -> Starlette:
-    return build_app(root, lambda home: build_server(home, (hashing_embed, HASHING), record_usage=False), config)
+def app_for(root: Path, config: GatewayConfig | None = None, limiter: Limiter | None = None) -> Starlette:
+    return build_app(root, lambda home: build_server(home, (hashing_embed, HASHING), record_usage=False), config,
+                     limiter=limiter)  # fmt: skip
 
 
 @asynccontextmanager

@@ -1,5 +1,6 @@
-"""The gateway as it runs: `memory-pipeline fleet serve` in a subprocess, reached with the SDK's own streamable-HTTP
-client; a revoked token; a server killed after it acknowledged writes loses none of them."""
+"""The gateway as it runs: `memory-pipeline fleet serve --workers 2` in a subprocess, reached with the SDK's own
+streamable-HTTP client; a revoked token; the rate limit across both workers; a server killed after it acknowledged
+writes loses none of them; workers whose command is killed stop serving."""
 
 import json
 import os
@@ -33,12 +34,13 @@ def _free_port() -> int:
 
 
 @contextmanager
-def gateway(root: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+def gateway(root: Path, *extra: str) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     port = _free_port()
     env = {**os.environ, "MEMORY_PIPELINE_FLEET_ROOT": str(root), "MEMORY_PIPELINE_EMBEDDER": "hashing-bow-256",
            "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}  # fmt: skip
-    proc = subprocess.Popen([sys.executable, "-m", "memory_pipeline.cli", "fleet", "serve", "--port", str(port)],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
+    proc = subprocess.Popen([sys.executable, "-m", "memory_pipeline.cli", "fleet", "serve", "--port", str(port),
+                             *extra], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            start_new_session=True)  # fmt: skip
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 90
@@ -54,12 +56,16 @@ def gateway(root: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
         yield base, proc
     finally:
         if proc.poll() is None:
-            proc.terminate()
+            proc.terminate()  # the command stops its workers
             try:
-                proc.wait(timeout=20)
+                proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(timeout=20)
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # whatever is left of its process group
+        except ProcessLookupError:
+            pass
 
 
 def _structured(r: httpx2.Response) -> dict:
@@ -78,7 +84,7 @@ async def _sdk(base: str, token: str, *calls: tuple[str, dict]) -> list:
 
 def test_the_sdk_client_over_http_each_agent_its_own_memory_and_a_revoked_token_is_refused(tmp_path: Path) -> None:
     keys = fleet(tmp_path, ["alice", "bob"])
-    with gateway(tmp_path) as (base, _proc):
+    with gateway(tmp_path, "--workers", "2") as (base, _proc):
         names, stored, found = anyio.run(
             _sdk, base, keys["alice"], ("remember", {"text": "Alice parks on level minus two", "id": "a-1"}),
             ("search", {"query": "parks level minus two"}),
@@ -101,16 +107,16 @@ def test_every_acknowledged_remember_survives_a_killed_server(tmp_path: Path) ->
     keys = fleet(tmp_path, ["alice"])
     home = tmp_path / "agents" / "alice"
     acked: list[str] = []
-    with night_holds(home / "memory.duckdb"), gateway(tmp_path) as (base, proc):
+    with night_holds(home / "memory.duckdb"), gateway(tmp_path, "--workers", "2") as (base, proc):
         for n in range(5):
             r = httpx2.post(f"{base}/mcp", content=rpc("remember", {"text": f"note number {n} about the boiler",
                                                                      "id": f"n-{n}"}),
                             headers={**HEADERS, "Authorization": f"Bearer {keys['alice']}"}, timeout=30)  # fmt: skip
             assert r.status_code == 200 and _structured(r)["stored"] is False
             acked.append(f"n-{n}")
-        proc.send_signal(signal.SIGKILL)
+        os.killpg(proc.pid, signal.SIGKILL)  # the command and both workers, as a container is killed
         proc.wait(timeout=20)
-    with gateway(tmp_path) as (base, _proc):
+    with gateway(tmp_path, "--workers", "1") as (base, _proc):  # one: no other worker still warming holds the store
         r = httpx2.post(f"{base}/mcp", content=rpc("remember", {"text": "after the restart", "id": "n-after"}),
                         headers={**HEADERS, "Authorization": f"Bearer {keys['alice']}"}, timeout=30)  # fmt: skip
         assert r.status_code == 200 and _structured(r)["stored"] is True
@@ -120,3 +126,35 @@ def test_every_acknowledged_remember_survives_a_killed_server(tmp_path: Path) ->
     finally:
         con.close()
     assert set(acked) | {"n-after"} <= ids
+
+
+def _post(base: str, token: str, name: str, args: dict) -> httpx2.Response:
+    # a new connection each time, so the kernel spreads the calls over the workers
+    return httpx2.post(f"{base}/mcp", content=rpc(name, args), headers={**HEADERS, "Authorization": f"Bearer {token}"},
+                       timeout=30)  # fmt: skip
+
+
+def test_the_rate_limit_holds_per_agent_across_the_workers(tmp_path: Path) -> None:
+    keys = fleet(tmp_path, ["alice", "bob"])
+    with gateway(tmp_path, "--workers", "2", "--rate", "0.001", "--burst", "4") as (base, _proc):
+        codes = [_post(base, keys["alice"], "search", {"query": "anything"}).status_code for _ in range(10)]
+        assert codes == [200] * 4 + [429] * 6
+        assert _post(base, keys["bob"], "search", {"query": "anything"}).status_code == 200
+    lines = [json.loads(x) for x in (tmp_path / "gateway" / "audit.jsonl").read_text().splitlines()]
+    assert [x["status"] for x in lines if x["agent"] == "alice"] == codes
+
+
+def test_the_workers_stop_when_their_command_is_killed(tmp_path: Path) -> None:
+    keys = fleet(tmp_path, ["alice"])
+    with gateway(tmp_path, "--workers", "2") as (base, proc):
+        assert _post(base, keys["alice"], "search", {"query": "anything"}).status_code == 200
+        proc.send_signal(signal.SIGKILL)  # the command alone: its workers get SIGTERM from the kernel
+        proc.wait(timeout=20)
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                httpx2.get(f"{base}/healthz", timeout=2)
+            except httpx2.TransportError:
+                break  # nobody listens on the port any more
+            assert time.monotonic() < deadline, "a worker still serves 60 s after its command was killed"
+            time.sleep(0.3)

@@ -1,4 +1,5 @@
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -189,3 +190,38 @@ def test_spooled_writes_are_imported_in_the_order_they_were_made_whatever_their_
     assert ingest_writes(home) == {"files": 2, "inserted": 1, "forgotten": 1, "conflicts": 0}
     row = _row(home, "o-1")
     assert row is not None and row[1] == "forgotten"
+
+
+def test_a_stored_memory_stays_findable_while_another_process_holds_the_store(home: Path) -> None:
+    remember(home, build_record("The spare key to the boathouse hangs behind the barometer", memory_id="k-1"))
+    assert _ids(home, "spare key boathouse barometer")[0] == "k-1"  # the store's view, read after the write
+    with night_holds(home / "memory.duckdb"):
+        os.utime(home / "memory.duckdb", ns=(1, 1))  # as a writer's commit changes the file: the view is stale
+        done = remember(home, build_record("The boathouse alarm code is written in the log book", memory_id="k-2"))
+        assert done.stored is False
+        hits = search("boathouse", 5, home=home, embedder=hashing())
+        assert {"k-1", "k-2"} <= {h.id for h in hits}  # the view last read, and the spool
+        assert "store busy" not in hits.notice
+
+
+def test_remember_checks_the_schema_once_per_store_and_again_for_a_replaced_file(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memory_pipeline.store import remember as module
+
+    migrations: list[Path] = []
+    real = MemoryStore.migrate
+
+    def counted(self: MemoryStore) -> list[int]:
+        migrations.append(self.path)
+        return real(self)
+
+    monkeypatch.setattr(MemoryStore, "migrate", counted)
+    monkeypatch.setattr(module, "_MIGRATED", set())
+    for n in range(3):
+        assert remember(home, build_record(f"Tide table number {n} for the estuary", memory_id=f"t-{n}")).stored
+    assert len(migrations) == 1
+    fresh = home.parent / "fresh"
+    fresh.mkdir()
+    assert remember(fresh, build_record("A new workspace's first memory", memory_id="f-1")).stored
+    assert len(migrations) == 2 and _row(fresh, "f-1") is not None
