@@ -4,6 +4,7 @@ when missing or made for another model, updated when the delta is too large to e
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
