@@ -68,3 +68,20 @@ def test_bad_setting_is_a_clear_error(cli_env: Path, monkeypatch: pytest.MonkeyP
     monkeypatch.setenv("COMPRESSION_CRITICAL_FLOOR", "1")
     assert main(["run"]) == 2
     assert "COMPRESSION_CRITICAL_FLOOR" in capsys.readouterr().err
+
+
+def test_dagsters_notices_are_hidden_from_users_and_other_warnings_are_not(monkeypatch: pytest.MonkeyPatch) -> None:
+    import warnings
+
+    from memory_pipeline.cli import _quiet_library_warnings
+
+    shown: list[type[Warning]] = []
+    monkeypatch.setattr(warnings, "showwarning", lambda message, category, *a, **k: shown.append(category))
+    monkeypatch.delenv("MEMORY_PIPELINE_VERBOSE", raising=False)
+    _quiet_library_warnings()
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        warnings.warn("beta", dg.BetaWarning, stacklevel=1)
+        warnings.warn("preview", dg.PreviewWarning, stacklevel=1)
+        warnings.warn("ours", UserWarning, stacklevel=1)
+    assert shown == [UserWarning]
