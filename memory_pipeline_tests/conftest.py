@@ -68,5 +68,13 @@ def workspace(embedded_sample: Path, tmp_path: Path) -> Path:
     return home
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Files that hold slow tests first, each file's tests kept together: scripts/test.sh hands each file to one
+    pytest-xdist worker in this order, and starting the long files first leaves no long file for the end."""
+    slow = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in slow)
+
+
 # `memory-pipeline ui` on the demo workspace for the whole session, when the run-storm test is selected
 pytest_plugins = ("memory_pipeline_tests.ui.demo_ui",)

@@ -25,13 +25,32 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-class DagsterDev:
+class UIClient:
+    """A running `dagster dev` as any process sees it: its address and its log (the UI of ui/demo_ui.py is started
+    by one pytest worker and read by the test on another)."""
+
+    def __init__(self, base: str, log_path: Path) -> None:
+        self.base, self.log_path = base, log_path
+
+    def log_tail(self, lines: int = 60) -> str:
+        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+
+    def graphql(self, query: str, variables: dict[str, Any] | None = None, timeout: float = 60) -> dict[str, Any]:
+        payload = {"query": query, "variables": variables or {}}
+        response = requests.post(f"{self.base}/graphql", json=payload, timeout=timeout)
+        response.raise_for_status()
+        body = response.json()
+        if body.get("errors"):
+            raise AssertionError(f"GraphQL errors: {body['errors']}")
+        return body["data"]
+
+
+class DagsterDev(UIClient):
     def __init__(
         self, home: Path, dagster_home: Path, log_path: Path, env: dict[str, str], unset: Collection[str] = ()
     ) -> None:
         self.port = free_port()
-        self.base = f"http://127.0.0.1:{self.port}"
-        self.log_path = log_path
+        super().__init__(f"http://127.0.0.1:{self.port}", log_path)
         self._log = log_path.open("w")
         # the sample store is built around the seed's 0.82 (as in conftest.resources_for): pinned, so MiniLM's
         # shipped default can move without changing what the UI tests look for
@@ -50,16 +69,7 @@ class DagsterDev:
 
     def log_tail(self, lines: int = 60) -> str:
         self._log.flush()
-        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-
-    def graphql(self, query: str, variables: dict[str, Any] | None = None, timeout: float = 60) -> dict[str, Any]:
-        payload = {"query": query, "variables": variables or {}}
-        response = requests.post(f"{self.base}/graphql", json=payload, timeout=timeout)
-        response.raise_for_status()
-        body = response.json()
-        if body.get("errors"):
-            raise AssertionError(f"GraphQL errors: {body['errors']}")
-        return body["data"]
+        return super().log_tail(lines)
 
     def wait_ready(self, timeout: float = 240) -> float:
         """Until the webserver answers and the code location is loaded; returns the seconds it took."""

@@ -13,9 +13,9 @@ import time
 import dagster as dg
 import pytest
 
-from memory_pipeline_tests.ui.demo_ui import BUILD_TIMEOUT_S, READY_TIMEOUT_S, DemoUI
+from memory_pipeline_tests.ui.demo_ui import BUILD_TIMEOUT_S, READY_TIMEOUT_S, DemoView
 from memory_pipeline_tests.ui.run_records import Quiet, RunSpan, Tick, overlapping, quiet, run_spans, sensor_ticks
-from memory_pipeline_tests.ui.server import LOCATION, REPO, DagsterDev
+from memory_pipeline_tests.ui.server import LOCATION, REPO, UIClient
 
 pytestmark = pytest.mark.slow
 
@@ -26,7 +26,7 @@ SENSORS = """query($repo: RepositorySelector!) { sensorsOrError(repositorySelect
   ... on Sensors { results { name sensorState { status } } } } }"""
 
 
-def running_sensors(server: DagsterDev) -> set[str]:
+def running_sensors(server: UIClient) -> set[str]:
     """The sensors the UI shows running (on by default, or turned on): each must keep ticking."""
     repo = {"repositoryName": REPO, "repositoryLocationName": LOCATION}
     results = server.graphql(SENSORS, {"repo": repo})["sensorsOrError"]["results"]
@@ -41,7 +41,7 @@ def _failed(ticks: dict[str, list[Tick]]) -> list[Tick]:
     return [t for ts in ticks.values() for t in ts if t.status == "FAILURE"]
 
 
-def _read(demo: DemoUI) -> tuple[list[RunSpan], dict[str, list[Tick]]]:
+def _read(demo: DemoView) -> tuple[list[RunSpan], dict[str, list[Tick]]]:
     with dg.DagsterInstance.from_config(str(demo.dagster_home)) as instance:
         return run_spans(instance), sensor_ticks(instance)
 
@@ -50,7 +50,7 @@ def _settled(state: Quiet) -> bool:
     return state.observed >= OPEN_S and state.seconds >= QUIET_S and not state.silent and not state.unfinished
 
 
-def test_ui_left_open_on_the_demo_never_runs_one_job_twice_at_once_and_stops_launching(demo_ui: DemoUI) -> None:
+def test_ui_left_open_on_the_demo_never_runs_one_job_twice_at_once_and_stops_launching(demo_ui: DemoView) -> None:
     server = demo_ui.wait_ready(BUILD_TIMEOUT_S + READY_TIMEOUT_S)  # usually long done: the session had it
     try:
         expected = running_sensors(server)
@@ -60,7 +60,7 @@ def test_ui_left_open_on_the_demo_never_runs_one_job_twice_at_once_and_stops_lau
         assert demo_ui.ready_at is not None
         deadline = demo_ui.ready_at + SETTLE_LIMIT_S
         while True:
-            assert server.proc.poll() is None, f"the UI exited ({server.proc.returncode}):\n{server.log_tail()}"
+            assert demo_ui.alive(), f"the UI exited:\n{server.log_tail()}"
             spans, ticks = _read(demo_ui)
             pairs = overlapping(spans)
             assert not pairs, "two runs of one job in flight at once:\n" + "\n".join(
