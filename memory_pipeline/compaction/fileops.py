@@ -7,14 +7,12 @@ import os
 from datetime import datetime
 from pathlib import Path
 
+from memory_pipeline.store.durable import fsync_path
+
 
 def _fsync_dir(directory: Path) -> None:
     with contextlib.suppress(OSError):  # some file systems cannot open a directory; the rename still happened
-        fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        fsync_path(directory)
 
 
 def atomic_write(path: Path, data: bytes) -> None:

@@ -41,6 +41,7 @@ from memory_pipeline.search.segment import (
 )
 from memory_pipeline.search.tokens import STEMMER as STEMMER
 from memory_pipeline.search.tokens import tokenize as tokenize
+from memory_pipeline.store.durable import fsync_path
 
 Encode = Callable[[Sequence[str]], np.ndarray]
 FORMAT = 2
@@ -416,14 +417,6 @@ def _new_entries(folder: Path) -> list[Path]:
     return out
 
 
-def _fsync_one(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def fsync_paths(paths: Sequence[Path]) -> None:
     """fsync every path (files and folders) concurrently. Each is still flushed on its own (POSIX promises
     nothing for a file from its folder's fsync), but journaling file systems (ext4, XFS) commit fsyncs that are in
@@ -431,10 +424,10 @@ def fsync_paths(paths: Sequence[Path]) -> None:
     here: 15 files 43–61 ms one by one, 6–19 ms together). The first error is raised once all have finished."""
     if len(paths) <= 1:
         for path in paths:
-            _fsync_one(path)
+            fsync_path(path)
         return
     with ThreadPoolExecutor(max_workers=min(FSYNC_THREADS, len(paths))) as pool:
-        for _ in pool.map(_fsync_one, paths):
+        for _ in pool.map(fsync_path, paths):
             pass
 
 

@@ -34,6 +34,7 @@ import duckdb
 from memory_pipeline.errors import UserError
 from memory_pipeline.store.changes import note_changed
 from memory_pipeline.store.db import MemoryStore, StoreError, atomic, utcnow
+from memory_pipeline.store.durable import fsync_path
 from memory_pipeline.store.records import MemoryRecord, RecordError, parse_record
 
 SPOOL = Path("spool") / "writes"
@@ -138,21 +139,13 @@ def _record_json(r: MemoryRecord) -> dict[str, Any]:
 # ------------------------------------------------------------------ the spool
 
 
-def _fsync_dir(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def _append(home: Path, entry: dict[str, Any]) -> None:
     """One line, fsynced. Under an flock, and only into the file still at the path: an ingest that moved the
     file away (to claim it) never misses a line written into it afterwards."""
     folder = spool_dir(home)
     if not folder.is_dir():
         folder.mkdir(parents=True, exist_ok=True)
-        _fsync_dir(folder.parent)
+        fsync_path(folder.parent)
     path = folder / f"{utcnow():%Y%m%d}-{os.getpid()}.jsonl"
     data = (json.dumps(entry, ensure_ascii=False) + "\n").encode("utf-8")
     while True:
@@ -168,7 +161,7 @@ def _append(home: Path, entry: dict[str, Any]) -> None:
             os.write(fd, data)
             os.fsync(fd)
             if os.fstat(fd).st_size == len(data):
-                _fsync_dir(folder)  # a new file: its name is durable too
+                fsync_path(folder)  # a new file: its name is durable too
             return
         finally:
             os.close(fd)
@@ -375,7 +368,7 @@ def _ingest_locked(home: Path, con: duckdb.DuckDBPyConnection) -> dict[str, int]
     done.mkdir(exist_ok=True)
     for path in files:
         os.replace(path, done / path.name)
-    _fsync_dir(folder)
+    fsync_path(folder)
     return counts
 
 
