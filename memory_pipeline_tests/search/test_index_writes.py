@@ -84,14 +84,14 @@ def test_a_failing_fsync_leaves_the_previous_index_and_nothing_behind(
     build_index(home, encode, MODEL, full=True)
     add_rows(home, 500, texts(5, seed=25))
     before, answers = current_folder(home), results(home, "garden tomato")
-    real = index_mod._fsync_one
+    real = index_mod.fsync_path
 
     def failing(path: Path) -> None:
         if path.name == "vectors.npy":
             raise OSError(5, "Input/output error")
         real(path)
 
-    monkeypatch.setattr(index_mod, "_fsync_one", failing)
+    monkeypatch.setattr(index_mod, "fsync_path", failing)
     with pytest.raises(OSError):
         build_index(home, encode, MODEL)
     assert current_folder(home) == before and results(home, "garden tomato") == answers
@@ -113,7 +113,7 @@ def test_every_new_file_and_folder_is_fsynced_before_the_version_is_named(
     add_rows(home, 500, texts(5, seed=27))
     set_lifecycle(home, ["m-00002"], "superseded")
     events: list[tuple[str, Path]] = []
-    real_fsync, real_replace = index_mod._fsync_one, os.replace
+    real_fsync, real_replace = index_mod.fsync_path, os.replace
 
     def spy_fsync(path: Path) -> None:
         events.append(("fsync", Path(path)))
@@ -123,7 +123,7 @@ def test_every_new_file_and_folder_is_fsynced_before_the_version_is_named(
         events.append(("replace", Path(dst)))
         real_replace(src, dst)
 
-    monkeypatch.setattr(index_mod, "_fsync_one", spy_fsync)
+    monkeypatch.setattr(index_mod, "fsync_path", spy_fsync)
     monkeypatch.setattr(index_mod.os, "replace", spy_replace)
     version = build_index(home, encode, MODEL).version
     monkeypatch.undo()
