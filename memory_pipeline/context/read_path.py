@@ -20,6 +20,7 @@ class ReadPath:
     below_floor: bool = False  # refill with every item below search's abstention floor (before issue 28)
     item_floor: float = 0.0  # once the top hit clears the floor, items down to this share of its relevance
     neighbours: int = 0  # turns of the same session either side of a hit
+    neighbours_max_chars: int = 0  # only hits this short get neighbours (0: every hit); a short turn needs its context
     time_aware: bool = False  # a time expression in the message boosts memories of that period
     resolve_dates: bool = False  # "yesterday" in an item dated 2023-05-08 reads "yesterday (7 May 2023)"
     # Slot budgets as shares of the requested total (seed 001's 3, 4 and 6 KB of ~32 KB): a file over its slot

@@ -53,7 +53,7 @@ def default_search(
             return []
         items = [_knowledge(h, path.whole_items) for h in hits]
         if path.whole_items or path.neighbours:
-            items = _from_store(home, items, path.neighbours)
+            items = _from_store(home, items, path.neighbours, path.neighbours_max_chars)
         return items
 
     return run
@@ -95,9 +95,10 @@ def _knowledge(h: Hit, whole: bool) -> Knowledge:
     )
 
 
-def _from_store(home: Path, items: list[Knowledge], neighbours: int) -> list[Knowledge]:
-    """Summaries dated by their members' range; each memory hit followed by the `neighbours` turns either
-    side of it in its session (one short read-only query; the hits alone when the store is busy)."""
+def _from_store(home: Path, items: list[Knowledge], neighbours: int, max_chars: int = 0) -> list[Knowledge]:
+    """Summaries dated by their members' range; each memory hit (each of at most `max_chars` characters, when
+    set) followed by the `neighbours` turns either side of it in its session (one short read-only query; the
+    hits alone when the store is busy)."""
     ids = [k.memory_id for k in items if k.memory_id]
     if not ids or not (neighbours or any(k.kind == "summary" for k in items)):
         return items  # the hits carry their whole text: the store is read only for lineage and neighbours
@@ -106,7 +107,8 @@ def _from_store(home: Path, items: list[Knowledge], neighbours: int) -> list[Kno
         return items
     try:
         spans = _member_spans(con, [k.memory_id for k in items if k.memory_id and k.kind == "summary"])
-        beside = _neighbours(con, ids, neighbours) if neighbours else {}
+        short = [k.memory_id for k in items if k.memory_id and wants_neighbours(k.text, max_chars)]
+        beside = _neighbours(con, short, neighbours) if neighbours and short else {}
     finally:
         con.close()
     out: list[Knowledge] = []
@@ -118,6 +120,12 @@ def _from_store(home: Path, items: list[Knowledge], neighbours: int) -> list[Kno
         out.append(k)
         out += [Knowledge(t, k.score, kind, mid, None, d) for mid, t, kind, d in after]
     return out
+
+
+def wants_neighbours(text: str, max_chars: int) -> bool:
+    """Whether a hit is read with its neighbouring turns: every hit, or (`max_chars` > 0) only a short one,
+    whose meaning tends to sit in the turn it answers."""
+    return max_chars <= 0 or len(text) <= max_chars
 
 
 def _member_spans(con: Any, summary_ids: list[str]) -> dict[str, str]:

@@ -1,5 +1,5 @@
 """The shipped read path on the real search (issue 28): slot budgets, whole items dated by their facts, the
-item floor, and stored text that cannot forge a section."""
+item floor, neighbouring turns, and stored text that cannot forge a section."""
 
 import json
 from pathlib import Path
@@ -8,7 +8,7 @@ import pytest
 
 from memory_pipeline.context.read_path import ReadPath
 from memory_pipeline.context.sample import install_sample_knowledge
-from memory_pipeline.context.search_adapter import default_search
+from memory_pipeline.context.search_adapter import default_search, wants_neighbours
 from memory_pipeline.context.service import compile_for_agent
 from memory_pipeline.search import search
 from memory_pipeline.store import MemoryStore
@@ -109,3 +109,24 @@ def test_a_relative_date_in_an_item_reads_with_the_date_it_names(ctx_home: Path,
     plain, _ = compile_for_agent(ctx_home, message, budget_tokens=2000, search=default_search(ctx_home, minilm()),
                                  read=ReadPath.load().with_(resolve_dates=False))  # fmt: skip
     assert "- [2026-10-14] We moved the cluster to the new region yesterday, after" in plain.prompt
+
+
+def test_only_a_short_hit_is_read_with_its_neighbours_when_a_length_is_set() -> None:
+    assert wants_neighbours("Caroline: Cool! What did it look like?", 80)
+    assert not wants_neighbours("Melanie: " + "we painted the lake at sunrise and kept going " * 3, 80)
+    assert wants_neighbours("any length at all " * 20, 0)  # 0: every hit
+
+
+def test_a_short_turn_comes_with_the_turns_beside_it_and_a_long_one_alone(ctx_home: Path, tmp_path: Path) -> None:
+    turns = ["Melanie: I finally finished the pottery bowl at the studio on Saturday.",
+             "Caroline: Cool! What did it look like?",
+             "Melanie: It was a deep blue glaze with a crackle finish and a little handle shaped like a leaf.",
+             "Caroline: The sculpture class on Thursdays is where I learned to throw clay on the pottery wheel."]
+    rows = [{"id": f"t-{i}", "content": t, "importance": 0.5, "created_at": f"2026-09-05T10:0{i}:00",
+             "categories": ["chat"], "session_id": "sess-1"} for i, t in enumerate(turns)]  # fmt: skip
+    import_jsonl(MemoryStore(ctx_home / "memory.duckdb"), write_jsonl(tmp_path / "t.jsonl", rows))
+    read = ReadPath.load().with_(neighbours=1, neighbours_max_chars=80)
+    items = default_search(ctx_home, minilm(), read=read)("What did it look like?", 1)
+    assert [k.memory_id for k in items] == ["t-0", "t-1", "t-2"]  # the short hit between the turns it sits in
+    long_hit = default_search(ctx_home, minilm(), read=read)("sculpture class pottery wheel Thursdays", 1)
+    assert [k.memory_id for k in long_hit] == ["t-3"]  # over 80 characters: alone
