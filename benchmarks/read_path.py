@@ -211,6 +211,42 @@ def _cell(v: dict[str, float | None]) -> str:
     return f"{v['support']:.3f}" + (f" ({v['recall']:.3f})" if v["recall"] is not None else "")
 
 
+def read_rows(paths: Sequence[Path]) -> list[dict[str, Any]]:
+    """Rows files written by earlier runs, typed as `score` made them (a run cut into pieces stays one run)."""
+    rows: list[dict[str, Any]] = []
+    for path in paths:
+        with path.open(newline="") as fh:
+            for r in csv.DictReader(fh):
+                rows.append({**r, "question": int(r["question"]), "category": int(r["category"]),
+                             "budget": int(r["budget"]), "support": _number(r["support"]),
+                             "recall": _number(r["recall"]), "ms": float(r["ms"])})  # fmt: skip
+    return rows
+
+
+def _number(cell: str) -> float | None:
+    """A rows-file cell: True/False (a hit or not), a number, or empty (no evidence recall)."""
+    if cell in ("", "None"):
+        return None
+    if cell in ("True", "False"):
+        return float(cell == "True")
+    return float(cell)
+
+
+def from_rows(paths: Sequence[Path], base: str | None) -> str:
+    """The table of rows already measured, with rule 1's verdict of each row on `base` (or on the row before)."""
+    rows = read_rows(paths)
+    methods = list(dict.fromkeys(r["method"] for r in rows))
+    convs = sorted({r["conversation"] for r in rows})
+    body = results_section(rows, methods, 0.0, convs)
+    variants = [m for m in methods if m in VARIANTS]
+    headline = [r for r in rows if r["scope"] == "turns/before"]
+    pairs = [(base, v) for v in variants if v != base] if base else list(zip(variants, variants[1:], strict=False))
+    for before, after in pairs:
+        if headline:
+            body += f"\n- {choose(headline, before, after)[1]}"
+    return body
+
+
 def main(argv: list[str]) -> None:
     p = argparse.ArgumentParser(prog="python -m benchmarks read-path", description=__doc__.split("\n")[0])
     p.add_argument("--data", type=Path, default=default_locomo_path(), help="any LoCoMo-format JSON file")
@@ -221,7 +257,13 @@ def main(argv: list[str]) -> None:
     p.add_argument("--after", action="store_true", help="also after one night at the shipped clustering default")
     p.add_argument("--out", type=Path, default=RESULTS_DIR / "rows.csv")
     p.add_argument("--no-results", action="store_true", help="print the table; do not append to the run file")
+    p.add_argument("--from-rows", help="comma-separated rows files of earlier runs (e.g. one per conversation): "
+                   "print their table and the rule's verdicts, run nothing")  # fmt: skip
+    p.add_argument("--base", help="with --from-rows: judge every other row against this one")
     args = p.parse_args(argv)
+    if args.from_rows:
+        print(from_rows([Path(f) for f in args.from_rows.split(",")], args.base))
+        return
     from benchmarks.locomo_e2e import _cached_encoder
     from memory_pipeline.resources.embedder import EmbedderResource
 

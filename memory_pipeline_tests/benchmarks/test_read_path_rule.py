@@ -1,8 +1,10 @@
 """benchmarks/read_path_rule.md applied by `choose` to synthetic rows: it ships what the rule says."""
 
+import csv
+from pathlib import Path
 from typing import Any
 
-from benchmarks.read_path import choose
+from benchmarks.read_path import choose, read_rows, table
 
 CONVS = ("c1", "c2", "c3")
 
@@ -41,3 +43,20 @@ def test_one_conversation_paying_for_the_others_does_not_ship() -> None:
 def test_more_than_twice_as_slow_does_not_ship() -> None:
     ships, why = choose(BASE + rows("slow", {"c1": 0.65, "c2": 0.65, "c3": 0.65}, ms=25.0), "base", "slow")
     assert not ships and "×2.50" in why
+
+
+def test_a_run_written_in_pieces_reads_back_as_the_one_run(tmp_path: Path) -> None:
+    measured = BASE + rows("better", {"c1": 0.62, "c2": 0.61, "c3": 0.61})
+    for r in measured[:5]:
+        r["recall"] = r["support"]  # turns: a hit or not, written as True/False like support
+    files = []
+    for conv in CONVS:  # one rows file per conversation, as a run cut by --conversations writes them
+        path = tmp_path / f"{conv}.csv"
+        with path.open("w", newline="") as fh:
+            w = csv.DictWriter(fh, fieldnames=list(measured[0]))
+            w.writeheader()
+            w.writerows(r for r in measured if r["conversation"] == conv)
+        files.append(path)
+    back = read_rows(files)
+    assert table(back) == table(measured)
+    assert choose(back, "base", "better") == choose(measured, "base", "better")
