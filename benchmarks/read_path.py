@@ -6,7 +6,8 @@ runs), the search index is built, and every question of categories 1–4 is comp
 whole items, fusion, neighbouring turns, time-aware reading). Beside them, plain BM25 over the raw turns
 packed to the same budgets, twice: one section per turn (the compiler's old format) and one line per turn
 (its new one), so the table tells what packing gives apart from ranking. `benchmarks/read_path_rule.md`
-picks the defaults; `--choose` applies it to the rows of a run.
+picks the defaults; `choose` applies it to the rows of a run, and `--from-rows` to the rows files of runs done
+one conversation at a time.
 """
 
 from __future__ import annotations
