@@ -40,8 +40,8 @@ def build_fleet(root: Path, agents: int, memories: int) -> None:
     from memory_pipeline.fleet import registry
 
     for i in range(agents):
-        home = registry.add_agent(root, f"agent-{i:04d}", datetime.now(UTC))  # as `memory-pipeline agents add`
-        build_store(home, memories, seed=i)
+        registry.add_agent(root, f"agent-{i:04d}", datetime.now(UTC),  # as `memory-pipeline agents add --import`
+                           fill=lambda tmp, i=i: build_store(tmp, memories, seed=i))  # fmt: skip
 
 
 def _verdict(home: Path, run_id: str) -> str:

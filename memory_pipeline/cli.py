@@ -167,15 +167,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not result.success:
         print(f"error: run {result.run_id}: {_failure_line(result)}", file=sys.stderr)
         return 1
-    _refresh_index(home)
+    refresh_index(home)
     return 1 if data["verdict"] == "FAIL" else 0
 
 
-def _refresh_index(home: Path) -> None:
+def refresh_index(home: Path) -> None:
     """Search reads what a command wrote from an index that is current, not from a scan of the delta."""
-    from memory_pipeline.search import refresh_index
+    from memory_pipeline.search import refresh_index as bring_up_to_date
 
-    print(refresh_index(home), file=sys.stderr, flush=True)  # seed 000 §4.7: exit 1 on a FAIL verdict
+    print(bring_up_to_date(home), file=sys.stderr, flush=True)  # seed 000 §4.7: exit 1 on a FAIL verdict
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -210,7 +210,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from memory_pipeline.journals.cli import demo_journals
 
     code = max(code, demo_journals(home, REPO_ROOT / "data" / "sample"))  # the journal pipeline over them
-    _refresh_index(home)  # the journals, MEMORY.md and the Cores it wrote
+    refresh_index(home)  # the journals, MEMORY.md and the Cores it wrote
     return code
 
 
@@ -224,9 +224,6 @@ def _import_validator() -> Validator:  # imported lazily to keep --help fast
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from memory_pipeline.store import MemoryStore
-    from memory_pipeline.store.importers import import_path
-
     if getattr(args, "locomo_path", None) or args.path == "locomo":
         from memory_pipeline.journals.cli import import_locomo
 
@@ -236,21 +233,26 @@ def cmd_import(args: argparse.Namespace) -> int:
         return import_locomo(Path(args.locomo_path))
     home = workspace_home()
     home.mkdir(parents=True, exist_ok=True)
-    summary = import_path(
-        MemoryStore(home / "memory.duckdb"),
-        Path(args.path),
-        skip_existing=args.skip_existing,
-        validate=_import_validator(),
-    )  # a rejected file raises a UserError: `main` prints its one line, nothing was written
+    line, imported = import_into(home, Path(args.path), skip_existing=args.skip_existing)
+    print(line)
+    if imported:
+        refresh_index(home)
+    return 0
+
+
+def import_into(home: Path, path: Path, skip_existing: bool = False) -> tuple[str, int]:
+    """Import a .jsonl/.csv file into the workspace's store, validated as the night validates: the line to
+    print and how many memories came in. A rejected file raises a UserError and writes nothing."""
+    from memory_pipeline.store import MemoryStore
+    from memory_pipeline.store.importers import import_path
+
+    summary = import_path(MemoryStore(home / "memory.duckdb"), path, skip_existing=skip_existing,
+                          validate=_import_validator())  # fmt: skip
     skipped = f"; skipped {summary.skipped} already stored with identical content" if summary.skipped else ""
     empty = " (the file holds no records)" if not summary.memories and not summary.skipped else ""
-    print(
-        f"imported {summary.memories} memories ({summary.embeddings} with vectors) from {summary.source}"
-        f"{skipped}{empty}"
-    )
-    if summary.memories:
-        _refresh_index(home)
-    return 0
+    line = (f"imported {summary.memories} memories ({summary.embeddings} with vectors) from {summary.source}"
+            f"{skipped}{empty}")  # fmt: skip
+    return line, summary.memories
 
 
 def cmd_status(args: argparse.Namespace) -> int:

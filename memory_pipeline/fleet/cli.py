@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from memory_pipeline.fleet import registry
@@ -35,9 +36,22 @@ def _sync_instance(add: list[str], delete: list[str]) -> str:
 
 
 def cmd_add(args: argparse.Namespace) -> int:
-    home = registry.add_agent(registry.fleet_root(), args.agent, datetime.now(UTC))
+    from memory_pipeline.cli import import_into, refresh_index
+
+    imported: list[tuple[str, int]] = []
+
+    def fill(tmp: Path) -> None:  # inside the new workspace, before it is renamed into place
+        imported.append(import_into(tmp, args.import_path))
+
+    home = registry.add_agent(registry.fleet_root(), args.agent, datetime.now(UTC),
+                              fill=fill if args.import_path is not None else None)  # fmt: skip
     print(f"added {args.agent}: {home}")
-    print(f"  fill its store: MEMORY_PIPELINE_HOME={home} memory-pipeline import FILE")
+    if imported:
+        print(f"  {imported[0][0]}")
+        if imported[0][1]:
+            refresh_index(home)
+    else:
+        print(f"  fill its store: MEMORY_PIPELINE_HOME={home} memory-pipeline import FILE")
     note = _sync_instance([args.agent], [])
     if note:
         print(note)
@@ -90,6 +104,9 @@ def register(sub: Any) -> None:
     cmds = agents.add_subparsers(dest="agents_command", required=True)
     p = cmds.add_parser("add", help="a new agent: an empty workspace and an `agents` partition")
     p.add_argument("agent", help="the id: lower-case letters, digits, - and _")
+    p.add_argument("--import", dest="import_path", type=Path, metavar="FILE",
+                   help="its first memories (.jsonl or .csv, as `import` reads them), in the workspace before the "
+                   "agent exists: its first night never finds an empty store; a rejected file adds no agent")
     p.set_defaults(fn=cmd_add)
     p = cmds.add_parser("list", help="the registered agents and their workspaces")
     p.set_defaults(fn=cmd_list)

@@ -8,6 +8,7 @@ import json
 import os
 import re
 import shutil
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
@@ -64,9 +65,11 @@ def list_agents(root: Path) -> list[str]:
     return sorted(p.name for p in folder.iterdir() if p.is_dir() and AGENT_ID.match(p.name))
 
 
-def add_agent(root: Path, agent: str, now: datetime) -> Path:
+def add_agent(root: Path, agent: str, now: datetime, fill: Callable[[Path], object] | None = None) -> Path:
     """Create the agent's workspace: built in a temp folder and renamed into place, so a crash leaves either no
-    agent or a whole one. An existing agent is an error (its memories are never overwritten)."""
+    agent or a whole one. An existing agent is an error (its memories are never overwritten). `fill` writes the
+    agent's first memories into the temp folder before the rename: a night the schedule starts at once then
+    finds them all, never an empty or half-imported store, and a fill that fails leaves no agent."""
     check_agent_id(agent)
     folder = agents_dir(root)
     home = folder / agent
@@ -80,6 +83,8 @@ def add_agent(root: Path, agent: str, now: datetime) -> Path:
     shutil.rmtree(tmp, ignore_errors=True)
     try:
         _build_workspace(tmp, agent, now)
+        if fill is not None:
+            fill(tmp)
     except BaseException as exc:  # a full disk, a read-only mount, Ctrl-C: no half-built folder is left behind
         shutil.rmtree(tmp, ignore_errors=True)
         if isinstance(exc, OSError) or type(exc).__module__.startswith(("duckdb", "_duckdb")):

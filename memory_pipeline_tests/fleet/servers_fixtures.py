@@ -85,15 +85,15 @@ class Fleet:
 
 
 def build_agent(home: Path, n: int, seed: int) -> None:
-    """`agents add` (the registry sensor gives the daemon its partition), then a small generated store with
-    embeddings (ids `bench-<seed>-…`: which agent a memory came from)."""
+    """`agents add --import` (the registry sensor gives the daemon its partition) with a small generated store
+    with embeddings (ids `bench-<seed>-…`: which agent a memory came from), written before the agent appears:
+    the schedule ticks every minute here, and a night started in between would find an empty store."""
     from datetime import UTC, datetime
 
     from benchmarks.nightly import build_store
     from memory_pipeline.fleet import registry
 
-    registry.add_agent(home.parent.parent, home.name, datetime.now(UTC))
-    build_store(home, n, seed=seed)
+    registry.add_agent(home.parent.parent, home.name, datetime.now(UTC), fill=lambda tmp: build_store(tmp, n, seed))
 
 
 def report_of(home: Path, run_id: str) -> dict[str, Any]:

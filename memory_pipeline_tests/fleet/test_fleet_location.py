@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import dagster as dg
+import duckdb
 import pytest
 
 from memory_pipeline.errors import UserError
@@ -38,9 +39,7 @@ def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def _agent_with_memories(root: Path, agent: str, seed: int, n: int = 160) -> Path:
     from benchmarks.nightly import build_store
 
-    home = registry.add_agent(root, agent, datetime.now(UTC))
-    build_store(home, n, seed=seed)
-    return home
+    return registry.add_agent(root, agent, datetime.now(UTC), fill=lambda tmp: build_store(tmp, n, seed=seed))
 
 
 def _digest(home: Path) -> dict[str, str]:
@@ -87,6 +86,40 @@ def test_agents_cli_one_line_errors(root: Path, capsys: pytest.CaptureFixture[st
     assert main(["agents", "remove", "zed"]) == 2 and "not registered" in capsys.readouterr().err
     monkeypatch.delenv(registry.FLEET_ROOT_ENV)
     assert main(["agents", "list"]) == 2 and registry.FLEET_ROOT_ENV in capsys.readouterr().err
+
+
+def test_agents_add_with_import_fills_the_store_before_the_agent_exists(root: Path, tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str],
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`agents add ID --import FILE`: the memories are in the store when the folder appears (a night the
+    schedule starts at once finds them); a rejected file adds no agent and leaves no temp folder."""
+    from memory_pipeline.cli import main
+    from memory_pipeline_tests.fleet.readme_helpers import write_memories
+
+    monkeypatch.setenv("DAGSTER_HOME", str(root / "no-instance"))
+    seen: list[int] = []
+    real_rename = os.rename
+
+    def rename(src: str | Path, dst: str | Path) -> None:  # what the store holds the moment the agent appears
+        if Path(dst).parent == registry.agents_dir(root):
+            with duckdb.connect(str(Path(src) / "memory.duckdb"), read_only=True) as con:
+                seen.append(con.execute("SELECT count(*) FROM memories").fetchall()[0][0])
+        real_rename(src, dst)
+
+    monkeypatch.setattr(os, "rename", rename)
+    data = write_memories(tmp_path / "ada.jsonl", 12, seed=3, prefix="ada-a")
+    assert main(["agents", "add", "ada", "--import", str(data)]) == 0
+    out = capsys.readouterr().out
+    assert "added ada" in out and "imported 12 memories" in out
+    assert seen == [12] and registry.list_agents(root) == ["ada"]
+
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(data.read_text().splitlines()[0] + "\n{not json\n")
+    assert main(["agents", "add", "bob", "--import", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "bad.jsonl" in err and "Traceback" not in err
+    assert registry.list_agents(root) == ["ada"]
+    assert [p.name for p in registry.agents_dir(root).iterdir()] == ["ada"]  # no half-built bob
 
 
 def test_agents_cli_keeps_the_instance_partitions_in_step(root: Path, tmp_path: Path,
