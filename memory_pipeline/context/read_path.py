@@ -22,6 +22,8 @@ class ReadPath:
     neighbours: int = 0  # turns of the same session either side of a hit
     neighbours_max_chars: int = 0  # only hits this short get neighbours (0: every hit); a short turn needs its context
     time_aware: bool = False  # a time expression in the message boosts memories of that period
+    # an archived memory is left out when the summary that archived it ranks above it
+    covered_sources: bool = False
     resolve_dates: bool = False  # "yesterday" in an item dated 2023-05-08 reads "yesterday (7 May 2023)"
     # Slot budgets as shares of the requested total (seed 001's 3, 4 and 6 KB of ~32 KB): a file over its slot
     # is cut at entry boundaries; what a slot does not use flows on, and P3/P4 share the rest.

@@ -38,17 +38,30 @@ def default_search(
         return search(query[:4096], k, home=home, embedder=embedder, floor=at if at is not None else floor,  # type: ignore[arg-type]
                       ranking=ranking, since=since, until=until)  # fmt: skip
 
+    most = (ranking or load_ranking()).max_k
+
+    def ranked(query: str, k: int) -> list[Hit]:
+        hits = list(find(query, k))
+        if hits and len(hits) < k and floor != 0.0 and (path.below_floor or path.item_floor > 0):
+            # the top hit cleared the floor: something relevant is stored; read on down to the item floor
+            # (below_floor: every item, the read path before issue 28, kept for its ablation row)
+            top = max(h.parts.get("relevance", 0.0) for h in hits)
+            least = 0.0 if path.below_floor else path.item_floor * top
+            hits = _down_to(query, k, least, find, most)
+        if path.time_aware and hits:
+            hits = _period_first(query, k, hits, find, today or datetime.now(UTC).date())
+        return hits
+
     def run(query: str, k: int) -> list[Knowledge]:
         try:
-            hits = list(find(query, k))
-            if hits and len(hits) < k and floor != 0.0 and (path.below_floor or path.item_floor > 0):
-                # the top hit cleared the floor: something relevant is stored; read on down to the item floor
-                # (below_floor: every item, the read path before issue 28, kept for its ablation row)
-                top = max(h.parts.get("relevance", 0.0) for h in hits)
-                least = 0.0 if path.below_floor else path.item_floor * top
-                hits = _down_to(query, k, least, find, (ranking or load_ranking()).max_k)
-            if path.time_aware and hits:
-                hits = _period_first(query, k, hits, find, today or datetime.now(UTC).date())
+            hits = ranked(query, k)
+            if path.covered_sources:
+                # k hits still, when some are left out: the compiler reads fewer than k as "nothing more"
+                window = k
+                while len(kept := uncovered(hits)) < k and len(hits) >= window and window < most:
+                    window = min(window + k - len(kept), most)
+                    hits = ranked(query, window)
+                hits = kept[:k]
         except SearchInputError:
             return []
         items = [_knowledge(h, path.whole_items) for h in hits]
@@ -57,6 +70,18 @@ def default_search(
         return items
 
     return run
+
+
+def uncovered(hits: list[Hit]) -> list[Hit]:
+    """The hits without an archived memory whose summary ranks above it: the summary carries its facts, and
+    the source would spend the budget saying them again."""
+    covered: set[str] = set()
+    out = []
+    for h in hits:
+        if not (h.lifecycle == "archived" and h.id in covered):
+            out.append(h)
+        covered.update(h.members)
+    return out
 
 
 def _down_to(query: str, k: int, least: float, find: Any, most: int) -> list[Hit]:

@@ -323,14 +323,15 @@ def _rank(
 
 
 def abstractions_first(hits: list[Hit]) -> list[Hit]:
-    """Seed 000 §9.2: an archived source never ranks above the abstraction that replaced it."""
+    """Seed 000 §9.2: an archived source never ranks above the abstraction that replaced it (the summary
+    whose lineage lists it: `archived_by` names the cluster, not the summary)."""
     out = list(hits)
     changed = True
     while changed:
         changed = False
-        where = {h.id: i for i, h in enumerate(out)}
+        where = {m: i for i, h in enumerate(out) for m in h.members}
         for i, h in enumerate(out):
-            j = where.get(h.archived_by) if h.archived_by else None
+            j = where.get(h.id) if h.lifecycle == "archived" else None
             if j is not None and j > i:
                 out.insert(j, out.pop(i))  # move the source just below its abstraction
                 changed = True

@@ -30,12 +30,13 @@ class Hit:
     archived_by: str = ""
     sources: list[Hit] = field(default_factory=list)
     text: str = ""  # the whole text (the context compiler packs whole items); not in to_dict's output
+    members: list[str] = field(default_factory=list)  # a summary's source ids (lineage); not in to_dict's output
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
-        out.pop("text", None)
-        for s in out["sources"]:
-            s.pop("text", None)
+        for h in (out, *out["sources"]):
+            h.pop("text", None)
+            h.pop("members", None)
         return out
 
 
@@ -93,4 +94,5 @@ def make_hit(d: Doc, query: str, score: float, parts: dict[str, float], r: Ranki
         chunk=d.key,
         archived_by=by,
         text=d.text,
+        members=list(d.source_ids),
     )

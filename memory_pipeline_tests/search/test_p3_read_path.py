@@ -31,12 +31,12 @@ def ctx_home(workspace: Path, tmp_path: Path) -> Path:
     members = [
         {"id": f"m-95{i}", "content": f"Deploy {i} rolled back: no staging soak.", "importance": 0.5,
          "created_at": f"2026-10-{day}T09:00:00", "categories": ["ops"], "lifecycle": "archived",
-         "archived_by": "s-950", "archived_at": "2026-10-30T03:30:00", "prior_importance": 1.0}
+         "archived_by": "c-950", "archived_at": "2026-10-30T03:30:00", "prior_importance": 1.0}
         for i, day in enumerate(("01", "08", "15", "21"))
     ]  # fmt: skip
     summary = {"id": "s-950", "content": SUMMARY, "importance": 1.0, "created_at": "2026-10-30T03:30:00",
                "categories": ["ops", "compressed"], "kind": "summary",
-               "compressed_from": {"source_ids": [m["id"] for m in members]}}  # fmt: skip
+               "compressed_from": {"cluster_id": "c-950", "source_ids": [m["id"] for m in members]}}  # fmt: skip
     import_jsonl(MemoryStore(workspace / "memory.duckdb"), write_jsonl(tmp_path / "s.jsonl", [*members, summary]))
     return workspace
 
@@ -51,6 +51,25 @@ def test_a_summary_enters_whole_with_its_pattern_tail_and_its_members_dates(ctx_
     line = next(ln for ln in out.prompt.splitlines() if "staging soak fail" in ln)
     assert line.startswith("- [2026-10-01 … 2026-10-21] ") and line.endswith(TAIL)  # whole, not a snippet
     assert len(SUMMARY) > 300 and "…" not in line.removeprefix("- [2026-10-01 … 2026-10-21] ").removesuffix(TAIL)
+
+
+def test_an_archived_source_ranks_below_its_summary_and_covered_sources_leaves_it_out(ctx_home: Path) -> None:
+    """The night archives a source under its cluster's id, not the summary's: the summary's lineage decides."""
+    query = "deploy rolled back: no staging soak"  # a source's own words: on text alone it would win
+    hits = search(query, k=10, home=ctx_home, embedder=minilm())
+    order = [h.id for h in hits]
+    sources = [i for i in order if i.startswith("m-95")]
+    assert "s-950" in order and sources and all(order.index("s-950") < order.index(i) for i in sources)
+
+    def p3(read: ReadPath) -> list[str]:
+        out, _ = compile_for_agent(ctx_home, query, budget_tokens=2000,
+                                   search=default_search(ctx_home, minilm(), read=read))  # fmt: skip
+        return [e.label.removeprefix("knowledge:") for e in out.manifest if e.slot == "P3" and e.included]
+
+    shipped = ReadPath.load()
+    assert any(label.startswith("m-95") for label in p3(shipped.with_(covered_sources=False)))
+    covered = p3(shipped.with_(covered_sources=True))
+    assert "s-950" in covered and not any(label.startswith("m-95") for label in covered)
 
 
 def test_a_memory_file_over_its_slot_is_cut_and_knowledge_keeps_its_share(ctx_home: Path) -> None:
