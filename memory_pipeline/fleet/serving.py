@@ -116,7 +116,12 @@ def read_settings(raw: dict[str, Any]) -> tuple[GatewayConfig, Limiter]:
 
 
 def die_with_parent(parent: int) -> None:
-    """Linux: SIGTERM this worker when `parent`, the command that started it, dies (even by SIGKILL)."""
+    """Linux: SIGTERM this worker when `parent`, the command that started it, dies (even by SIGKILL). A SIGTERM
+    ignored or blocked by whatever started the command (both are inherited) would make that signal do nothing,
+    so it is made to act first."""
+    if signal.getsignal(signal.SIGTERM) == signal.SIG_IGN:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
     try:
         import ctypes
 

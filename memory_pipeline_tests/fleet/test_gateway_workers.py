@@ -47,6 +47,21 @@ def test_a_worker_arms_its_parent_death_signal_and_stops_if_its_command_is_alrea
     assert alive.exitcode == 0 and gone.exitcode == -signal.SIGTERM
 
 
+def test_the_parent_death_signal_acts_though_the_worker_inherited_sigterm_ignored_and_blocked() -> None:
+    """Both are inherited across fork and exec: a starter that ignores or blocks SIGTERM (a harness, a shell's
+    background job, a library mid-spawn) would leave a worker that outlives its command (CI saw exit 0 here)."""
+    previous = signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    try:
+        gone = SPAWN.Process(target=_arm, args=(-1,))
+        gone.start()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+        signal.signal(signal.SIGTERM, previous)
+    gone.join(timeout=120)
+    assert gone.exitcode == -signal.SIGTERM
+
+
 def test_buckets_in_one_folder_are_one_bucket_per_agent_and_refill_at_the_rate(tmp_path: Path) -> None:
     now = [100.0]
     first = SharedRateLimiter(tmp_path, rate=2.0, burst=2, clock=lambda: now[0])
