@@ -19,8 +19,10 @@ import fcntl
 import json
 import math
 import os
+import shutil
 import signal
 import struct
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -92,6 +94,20 @@ def default_workers(cpu_max: Path = Path("/sys/fs/cgroup/cpu.max")) -> int:
     except (OSError, ValueError):
         pass
     return max(1, cpus)
+
+
+RATE_PREFIX = "memory-pipeline-gateway-rate-"
+
+
+def new_rate_dir(tmp: Path | None = None) -> Path:
+    """The command's folder of token buckets, in the temp folder, named by its pid. The command removes it when
+    it stops; one it could not (killed by SIGKILL) is removed here, by the next command, once its pid is gone."""
+    base = Path(tmp or tempfile.gettempdir())
+    for old in base.glob(f"{RATE_PREFIX}*-*"):
+        pid = old.name.removeprefix(RATE_PREFIX).split("-", 1)[0]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            shutil.rmtree(old, ignore_errors=True)
+    return Path(tempfile.mkdtemp(prefix=f"{RATE_PREFIX}{os.getpid()}-", dir=base))
 
 
 def settings(config: GatewayConfig, workers: int, rate_dir: Path | None) -> str:

@@ -144,7 +144,6 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     import shutil
-    import tempfile
 
     import uvicorn
 
@@ -160,7 +159,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     workers = args.workers if args.workers is not None else serving.default_workers()
     if workers < 1:
         raise UserError("fleet serve: --workers must be at least 1")
-    rate_dir = Path(tempfile.mkdtemp(prefix="memory-pipeline-gateway-rate-")) if workers > 1 else None
+    rate_dir = serving.new_rate_dir() if workers > 1 else None
     os.environ[serving.SETTINGS_ENV] = serving.settings(config, workers, rate_dir)
     print(f"serving {len(list_agents(root))} agent(s) of {root} at http://{args.host}:{args.port}/mcp with "
           f"{workers} worker process(es) (probes: /healthz, /readyz; audit: {root / 'gateway' / 'audit.jsonl'})",

@@ -62,6 +62,22 @@ def test_the_parent_death_signal_acts_though_the_worker_inherited_sigterm_ignore
     assert gone.exitcode == -signal.SIGTERM
 
 
+def test_a_rate_folder_a_killed_command_left_is_removed_by_the_next_command(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
+                          check=True)  # fmt: skip
+    dead = tmp_path / f"{serving.RATE_PREFIX}{done.stdout.strip()}-abc"  # its command died by SIGKILL
+    live = tmp_path / f"{serving.RATE_PREFIX}{os.getppid()}-def"  # another command, still serving
+    for folder in (dead, live):
+        folder.mkdir()
+        (folder / "alice.bucket").write_bytes(b"\0" * 16)
+    new = serving.new_rate_dir(tmp_path)
+    assert not dead.exists() and live.exists() and new.is_dir()
+    assert new.name.startswith(f"{serving.RATE_PREFIX}{os.getpid()}-")
+
+
 def test_buckets_in_one_folder_are_one_bucket_per_agent_and_refill_at_the_rate(tmp_path: Path) -> None:
     now = [100.0]
     first = SharedRateLimiter(tmp_path, rate=2.0, burst=2, clock=lambda: now[0])
