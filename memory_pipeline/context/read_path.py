@@ -24,6 +24,9 @@ class ReadPath:
     time_aware: bool = False  # a time expression in the message boosts memories of that period
     # an archived memory is left out when the summary that archived it ranks above it
     covered_sources: bool = False
+    # P3 takes search's hits with each archived source moved below its summary (search's own order), or
+    # (False) in relevance order
+    abstractions_first: bool = True
     resolve_dates: bool = False  # "yesterday" in an item dated 2023-05-08 reads "yesterday (7 May 2023)"
     # Slot budgets as shares of the requested total (seed 001's 3, 4 and 6 KB of ~32 KB): a file over its slot
     # is cut at entry boundaries; what a slot does not use flows on, and P3/P4 share the rest.

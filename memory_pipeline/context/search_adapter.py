@@ -33,6 +33,8 @@ def default_search(
     """`floor`: search's abstention floor (None: its calibrated default); `read`: the read path (None: the
     shipped one); `today`: the day time expressions are read against (None: today, UTC)."""
     path = read or ReadPath.load()
+    if not path.abstractions_first:
+        ranking = (ranking or load_ranking()).with_(abstractions_first=False)
 
     def find(query: str, k: int, since: str | None = None, until: str | None = None, at: float | None = None) -> Any:
         return search(query[:4096], k, home=home, embedder=embedder, floor=at if at is not None else floor,  # type: ignore[arg-type]

@@ -314,7 +314,8 @@ def _rank(
             "importance": round(float(impf[j]), 4),
         }
         hits.append(make_hit(d, query, float(final[j]), parts, r, lifecycles[i], archived_by[i]))
-    hits = abstractions_first(hits)
+    if r.abstractions_first:
+        hits = abstractions_first(hits)
     if with_sources:
         _expand_sources(hits, idx, home, view, query, r)
     out = Hits(hits, notice)

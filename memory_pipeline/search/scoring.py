@@ -39,6 +39,8 @@ class Ranking:
     # a capitalised query word found in at least this share of the documents is left out of the text the
     # embedder reads (0: off); see vector_query
     vector_query_common: float = 0.0
+    # an archived source moved just below its summary (seed 000 §9.2); the context compiler may read by relevance
+    abstractions_first: bool = True
     extra: dict[str, Any] = field(default_factory=dict)
 
     def with_(self, **changes: Any) -> Ranking:

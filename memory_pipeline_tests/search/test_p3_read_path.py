@@ -70,6 +70,8 @@ def test_an_archived_source_ranks_below_its_summary_and_covered_sources_leaves_i
     assert any(label.startswith("m-95") for label in p3(shipped.with_(covered_sources=False)))
     covered = p3(shipped.with_(covered_sources=True))
     assert "s-950" in covered and not any(label.startswith("m-95") for label in covered)
+    by_relevance = [i for i in p3(shipped.with_(abstractions_first=False)) if i.startswith(("m-95", "s-950"))]
+    assert by_relevance[0].startswith("m-95") and "s-950" in by_relevance  # a source whose words match first
 
 
 def test_a_memory_file_over_its_slot_is_cut_and_knowledge_keeps_its_share(ctx_home: Path) -> None:
