@@ -233,18 +233,20 @@ def _number(cell: str) -> float | None:
     return float(cell)
 
 
-def from_rows(paths: Sequence[Path], base: str | None) -> str:
-    """The table of rows already measured, with rule 1's verdict of each row on `base` (or on the row before)."""
+def from_rows(paths: Sequence[Path], base: str | None, scope: str = "turns/before") -> str:
+    """The table of rows already measured, with rule 1's verdict of each row on `base` (or on the row before),
+    judged on `scope` (the rule's own is turns/before; a candidate that only acts after the night is judged on
+    turns/after)."""
     rows = read_rows(paths)
     methods = list(dict.fromkeys(r["method"] for r in rows))
     convs = sorted({r["conversation"] for r in rows})
     body = results_section(rows, methods, 0.0, convs)
     variants = [m for m in methods if m in VARIANTS]
-    headline = [r for r in rows if r["scope"] == "turns/before"]
+    headline = [r for r in rows if r["scope"] == scope]
     pairs = [(base, v) for v in variants if v != base] if base else list(zip(variants, variants[1:], strict=False))
     for before, after in pairs:
         if headline:
-            body += f"\n- {choose(headline, before, after)[1]}"
+            body += f"\n- {scope}: {choose(headline, before, after)[1]}"
     return body
 
 
@@ -261,9 +263,11 @@ def main(argv: list[str]) -> None:
     p.add_argument("--from-rows", help="comma-separated rows files of earlier runs (e.g. one per conversation): "
                    "print their table and the rule's verdicts, run nothing")  # fmt: skip
     p.add_argument("--base", help="with --from-rows: judge every other row against this one")
+    p.add_argument("--scope", default="turns/before", help="with --from-rows: the input/when the verdicts read "
+                   "(turns/before, turns/after, memories/before, memories/after)")
     args = p.parse_args(argv)
     if args.from_rows:
-        print(from_rows([Path(f) for f in args.from_rows.split(",")], args.base))
+        print(from_rows([Path(f) for f in args.from_rows.split(",")], args.base, args.scope))
         return
     from benchmarks.locomo_e2e import _cached_encoder
     from memory_pipeline.resources.embedder import EmbedderResource

@@ -60,3 +60,25 @@ def test_a_run_written_in_pieces_reads_back_as_the_one_run(tmp_path: Path) -> No
     back = read_rows(files)
     assert table(back) == table(measured)
     assert choose(back, "base", "better") == choose(measured, "base", "better")
+
+
+def test_a_candidate_that_acts_after_the_night_is_judged_on_that_scope(tmp_path: Path) -> None:
+    from benchmarks.read_path import from_rows
+
+    def full(method: str, support: dict[str, float], scope: str) -> list[dict[str, Any]]:
+        measured = [{**r, "scope": scope} for r in rows(method, support)]
+        return measured + [{**r, "budget": 4000} for r in measured if r["budget"] == 2000]  # the table shows 4,000
+
+    same = {"c1": 0.60, "c2": 0.60, "c3": 0.60}
+    measured = (full("shipped", same, "turns/before") + full("covered-sources", same, "turns/before")  # nothing
+                + full("shipped", same, "turns/after")  # is archived before the night: the same rows
+                + full("covered-sources", {"c1": 0.63, "c2": 0.62, "c3": 0.62}, "turns/after"))
+    path = tmp_path / "rows.csv"
+    with path.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(measured[0]))
+        w.writeheader()
+        w.writerows(measured)
+    assert from_rows([path], "shipped").splitlines()[-1] == (
+        "- turns/before: covered-sources over shipped: mean +0.0 pts, worst budget +0.0, worst conversation +0.0, "
+        "compile time ×1.00 → does not ship")
+    assert from_rows([path], "shipped", "turns/after").splitlines()[-1].endswith("→ ships")
