@@ -317,7 +317,8 @@ def compile_context(
     # take, and for more while they all fit and it has more, so a large budget is filled rather than left empty.
     if search is not None:
         query = " ".join([message, *(" ".join(by_name[d.topic].keywords) for d in active)]).strip()
-        _knowledge(b, search, query, included_paths, read or ReadPath.load(), search_k)
+        _knowledge(b, _as_the_message_decides(search, message), query, included_paths, read or ReadPath.load(),
+                   search_k)  # fmt: skip
 
     # P4: history, newest first until one does not fit; printed oldest first.
     turns = list(session_history)
@@ -339,6 +340,25 @@ def compile_context(
     ).rstrip("\n")
     used = sum(e.tokens for e in b.manifest if e.included)
     return Compiled(prompt, used, budget_tokens, b.manifest, decisions, corrections, b.warnings)
+
+
+def _as_the_message_decides(search: Search, message: str) -> Search:
+    """The active topics' keywords widen P3's query, but whether anything relevant is stored is the message's
+    own question (search's abstention floor was calibrated on messages): a topic that wakes never brings
+    knowledge to a message that finds none, and never takes it from one that does (its keywords can pull the
+    query's relevance under the floor)."""
+    relevant: list[bool] = []
+
+    def run(query: str, k: int) -> Sequence[Knowledge]:
+        if query == message.strip():
+            return search(query, k)
+        if not relevant:
+            relevant.append(bool(search(message, 1)))
+        if not relevant[0]:
+            return []
+        return search(query, k) or search(message, k)
+
+    return run
 
 
 def _fit_slot(label: str, text: str, tokens: int, message: str, slot: str) -> tuple[str | None, str]:

@@ -162,3 +162,23 @@ def test_p3_asks_search_for_what_the_budget_takes_not_twenty_then_forty(home: Pa
     assert out.budget - out.tokens < 100  # P3 stops when fewer than P3_FLOOR tokens are left
     assert len(asked) <= 2 and asked[0] > 20
     assert sum(1 for e in out.manifest if e.slot == "P3" and e.included) <= asked[-1]
+
+
+@pytest.mark.parametrize("stored_for", ["the message", "the keywords"])
+def test_whether_knowledge_is_stored_is_the_messages_question_not_its_topics_keywords(home: Path,
+                                                                                      stored_for: str) -> None:
+    """A topic that wakes adds its keywords to P3's query; they can pull a relevant message under search's
+    floor (an empty P3 where the message alone finds the answer) or lift one that finds nothing over it."""
+    message = "market order on JTO/USDT: what stop-loss?"
+    asked: list[str] = []
+
+    def search(query: str, k: int) -> list[Knowledge]:
+        asked.append(query)
+        hit = (query == message) == (stored_for == "the message")
+        return [Knowledge("Market order on JTO/USDT slipped 6.1 %", 0.7, memory_id="m-000010")] if hit else []
+
+    topics, _ = load_topics(home)
+    out = compile_context(home, message, topics=topics, search=search, today=TODAY)
+    assert any("topic:trading-risk" == e.label and e.included for e in out.manifest)
+    assert any(q != message for q in asked) or stored_for == "the keywords"  # the keywords were in a query
+    assert out.memory_ids == (["m-000010"] if stored_for == "the message" else [])
