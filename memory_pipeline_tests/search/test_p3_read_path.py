@@ -68,7 +68,7 @@ def test_an_archived_source_ranks_below_its_summary_and_covered_sources_leaves_i
 
     shipped = ReadPath.load()
     assert any(label.startswith("m-95") for label in p3(shipped.with_(covered_sources=False)))
-    covered = p3(shipped.with_(covered_sources=True))
+    covered = p3(shipped.with_(covered_sources=True, abstractions_first=True))
     assert "s-950" in covered and not any(label.startswith("m-95") for label in covered)
     by_relevance = [i for i in p3(shipped.with_(abstractions_first=False)) if i.startswith(("m-95", "s-950"))]
     assert by_relevance[0].startswith("m-95") and "s-950" in by_relevance  # a source whose words match first
