@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from memory_pipeline.errors import UserError
 from memory_pipeline.fleet import registry
 
 PARTITIONS = "agents"  # memory_pipeline.fleet_definitions.AGENTS
@@ -41,7 +42,10 @@ def cmd_add(args: argparse.Namespace) -> int:
     imported: list[tuple[str, int]] = []
 
     def fill(tmp: Path) -> None:  # inside the new workspace, before it is renamed into place
-        imported.append(import_into(tmp, args.import_path))
+        try:
+            imported.append(import_into(tmp, args.import_path))
+        except OSError as exc:  # the file, not the workspace: say so (add_agent would name the workspace)
+            raise UserError(f"{exc.strerror or exc}; no agent was added") from None
 
     home = registry.add_agent(registry.fleet_root(), args.agent, datetime.now(UTC),
                               fill=fill if args.import_path is not None else None)  # fmt: skip
