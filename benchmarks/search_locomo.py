@@ -4,7 +4,9 @@ Each conversation's turns are imported into a fresh store and indexed (MiniLM); 
 with each fusion (linear 0.4/0.6, RRF) and recency setting (none, the seed's exp(-0.1·days)), floor 0.
 Evidence recall@5/@10 on categories 1-4; then the abstention floor is swept: the false-abstention rate on
 categories 1-4 (an answerable question left unanswered) against the false-answer rate on category 5
-(adversarial: the asked fact was never said) and on never-stored questions (search_never_stored.txt)."""
+(adversarial: the asked fact was never said) and on never-stored questions (search_never_stored.txt), for
+the shipped ranking and with `unseen_words` (the query words no document holds count in the floor's BM25
+ceiling), each floor chosen by the rule of read_path_rule.md (amendment of 2026-11-26 20:55 UTC)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import argparse
 import json
 import tempfile
 import time
+from collections.abc import Sequence
 from datetime import UTC, timedelta
 from pathlib import Path
 from typing import Any
@@ -20,11 +23,13 @@ import numpy as np
 
 from benchmarks.common import append_results, load_average, machine, table
 from memory_pipeline.evaluation.locomo import evidence_hit, load_locomo, write_jsonl
+from memory_pipeline.search.scoring import load_ranking
 
 HERE = Path(__file__).resolve().parent
 PROBES = HERE / "search_never_stored.txt"
 CONFIGS = (("linear", 0.0), ("rrf", 0.0), ("linear", 0.1), ("rrf", 0.1), ("linear", 1.0), ("rrf", 1.0))
 FLOORS = [round(x, 2) for x in np.arange(0.10, 0.52, 0.02)]
+VARIANTS = {"shipped": {}, "unseen-words": {"unseen_words": True}}
 
 
 def _cached(encode: Any) -> Any:
@@ -50,7 +55,8 @@ def run(data: Path, conversations: list[str] | None) -> dict[str, Any]:
     encode = _cached(EmbedderResource(model=MINILM).encode)
     probes = [q for q in PROBES.read_text().splitlines() if q.strip() and not q.startswith("#")]
     recall: dict[tuple[str, float], dict[int, list[bool]]] = {c: {5: [], 10: []} for c in CONFIGS}
-    top_rel: dict[str, list[float]] = {"answerable": [], "adversarial": [], "never_stored": []}
+    top_rel = {v: {"answerable": [], "adversarial": [], "never_stored": []} for v in VARIANTS}
+    rankings = {v: load_ranking().with_(**changes) for v, changes in VARIANTS.items()}
     build_s = 0.0
     with tempfile.TemporaryDirectory() as tmp:
         for conv in load_locomo(data, conversations):
@@ -78,19 +84,31 @@ def run(data: Path, conversations: list[str] | None) -> dict[str, Any]:
                     if q.category != 5 and q.evidence:
                         for k in (5, 10):
                             recall[(fusion, w)][k].append(bool(evidence_hit(q.evidence, ids[:k], {})))
-                    if (fusion, w) == ("rrf", 0.0):
-                        best = max((h.parts["relevance"] for h in hits), default=0.0)
-                        top_rel["adversarial" if q.category == 5 else "answerable"].append(best)
+                for v, ranking in rankings.items():
+                    top_rel[v]["adversarial" if q.category == 5 else "answerable"].append(
+                        _best(search(q.question, 10, home=home, floor=0.0, embedder=(encode, MINILM), now=now,
+                                     ranking=ranking)))  # fmt: skip
             for p in probes:
-                hits = search(p, 10, home=home, floor=0.0, embedder=(encode, MINILM), now=now)
-                top_rel["never_stored"].append(max((h.parts["relevance"] for h in hits), default=0.0))
+                for v, ranking in rankings.items():
+                    top_rel[v]["never_stored"].append(
+                        _best(search(p, 10, home=home, floor=0.0, embedder=(encode, MINILM), now=now,
+                                     ranking=ranking)))  # fmt: skip
     return {"recall": recall, "top_rel": top_rel, "build_s": build_s}
 
 
 def _ranking(weight: float) -> Any:
-    from memory_pipeline.search.scoring import load_ranking
-
     return load_ranking().with_(recency_weight=weight)
+
+
+def _best(hits: Any) -> float:
+    """The best relevance among the hits (what the abstention floor reads), 0 when there are none."""
+    return max((h.parts["relevance"] for h in hits), default=0.0)
+
+
+def choose_floor(never_stored: Sequence[float], at_most: float = 0.01) -> float | None:
+    """The rule's floor: the lowest on the grid at which never-stored questions answer at most `at_most`."""
+    rel = np.asarray(never_stored)
+    return next((f for f in FLOORS if np.mean(rel >= f) <= at_most), None)
 
 
 def report(result: dict[str, Any]) -> str:
@@ -100,24 +118,33 @@ def report(result: dict[str, Any]) -> str:
         rows.append([fusion, label, f"{np.mean(by_k[5]):.3f}", f"{np.mean(by_k[10]):.3f}", len(by_k[5])])
     body = "Evidence recall (categories 1-4, floor 0):\n\n"
     body += table(["fusion", "recency", "recall@5", "recall@10", "questions"], rows) + "\n\n"
-    rel = {k: np.array(v) for k, v in result["top_rel"].items()}
-    sweep = []
-    for f in FLOORS:
-        sweep.append(
-            [
-                f"{f:.2f}",
-                f"{np.mean(rel['answerable'] < f):.3f}",
-                f"{np.mean(rel['adversarial'] >= f):.3f}",
-                f"{np.mean(rel['never_stored'] >= f):.3f}",
-            ]
-        )
-    body += "Abstention floor on the best hit's relevance (0.4·BM25/ceiling + 0.6·cos), RRF ranking:\n\n"
-    body += (
-        table(["floor", "false abstention (cat 1-4)", "false answer (cat 5)", "false answer (never stored)"], sweep)
-        + "\n"
-    )
-    body += f"\n{len(rel['answerable'])} answerable, {len(rel['adversarial'])} adversarial, "
-    body += f"{len(rel['never_stored'])} never-stored queries; index builds {result['build_s']:.1f} s in total.\n"
+    rel = {v: {k: np.array(x) for k, x in by.items()} for v, by in result["top_rel"].items()}
+    sweep = [
+        [f"{f:.2f}"]
+        + [f"{np.mean(rel[v]['answerable'] < f):.3f}" for v in VARIANTS]
+        + [f"{np.mean(rel[v]['adversarial'] >= f):.3f}" for v in VARIANTS]
+        + [f"{np.mean(rel[v]['never_stored'] >= f):.3f}" for v in VARIANTS]
+        for f in FLOORS
+    ]
+    heads = [f"{what} ({v})" for what in ("false abstention, cat 1-4", "false answer, cat 5",
+                                          "false answer, never stored") for v in VARIANTS]  # fmt: skip
+    body += "Abstention floor on the best hit's relevance (0.4·BM25/ceiling + 0.6·cos), the shipped ranking:\n\n"
+    body += table(["floor", *heads], sweep) + "\n\n"
+    shipped_floor = load_ranking().floor
+    today = float(np.mean(rel["shipped"]["answerable"] < shipped_floor))
+    for v in VARIANTS:
+        f = choose_floor(rel[v]["never_stored"])
+        if f is None:
+            body += f"- {v}: no floor on the grid keeps never-stored answers at 1 % or less\n"
+            continue
+        fa = float(np.mean(rel[v]["answerable"] < f))
+        body += (f"- {v}: the rule's floor {f:.2f} (never stored {np.mean(rel[v]['never_stored'] >= f):.3f}); "
+                 f"false abstention {fa:.3f} against the shipped {today:.3f} at {shipped_floor:.2f}: "
+                 f"{'ships' if v != 'shipped' and fa <= today else 'reference' if v == 'shipped' else 'not shipped'}"
+                 "\n")  # fmt: skip
+    n = rel["shipped"]
+    body += f"\n{len(n['answerable'])} answerable, {len(n['adversarial'])} adversarial, "
+    body += f"{len(n['never_stored'])} never-stored queries; index builds {result['build_s']:.1f} s in total.\n"
     return body
 
 

@@ -56,7 +56,6 @@ KINDS_ALIAS = {"memory": "any store row that is not a summary"}
 TIERS = ("active", "archived", "knowledge", "working", "episodic", "semantic", "archive", "raw")
 
 
-
 class SearchInputError(ValueError):
     """Bad input to search: the message is one line saying what to change."""
 
@@ -187,6 +186,10 @@ def _search_index(
         if df:
             idf[t] = float(np.log(1.0 + (n_all - df + 0.5) / (df + 0.5)))
     ceiling = bm25_ceiling(list(idf.values()))
+    # the floor's share of BM25: a query word no document holds counts in its ceiling at the highest idf a word
+    # can have, so a question about something never stored is not judged by its commonest words alone
+    unseen = sum(1 for t in q_tokens if t not in idf) if r.unseen_words else 0
+    floor_scale = ceiling / (ceiling + unseen * float(np.log(1.0 + (n_all + 0.5) / 0.5)))
     docs: list[Doc] = []
     where: dict[int, tuple[int, int]] = {}  # position in `docs` → (segment, row): its text is read when it is a hit
     parts_bm: list[float] = []
@@ -236,6 +239,7 @@ def _search_index(
         notice,
         embed_ms,
         fill,
+        floor_scale,
     )
 
 
@@ -266,6 +270,7 @@ def _rank(
     notice: str,
     embed_ms: float,
     fill: Callable[[list[int]], None] | None = None,
+    floor_scale: float = 1.0,
 ) -> Hits:
     live = view.overrides
     keep: list[int] = []
@@ -284,7 +289,7 @@ def _rank(
         return Hits([], notice or NOTHING)
     sel = np.array(keep)
     bm_s, cos_s = bm[sel], cosines[0][sel]
-    relevance = linear(bm_s, cosines[1][sel], r)  # the whole query's, as the floor was calibrated
+    relevance = linear(bm_s * floor_scale, cosines[1][sel], r)  # the whole query's, as the floor was calibrated
     dates = np.array([docs[i].date for i in keep])
     rec = recency(age_days(dates, now_ts), r)
     ref = reference_boost(use[sel], r)

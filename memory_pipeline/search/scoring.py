@@ -41,6 +41,8 @@ class Ranking:
     vector_query_common: float = 0.0
     # an archived source moved just below its summary (seed 000 §9.2); the context compiler may read by relevance
     abstractions_first: bool = True
+    # relevance (what the floor reads) counts the query words no document holds in its BM25 ceiling
+    unseen_words: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
     def with_(self, **changes: Any) -> Ranking:

@@ -70,9 +70,12 @@ def test_a_candidate_that_acts_after_the_night_is_judged_on_that_scope(tmp_path:
         return measured + [{**r, "budget": 4000} for r in measured if r["budget"] == 2000]  # the table shows 4,000
 
     same = {"c1": 0.60, "c2": 0.60, "c3": 0.60}
-    measured = (full("shipped", same, "turns/before") + full("covered-sources", same, "turns/before")  # nothing
-                + full("shipped", same, "turns/after")  # is archived before the night: the same rows
-                + full("covered-sources", {"c1": 0.63, "c2": 0.62, "c3": 0.62}, "turns/after"))
+    measured = (
+        full("shipped", same, "turns/before")
+        + full("covered-sources", same, "turns/before")  # nothing
+        + full("shipped", same, "turns/after")  # is archived before the night: the same rows
+        + full("covered-sources", {"c1": 0.63, "c2": 0.62, "c3": 0.62}, "turns/after")
+    )
     path = tmp_path / "rows.csv"
     with path.open("w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=list(measured[0]))
@@ -80,5 +83,15 @@ def test_a_candidate_that_acts_after_the_night_is_judged_on_that_scope(tmp_path:
         w.writerows(measured)
     assert from_rows([path], "shipped").splitlines()[-1] == (
         "- turns/before: covered-sources over shipped: mean +0.0 pts, worst budget +0.0, worst conversation +0.0, "
-        "compile time ×1.00 → does not ship")
+        "compile time ×1.00 → does not ship"
+    )
     assert from_rows([path], "shipped", "turns/after").splitlines()[-1].endswith("→ ships")
+
+
+def test_the_abstention_floor_is_the_lowest_that_keeps_never_stored_answers_at_one_percent() -> None:
+    from benchmarks.search_locomo import choose_floor
+
+    # 100 never-stored questions: 3 reach 0.31, 1 reaches 0.35, the rest stay under 0.2
+    rel = [0.1] * 96 + [0.31] * 3 + [0.35]
+    assert choose_floor(rel) == 0.32  # at 0.30 four answer (4 %); at 0.32 one (1 %)
+    assert choose_floor([0.6] * 10) is None  # nothing on the grid (up to 0.50) abstains them

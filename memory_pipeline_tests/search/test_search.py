@@ -228,3 +228,26 @@ def test_a_change_the_log_missed_is_caught_by_the_count_and_rebuilt_without_embe
     stats = build_index(workspace, *minilm())
     assert stats.embedded == 0 and stats.segments == 1  # a full build, reusing every vector
     assert "m-003" not in {d.key for d in load_index(workspace).live_docs()}
+
+
+def test_unseen_words_count_in_the_floors_ceiling_and_leave_the_order_alone(workspace: Path) -> None:
+    from memory_pipeline.search.scoring import load_ranking
+
+    shipped, unseen = load_ranking().with_(floor=0.0), load_ranking().with_(floor=0.0, unseen_words=True)
+    # "zyxwvut" is held by no document: it weighs in the ceiling, so every hit's relevance falls, order unchanged
+    query = "zyxwvut price alert TIA"
+    a = search(query, k=10, home=workspace, embedder=minilm(), now=NOW, ranking=shipped)
+    b = search(query, k=10, home=workspace, embedder=minilm(), now=NOW, ranking=unseen)
+    assert ids(a) == ids(b) and ids(a)
+    for x, y in zip(a, b, strict=True):  # only the BM25 share of relevance is scaled down
+        assert x.parts["bm25"] == y.parts["bm25"]
+        if x.parts["bm25"] > 0:
+            assert y.parts["relevance"] < x.parts["relevance"]
+        else:
+            assert y.parts["relevance"] == x.parts["relevance"]
+    assert a[0].parts["bm25"] > 0
+    # every word known: nothing changes
+    known = "price alert TIA"
+    c = search(known, k=10, home=workspace, embedder=minilm(), now=NOW, ranking=shipped)
+    d = search(known, k=10, home=workspace, embedder=minilm(), now=NOW, ranking=unseen)
+    assert [h.parts["relevance"] for h in c] == [h.parts["relevance"] for h in d]
