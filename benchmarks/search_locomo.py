@@ -55,7 +55,9 @@ def run(data: Path, conversations: list[str] | None) -> dict[str, Any]:
     encode = _cached(EmbedderResource(model=MINILM).encode)
     probes = [q for q in PROBES.read_text().splitlines() if q.strip() and not q.startswith("#")]
     recall: dict[tuple[str, float], dict[int, list[bool]]] = {c: {5: [], 10: []} for c in CONFIGS}
-    top_rel = {v: {"answerable": [], "adversarial": [], "never_stored": []} for v in VARIANTS}
+    top_rel: dict[str, dict[str, list[float]]] = {
+        v: {"answerable": [], "adversarial": [], "never_stored": []} for v in VARIANTS
+    }
     rankings = {v: load_ranking().with_(**changes) for v, changes in VARIANTS.items()}
     build_s = 0.0
     with tempfile.TemporaryDirectory() as tmp:
@@ -105,7 +107,7 @@ def _best(hits: Any) -> float:
     return max((h.parts["relevance"] for h in hits), default=0.0)
 
 
-def choose_floor(never_stored: Sequence[float], at_most: float = 0.01) -> float | None:
+def choose_floor(never_stored: Sequence[float] | np.ndarray, at_most: float = 0.01) -> float | None:
     """The rule's floor: the lowest on the grid at which never-stored questions answer at most `at_most`."""
     rel = np.asarray(never_stored)
     return next((f for f in FLOORS if np.mean(rel >= f) <= at_most), None)
