@@ -26,7 +26,7 @@ class Ranking:
     vector_weight: float = 0.6
     rrf_k: int = 60
     candidates: int = 200
-    floor: float = 0.32
+    floor: float = 0.20
     recency_per_day: float = 0.1
     recency_weight: float = 0.0
     reference_per_use: float = 0.1
@@ -42,7 +42,7 @@ class Ranking:
     # an archived source moved just below its summary (seed 000 §9.2); the context compiler may read by relevance
     abstractions_first: bool = True
     # relevance (what the floor reads) counts the query words no document holds in its BM25 ceiling
-    unseen_words: bool = False
+    unseen_words: bool = True
     extra: dict[str, Any] = field(default_factory=dict)
 
     def with_(self, **changes: Any) -> Ranking:

@@ -233,7 +233,8 @@ def test_a_change_the_log_missed_is_caught_by_the_count_and_rebuilt_without_embe
 def test_unseen_words_count_in_the_floors_ceiling_and_leave_the_order_alone(workspace: Path) -> None:
     from memory_pipeline.search.scoring import load_ranking
 
-    shipped, unseen = load_ranking().with_(floor=0.0), load_ranking().with_(floor=0.0, unseen_words=True)
+    shipped = load_ranking().with_(floor=0.0, unseen_words=False)
+    unseen = load_ranking().with_(floor=0.0, unseen_words=True)
     # "zyxwvut" is held by no document: it weighs in the ceiling, so every hit's relevance falls, order unchanged
     query = "zyxwvut price alert TIA"
     a = search(query, k=10, home=workspace, embedder=minilm(), now=NOW, ranking=shipped)
