@@ -74,6 +74,27 @@ def choose_tool(rng: random.Random, mix: Sequence[tuple[str, float]] = MIX) -> s
     return mix[-1][0]
 
 
+def parse_mix(text: str) -> tuple[tuple[str, float], ...]:
+    """`search=80,context=15,remember=5` → the mix, every tool named (a missing one weighs 0)."""
+    weights = dict.fromkeys(TOOLS, 0.0)
+    for part in (p for p in text.split(",") if p.strip()):
+        name, _, value = part.partition("=")
+        if name.strip() not in weights:
+            raise argparse.ArgumentTypeError(f"unknown tool {name.strip()!r} (known: {', '.join(TOOLS)})")
+        try:
+            weights[name.strip()] = float(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{part.strip()!r}: the weight must be a number") from None
+    if sum(weights.values()) <= 0 or min(weights.values()) < 0:
+        raise argparse.ArgumentTypeError("weights must be ≥ 0 and not all 0")
+    return tuple((t, w) for t, w in weights.items() if w > 0)
+
+
+def mix_text(mix: Sequence[tuple[str, float]]) -> str:
+    total = sum(w for _, w in mix)
+    return ", ".join(f"{t} {100 * w / total:g} %" for t, w in mix)
+
+
 def foreign_mentions(agent: int, text: str) -> int:
     """How many memory ids or tenant markers of an agent other than `agent` the response text holds."""
     return sum(1 for m in ID_OR_MARKER.finditer(text) if int(m.group(1) or m.group(2)) != agent)
@@ -272,7 +293,8 @@ async def _rss_sampler(pids: Callable[[], list[int]], phase: Phase, stop: asynci
 
 
 async def drive(call: Call, agents: int, clients: int, seconds: float, max_calls: int, seed: int,
-                phase: Phase, pids: Callable[[], list[int]]) -> None:  # fmt: skip
+                phase: Phase, pids: Callable[[], list[int]],
+                mix: Sequence[tuple[str, float]] = MIX) -> None:  # fmt: skip
     """`clients` concurrent tasks calling until the time or the count is spent; fills `phase`."""
     deadline = time.perf_counter() + seconds
     made = 0
@@ -285,7 +307,7 @@ async def drive(call: Call, agents: int, clients: int, seconds: float, max_calls
         while time.perf_counter() < deadline and made < max_calls:
             made += 1
             n += 1
-            agent, tool = rng.randrange(agents), choose_tool(rng)
+            agent, tool = rng.randrange(agents), choose_tool(rng, mix)
             args = arguments(rng, tool, agent, c, n)
             t = time.perf_counter()
             try:
@@ -376,7 +398,7 @@ def run_gateway(root: Path, keys: dict[int, str], clients: int, args: argparse.N
                     return _jsonrpc_outcome(r.status_code, r.text)
 
                 await drive(call, len(keys), clients, args.seconds, args.max_calls, args.seed, phase,
-                            lambda: [proc.pid])  # fmt: skip
+                            lambda: [proc.pid], args.mix)  # fmt: skip
 
         asyncio.run(main())
     finally:
@@ -435,7 +457,7 @@ def run_stdio(root: Path, agents: int, clients: int, args: argparse.Namespace, m
             me = os.getpid()
             try:
                 await drive(call, agents, clients, args.seconds, args.max_calls, args.seed, phase,
-                            lambda: descendants(me))  # fmt: skip
+                            lambda: descendants(me), args.mix)  # fmt: skip
             finally:
                 stop.set()
                 await asyncio.gather(*hosts, return_exceptions=True)
@@ -496,8 +518,8 @@ def report(rows: list[dict[str, Any]], args: argparse.Namespace, build_s: float,
             if args.embedder != "hashing"
             else "(every text embedded)"
         )
-        + "; mix search 80 % (k 10), "
-        f"context 15 % (budget 2,048 tokens), remember 5 %; a random agent per call; each phase {args.seconds:.0f} s "
+        + f"; mix {mix_text(args.mix)} (search k 10, context budget 2,048 tokens); a random agent per call; "
+        f"each phase {args.seconds:.0f} s "
         f"or {args.max_calls:,} calls, on a fresh copy of the workspaces; seed {args.seed}; gateway rate limit "
         + (f"--rate {args.rate:g} --burst {args.burst}" if args.rate else "the default (20/s per agent, burst 40)")
         + f"; gateway worker processes: {args.workers or f'the default (one per CPU: {_cpus()})'}"
@@ -523,6 +545,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--burst", type=int, default=40, help="gateway --burst, with --rate")
     parser.add_argument("--workers", type=int, default=0, help="gateway --workers (default: the gateway's own)")
     parser.add_argument("--seed", type=int, default=30)
+    parser.add_argument("--mix", type=parse_mix, default=MIX,
+                        help="tool=percent,… (default search=80,context=15,remember=5; e.g. remember=0 bounds "
+                        "what writes cost)")  # fmt: skip
     parser.add_argument("--start-timeout", type=float, default=600.0)
     parser.add_argument("--json", type=Path, help="also write the phases' summaries here")
     parser.add_argument("--no-append", action="store_true", help="print, do not append to results/runs")

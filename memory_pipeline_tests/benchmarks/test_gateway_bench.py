@@ -17,6 +17,8 @@ from benchmarks.gateway import (
     choose_tool,
     foreign_mentions,
     memory_id,
+    mix_text,
+    parse_mix,
     percentile,
     summarize,
     verdict,
@@ -34,6 +36,19 @@ def test_the_mix_is_80_15_5_and_fixed_by_the_seed() -> None:
     assert abs(counts["context"] / 20_000 - 0.15) < 0.01
     assert abs(counts["remember"] / 20_000 - 0.05) < 0.01
     assert choose_tool(rng, [("only", 1.0)]) == "only"
+
+
+def test_a_mix_from_the_command_line_names_known_tools_and_leaves_out_what_weighs_nothing() -> None:
+    import argparse
+
+    mix = parse_mix("search=85,context=15,remember=0")
+    assert mix == (("search", 85.0), ("context", 15.0)) and mix_text(mix) == "search 85 %, context 15 %"
+    rng = random.Random(1)
+    assert "remember" not in {choose_tool(rng, mix) for _ in range(2_000)}
+    for bad, says in (("serch=80", "unknown tool 'serch'"), ("search=x", "must be a number"),
+                      ("search=0", "not all 0")):  # fmt: skip
+        with pytest.raises(argparse.ArgumentTypeError, match=says):
+            parse_mix(bad)
 
 
 def test_percentiles_interpolate_and_an_empty_list_has_none() -> None:
