@@ -32,6 +32,7 @@ QUANT_ROWS = 4096  # a segment this large also gets int8 codes, scanned instead 
 # SIMD kernels): a quarter of the bytes, and the scan is memory-bound (100k rows: 4.7 ms against numpy's 28 ms here)
 SMALL_ROWS = 20_000  # a segment this small keeps its documents (without text) as Python objects once read
 RERANK = 4  # … and the best RERANK·c of that scan are rescored from the float32 vectors
+MAPPED_READ_MAX = 64 << 20  # vectors of at most this many bytes are read through their mapping
 META_FIELDS = [f for f in DOC_FIELDS if f != "text"]
 
 
@@ -136,10 +137,14 @@ class Segment:
         return self._vocab
 
     def vector_rows(self, rows: np.ndarray) -> np.ndarray:
-        """These rows of the float32 vectors, read with pread rather than through the mapping: a page fault maps
-        its cached neighbours too (fault-around), so rescoring 800 random rows a query through the mapping put the
-        whole 1.5 GiB matrix of 1M rows into the query process's RSS."""
+        """These rows of the float32 vectors. A large matrix is read with pread rather than through the mapping: a
+        page fault maps its cached neighbours too (fault-around), so rescoring 800 random rows a query through the
+        mapping put the whole 1.5 GiB matrix of 1M rows into the query process's RSS. A small one is read through
+        the mapping: ~1,000 preads a query were a tenth of a gateway worker's CPU, and all of it resident costs at
+        most MAPPED_READ_MAX."""
         dim = int(self.vectors.shape[1])
+        if self.vectors.nbytes <= MAPPED_READ_MAX:
+            return np.array(self.vectors[np.asarray(rows, dtype=np.int64)], dtype=np.float32)
         out = np.empty((len(rows), dim), np.float32)
         if not len(rows) or not dim:
             return out

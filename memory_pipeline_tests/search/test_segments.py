@@ -203,6 +203,21 @@ def test_the_int8_scan_finds_the_exact_neighbours(tmp_path: Path, monkeypatch: p
         np.testing.assert_allclose(cos, vectors[rows] @ q, rtol=1e-5)
 
 
+def test_vector_rows_read_through_the_mapping_or_with_pread_are_the_same_bytes(tmp_path: Path) -> None:
+    home = tmp_path / "ws"
+    add_rows(home, 0, texts(300, seed=9))
+    build_index(home, encode, MODEL, full=True)
+    seg = load_index(home).segments[0]
+    rows = np.array([0, 7, 7, 150, 299])
+    assert seg.vectors.nbytes <= segment_mod.MAPPED_READ_MAX
+    mapped = seg.vector_rows(rows)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(segment_mod, "MAPPED_READ_MAX", 0)  # as a large matrix is read
+        preads = seg.vector_rows(rows)
+    assert mapped.dtype == preads.dtype == np.float32 and mapped.tobytes() == preads.tobytes()
+    assert mapped.tobytes() == np.asarray(seg.vectors)[rows].tobytes()
+
+
 def test_the_two_tokenisers_agree() -> None:
     sample = [
         "The ferry to Naxos: cabins sold out, deck seats only!",
