@@ -157,9 +157,11 @@ CATEGORY_HELP = "only this category: one of the workspace's categories; an unkno
 
 
 def build_server(
-    home: Path | None = None, embedder: tuple[Encode, str] | None = None, record_usage: bool = True
+    home: Path | None = None, embedder: tuple[Encode, str] | None = None, record_usage: bool = True,
+    import_at: int = 1,
 ) -> MCPServer:
-    """The server object; `home`/`embedder` default to MEMORY_PIPELINE_HOME and the configured embedder."""
+    """The server object; `home`/`embedder` default to MEMORY_PIPELINE_HOME and the configured embedder.
+    `import_at`: `remember` imports the spooled writes once this many wait (1: at once)."""
     server = MemoryServer("memory-pipeline", instructions=INSTRUCTIONS, version=package_version())
     # No prompts to offer: the SDK registers prompts/list regardless, which advertises an empty capability.
     for method in ("prompts/list", "prompts/get"):
@@ -229,7 +231,7 @@ def build_server(
 
     from memory_pipeline.writes.tools import register_write_tools
 
-    register_write_tools(server, home)  # `remember` and `forget`
+    register_write_tools(server, home, import_at)  # `remember` and `forget`
     return server
 
 

@@ -37,6 +37,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Message, Receive, Scope, Send
 
+from memory_pipeline.fleet import IMPORT_BATCH
 from memory_pipeline.fleet.registry import agents_dir
 from memory_pipeline.fleet.tokens import TokenBook, gateway_dir
 
@@ -49,10 +50,11 @@ class GatewayConfig:
     max_body_bytes: int = 1 << 20  # a remember is at most 64 Ki characters; 1 MiB leaves room for JSON
     rate_per_s: float = 20.0  # calls per second per agent, sustained
     burst: int = 40  # calls an agent may make at once after a quiet spell
+    import_batch: int = IMPORT_BATCH  # an agent's remembers imported into its store once this many wait
 
     def __post_init__(self) -> None:
-        if self.max_body_bytes <= 0 or self.rate_per_s <= 0 or self.burst < 1:
-            raise ValueError("max body bytes, rate and burst must be positive")
+        if self.max_body_bytes <= 0 or self.rate_per_s <= 0 or self.burst < 1 or self.import_batch < 1:
+            raise ValueError("max body bytes, rate, burst and import batch must be positive")
 
 
 class RateLimiter:

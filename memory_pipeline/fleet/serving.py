@@ -29,6 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from memory_pipeline.fleet import IMPORT_BATCH
 from memory_pipeline.fleet.gateway import GatewayConfig, Limiter, RateLimiter
 
 SETTINGS_ENV = "MEMORY_PIPELINE_GATEWAY_SETTINGS"  # JSON: max_body_bytes, rate, burst, workers, rate_dir, parent
@@ -113,8 +114,8 @@ def new_rate_dir(tmp: Path | None = None) -> Path:
 def settings(config: GatewayConfig, workers: int, rate_dir: Path | None) -> str:
     """What each worker's app factory reads (`SETTINGS_ENV`)."""
     return json.dumps({"max_body_bytes": config.max_body_bytes, "rate": config.rate_per_s, "burst": config.burst,
-                       "workers": workers, "rate_dir": str(rate_dir) if rate_dir else None,
-                       "parent": os.getpid()})  # fmt: skip
+                       "import_batch": config.import_batch, "workers": workers,
+                       "rate_dir": str(rate_dir) if rate_dir else None, "parent": os.getpid()})  # fmt: skip
 
 
 def raw_settings() -> dict[str, Any]:
@@ -124,7 +125,8 @@ def raw_settings() -> dict[str, Any]:
 
 def read_settings(raw: dict[str, Any]) -> tuple[GatewayConfig, Limiter]:
     config = GatewayConfig(max_body_bytes=int(raw.get("max_body_bytes", 1 << 20)),
-                           rate_per_s=float(raw.get("rate", 20.0)), burst=int(raw.get("burst", 40)))  # fmt: skip
+                           rate_per_s=float(raw.get("rate", 20.0)), burst=int(raw.get("burst", 40)),
+                           import_batch=int(raw.get("import_batch", IMPORT_BATCH)))  # fmt: skip
     folder = raw.get("rate_dir")
     limiter: Limiter = (SharedRateLimiter(Path(folder), config.rate_per_s, config.burst) if folder
                         else RateLimiter(config.rate_per_s, config.burst))  # fmt: skip

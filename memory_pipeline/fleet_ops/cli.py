@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from memory_pipeline.errors import UserError
+from memory_pipeline.fleet import IMPORT_BATCH
 from memory_pipeline.fleet_ops.executor import BROKER_ENV, FLEET_ROOT_ENV, MAX_RUNS_ENV, PG_URL_ENV, fleet_dagster_home
 
 DEFAULT_MAX_RUNS = "4"
@@ -153,7 +154,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     root = fleet_root()
     try:
-        config = GatewayConfig(max_body_bytes=args.max_body_bytes, rate_per_s=args.rate, burst=args.burst)
+        config = GatewayConfig(max_body_bytes=args.max_body_bytes, rate_per_s=args.rate, burst=args.burst,
+                               import_batch=args.import_batch)
     except ValueError as exc:
         raise UserError(f"fleet serve: {exc}") from None
     workers = args.workers if args.workers is not None else serving.default_workers()
@@ -180,13 +182,18 @@ def gateway_app() -> Any:
     from memory_pipeline.fleet.gateway import build_app
     from memory_pipeline.fleet.registry import fleet_root
     from memory_pipeline.mcp_server import build_server, quiet_libraries, warm_server
+    from memory_pipeline.store.remember import ingest_writes
 
     raw = serving.raw_settings()
     if int(raw.get("workers", 1)) > 1 and isinstance(raw.get("parent"), int):
         serving.die_with_parent(raw["parent"])
     config, limiter = serving.read_settings(raw)
-    app = build_app(fleet_root(), lambda home: build_server(home), config, warm=lambda home: warm_server(home),
-                    limiter=limiter)  # fmt: skip
+    def warm(home: Path) -> None:
+        ingest_writes(home)  # what a killed or stopped gateway left spooled (a busy store: the sensor's, later)
+        warm_server(home)
+
+    app = build_app(fleet_root(), lambda home: build_server(home, import_at=config.import_batch), config,
+                    warm=warm, limiter=limiter)  # fmt: skip
     quiet_libraries()
     return app
 
@@ -214,6 +221,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-body-bytes", type=int, default=1 << 20, help="larger requests get 413 (default 1 MiB)")
     p.add_argument("--rate", type=float, default=20.0, help="calls per second per agent, sustained (default 20)")
     p.add_argument("--burst", type=int, default=40, help="calls an agent may make at once (default 40); more: 429")
+    p.add_argument("--import-batch", type=int, default=IMPORT_BATCH,
+                   help="an agent's remembered memories are imported into its store once this many wait (default "
+                   f"{IMPORT_BATCH}); they are durable and searchable at once either way, and the "
+                   "agent_writes sensor imports the rest within a minute")  # fmt: skip
     p.add_argument("--workers", type=int, default=None,
                    help="server processes sharing the port (default: one per CPU, within a container's CPU limit); "
                    "each loads every agent; the rate limit holds per agent across all of them")  # fmt: skip

@@ -395,13 +395,20 @@ def ingest_writes(home: Path, lock_timeout_s: float = 0.0) -> dict[str, int] | N
 # ------------------------------------------------------------------ the two writes
 
 
-def remember(home: Path, record: MemoryRecord) -> Remembered:
+def remember(home: Path, record: MemoryRecord, import_at: int = 1) -> Remembered:
     """Spool `record` (durable before this returns), then import it if the store is free — over one write
-    connection, which also answers whether the id is taken (a connection costs tens of milliseconds)."""
+    connection, which also answers whether the id is taken (a connection costs tens of milliseconds).
+
+    `import_at` > 1 (the fleet gateway): the spool is imported only once it holds that many writes; until then
+    the record stays spooled (searchable already), and `agent_writes_sensor`, the night or the next full batch
+    imports it. Every import changes the store, and each server process then reads its view of the store again:
+    one import per batch instead of per write is what keeps a fleet's searches fast while agents write."""
     home = Path(home)
     if not home.is_dir():
         raise WriteError(f"workspace {home} does not exist; {NOTHING_WRITTEN}")
     store_exists = (home / "memory.duckdb").exists()
+    if import_at > 1 and store_exists:
+        return _remember_batched(home, record, import_at)
     with _lock(home):
         con = _open_writer(home, OTHER_PROCESS_WAIT_S) if store_exists else None
         try:
@@ -437,6 +444,29 @@ def remember(home: Path, record: MemoryRecord) -> Remembered:
         finally:
             if con is not None:
                 con.close()
+
+
+def _remember_batched(home: Path, record: MemoryRecord, import_at: int) -> Remembered:
+    """`remember` with a batched import: the id is checked over a read-only connection (it never changes the
+    store), the record spooled, and the spool imported when it holds `import_at` writes."""
+    with _lock(home):
+        readable, row = _stored(home, record.id)
+        spool = pending(home)
+        held = row[0] if row is not None else None
+        if held is None and (spooled := spool.records.get(record.id)) is not None:
+            held = spooled.content
+        if held is not None:
+            if held == record.content:
+                return Remembered(record.id, created=False, stored=row is not None)
+            raise WriteError(
+                f"remember: id {record.id!r} is already stored with other text: {_short(held)} (stored) vs "
+                f"{_short(record.content)} (this call); use another id; {NOTHING_WRITTEN}"
+            )
+        _append(home, {"op": "remember", "record": _record_json(record), "at": _now_iso()})
+        waiting = len(spool.records) + len(spool.forgotten) + 1
+    if readable and waiting >= import_at:
+        return Remembered(record.id, created=True, stored=ingest_writes(home, OTHER_PROCESS_WAIT_S) is not None)
+    return Remembered(record.id, created=True, stored=False)
 
 
 def forget(home: Path, memory_id: Any, reason: Any) -> Forgotten:

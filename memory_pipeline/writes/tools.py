@@ -18,8 +18,8 @@ from memory_pipeline.store.remember import MAX_TEXT_CHARS, WriteError, build_rec
 class RememberResponse(BaseModel):
     id: str = Field(description="the memory's id: yours, or one derived from the text")
     created: bool = Field(description="false when this id already held this text (nothing written)")
-    stored: bool = Field(description="true: in the store; false: kept durably until the store is free "
-                                     "(searchable already)")
+    stored: bool = Field(description="true: in the store; false: kept durably until the store is free or "
+                                     "the next batch of writes is imported (searchable already)")
     note: str = ""
 
 
@@ -39,15 +39,16 @@ def _home(home: Path | None) -> Path:
     return workspace_home()
 
 
-def _remember(home: Path | None, text: str, category: str | None, importance: float | None,
+def _remember(home: Path | None, import_at: int, text: str, category: str | None, importance: float | None,
               tags: list[str] | None, memory_id: str | None) -> RememberResponse:  # fmt: skip
     try:
-        done = remember(_home(home), build_record(text, category, importance, tags, memory_id))
+        done = remember(_home(home), build_record(text, category, importance, tags, memory_id), import_at)
     except WriteError as exc:
         raise ToolError(str(exc)) from None
     note = "" if done.created else "already remembered with this text: nothing written"
     if done.created and not done.stored:
-        note = "the store is busy (a night holds it): kept durably and searchable already; stored when it is free"
+        note = ("kept durably and searchable already; stored with the next batch of writes" if import_at > 1 else
+                "the store is busy (a night holds it): kept durably and searchable already; stored when it is free")
     return RememberResponse(id=done.id, created=done.created, stored=done.stored, note=note)
 
 
@@ -60,7 +61,7 @@ def _forget(home: Path | None, memory_id: str, reason: str) -> ForgetResponse:
     return ForgetResponse(id=done.id, reason=done.reason, stored=done.stored, note=note)
 
 
-def register_write_tools(server: MCPServer, home: Path | None = None) -> None:
+def register_write_tools(server: MCPServer, home: Path | None = None, import_at: int = 1) -> None:
     @server.tool(
         name="remember",
         description="Store a memory now: searchable at once, consolidated by the next night. Give your own `id` "
@@ -76,7 +77,7 @@ def register_write_tools(server: MCPServer, home: Path | None = None) -> None:
         tags: Annotated[list[str] | None, Field(description="free-form tags")] = None,
         id: Annotated[str | None, Field(description="your id for this memory (idempotency key)")] = None,  # noqa: A002
     ) -> RememberResponse:
-        return await anyio.to_thread.run_sync(_remember, home, text, category, importance, tags, id)
+        return await anyio.to_thread.run_sync(_remember, home, import_at, text, category, importance, tags, id)
 
     @server.tool(
         name="forget",

@@ -13,7 +13,15 @@ from memory_pipeline.mcp_server import build_server
 from memory_pipeline.search import search
 from memory_pipeline.store import MemoryStore
 from memory_pipeline.store.invariants import archived_without_summary, summaries_with_unarchived_sources
-from memory_pipeline.store.remember import build_record, forget, ingest_writes, pending, remember, spool_dir
+from memory_pipeline.store.remember import (
+    WriteError,
+    build_record,
+    forget,
+    ingest_writes,
+    pending,
+    remember,
+    spool_dir,
+)
 from memory_pipeline_tests.writes.conftest import hashing, night_holds
 
 
@@ -225,3 +233,24 @@ def test_remember_checks_the_schema_once_per_store_and_again_for_a_replaced_file
     fresh.mkdir()
     assert remember(fresh, build_record("A new workspace's first memory", memory_id="f-1")).stored
     assert len(migrations) == 2 and _row(fresh, "f-1") is not None
+
+
+def test_batched_remembers_wait_spooled_and_searchable_until_the_batch_is_full(home: Path) -> None:
+    before = _count(home)
+    texts = [f"Lighthouse keeper log entry {n} mentions the quayside crane" for n in range(3)]
+    first = [remember(home, build_record(t, memory_id=f"b-{n}"), import_at=3) for n, t in enumerate(texts[:2])]
+    assert all(r.created and not r.stored for r in first)
+    assert _count(home) == before  # the store is untouched: nothing for a server's store view to re-read
+    assert sorted(pending(home).records) == ["b-0", "b-1"]
+    assert "b-1" in _ids(home, "lighthouse keeper log entry quayside crane")
+    again = remember(home, build_record(texts[0], memory_id="b-0"), import_at=3)
+    assert not again.created and not again.stored  # the same id and text, still spooled: nothing written
+    with pytest.raises(WriteError, match="'b-0' is already stored with other text"):
+        remember(home, build_record("Something else entirely", memory_id="b-0"), import_at=3)
+    assert forget(home, "b-1", "a duplicate log line").stored  # a forget imports what waits, then forgets
+    assert _row(home, "b-1")[1] == "forgotten" and _row(home, "b-0") is not None
+    third = remember(home, build_record(texts[2], memory_id="b-2"), import_at=2)
+    assert third.created and not third.stored and _row(home, "b-2") is None  # one waiting: under the batch
+    fourth = remember(home, build_record("Quayside crane inspection passed", memory_id="b-3"), import_at=2)
+    assert fourth.stored and _row(home, "b-2") is not None and _row(home, "b-3") is not None
+    assert pending(home).records == {} and _count(home) == before + 4
