@@ -3,6 +3,7 @@ importance, snippets. Numbers in ranking.json, not here."""
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -50,7 +51,14 @@ class Ranking:
 
 
 def load_ranking(path: Path = RANKING_FILE) -> Ranking:
-    data = json.loads(path.read_text(encoding="utf-8"))
+    """The file's settings, read again only when it changed (every search asks)."""
+    st = path.stat()
+    return _ranking_of(str(path), st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=8)
+def _ranking_of(path: str, _mtime_ns: int, _size: int) -> Ranking:
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
     known = {f for f in Ranking.__dataclass_fields__ if f != "extra"}
     return Ranking(**{k: v for k, v in data.items() if k in known})
 

@@ -204,11 +204,35 @@ def _parse_entry(entry: dict[str, Any]) -> MemoryRecord | None:
         return None
 
 
+_PENDING: dict[str, tuple[tuple[tuple[str, int, int, int], ...], Pending]] = {}
+
+
 def pending(home: Path) -> Pending:
     """Spooled writes, in order (a forget after a remember hides it). Entries the store already has are
-    filtered by the caller (search dedupes by id against the store's rows)."""
+    filtered by the caller (search dedupes by id against the store's rows). Read again only when a spool file
+    changed (every search asks; a gateway's spool holds up to a batch of writes)."""
+    files, stamp = [], []
+    for path in _spool_files(home):
+        try:
+            st = path.stat()
+        except FileNotFoundError:
+            continue  # claimed or imported meanwhile
+        files.append(path)
+        stamp.append((str(path), st.st_size, st.st_mtime_ns, st.st_ino))
+    key = tuple(stamp)
+    with _LOCKS_GUARD:
+        cached = _PENDING.get(str(home))
+    if cached is not None and cached[0] == key:
+        return Pending(dict(cached[1].records), dict(cached[1].forgotten))
+    out = _read_pending(files)
+    with _LOCKS_GUARD:
+        _PENDING[str(home)] = (key, out)
+    return Pending(dict(out.records), dict(out.forgotten))
+
+
+def _read_pending(files: list[Path]) -> Pending:
     out = Pending()
-    for entry in sorted(_entries(_spool_files(home)), key=_when):
+    for entry in sorted(_entries(files), key=_when):
         if entry.get("op") == "remember" and (record := _parse_entry(entry)) is not None:
             out.records.setdefault(record.id, record)
         elif entry.get("op") == "forget" and isinstance(entry.get("id"), str):
