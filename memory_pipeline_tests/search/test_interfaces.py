@@ -270,3 +270,14 @@ def test_mcp_streamable_http_on_loopback(workspace: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=20)
+
+
+def test_usage_batches_queued_together_are_all_written_with_unique_event_ids(tmp_path: Path) -> None:
+    from memory_pipeline.search.usage_spool import append_later
+
+    for n in range(50):
+        append_later(tmp_path, [f"m-{n}", f"m-{n + 1}", f"m-{n}"])  # a repeated id within a batch counts once
+    flush()
+    events = [json.loads(line) for f in pending_files(tmp_path) for line in f.read_text().splitlines()]
+    assert len(events) == 100 and len({e["event_id"] for e in events}) == 100
+    assert [e["memory_id"] for e in events][:4] == ["m-0", "m-1", "m-1", "m-2"]  # queued order kept
