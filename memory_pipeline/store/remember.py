@@ -444,17 +444,8 @@ def remember(home: Path, record: MemoryRecord, import_at: int = 1) -> Remembered
                     _MIGRATED.discard(_migrated_key(home / "memory.duckdb") or ("", 0, 0))
                     con.close()
                     con = None
-            held = row[0] if row is not None else None
-            if held is None:
-                spooled = pending(home).records.get(record.id)
-                held = spooled.content if spooled is not None else None
-            if held is not None:
-                if held == record.content:
-                    return Remembered(record.id, created=False, stored=row is not None)
-                raise WriteError(
-                    f"remember: id {record.id!r} is already stored with other text: {_short(held)} (stored) vs "
-                    f"{_short(record.content)} (this call); use another id; {NOTHING_WRITTEN}"
-                )
+            if (known := _already_held(record, row, pending(home))) is not None:
+                return known
             _append(home, {"op": "remember", "record": _record_json(record), "at": _now_iso()})
             if con is None and not store_exists:
                 con = _open_writer(home, OTHER_PROCESS_WAIT_S)  # the first write creates the store
@@ -470,22 +461,30 @@ def remember(home: Path, record: MemoryRecord, import_at: int = 1) -> Remembered
                 con.close()
 
 
+def _already_held(record: MemoryRecord, row: tuple[Any, ...] | None, spool: Pending) -> Remembered | None:
+    """The answer when the id is taken — in the store (`row`, its content first) or in the spool: nothing to
+    write for the same text, an error naming both for another; None when the id is free."""
+    held = row[0] if row is not None else None
+    if held is None and (spooled := spool.records.get(record.id)) is not None:
+        held = spooled.content
+    if held is None:
+        return None
+    if held == record.content:
+        return Remembered(record.id, created=False, stored=row is not None)
+    raise WriteError(
+        f"remember: id {record.id!r} is already stored with other text: {_short(held)} (stored) vs "
+        f"{_short(record.content)} (this call); use another id; {NOTHING_WRITTEN}"
+    )
+
+
 def _remember_batched(home: Path, record: MemoryRecord, import_at: int) -> Remembered:
     """`remember` with a batched import: the id is checked over a read-only connection (it never changes the
     store), the record spooled, and the spool imported when it holds `import_at` writes."""
     with _lock(home):
         readable, row = _stored(home, record.id)
         spool = pending(home)
-        held = row[0] if row is not None else None
-        if held is None and (spooled := spool.records.get(record.id)) is not None:
-            held = spooled.content
-        if held is not None:
-            if held == record.content:
-                return Remembered(record.id, created=False, stored=row is not None)
-            raise WriteError(
-                f"remember: id {record.id!r} is already stored with other text: {_short(held)} (stored) vs "
-                f"{_short(record.content)} (this call); use another id; {NOTHING_WRITTEN}"
-            )
+        if (known := _already_held(record, row, spool)) is not None:
+            return known
         _append(home, {"op": "remember", "record": _record_json(record), "at": _now_iso()})
         waiting = len(spool.records) + len(spool.forgotten) + 1
     if readable and waiting >= import_at:
