@@ -51,10 +51,16 @@ class GatewayConfig:
     rate_per_s: float = 20.0  # calls per second per agent, sustained
     burst: int = 40  # calls an agent may make at once after a quiet spell
     import_batch: int = IMPORT_BATCH  # an agent's remembers imported into its store once this many wait
+    # a kept-alive connection is closed after this many requests (0: never), as nginx's keepalive_requests: a
+    # connection stays with the worker process that accepted it, so a few busy clients could all sit on one
+    # worker while another idles; reconnecting lets the kernel hand them to whichever worker is free
+    requests_per_connection: int = 100
 
     def __post_init__(self) -> None:
         if self.max_body_bytes <= 0 or self.rate_per_s <= 0 or self.burst < 1 or self.import_batch < 1:
             raise ValueError("max body bytes, rate, burst and import batch must be positive")
+        if self.requests_per_connection < 0:
+            raise ValueError("requests per connection must be 0 (never close) or more")
 
 
 class RateLimiter:
@@ -218,6 +224,7 @@ class Gateway:
         self.limiter = limiter or RateLimiter(self.config.rate_per_s, self.config.burst)
         self.audit = AuditLog(self.root)
         self._managers: dict[str, StreamableHTTPSessionManager] = {}
+        self._served: dict[tuple[Any, ...], int] = {}  # requests answered on each open client connection
         self._lock = anyio.Lock()
         self._tg: anyio.abc.TaskGroup | None = None
         self._open = False  # every agent warmed: /readyz says ready
@@ -307,14 +314,28 @@ class Gateway:
             done(413, "too_large")
             return
         audit["method"], audit["tool"] = _call_of(body)
-        status, captured = await self._forward(agent, scope, body, receive, send)
+        status, captured = await self._forward(agent, scope, body, receive, send, self._last_on_connection(scope))
         outcome, audit["hits"] = _result_of(status, captured)
         done(status, outcome)
 
+    def _last_on_connection(self, scope: Scope) -> bool:
+        """Whether this request's answer closes its connection (`requests_per_connection`)."""
+        limit = self.config.requests_per_connection
+        if not limit:
+            return False
+        key = (tuple(scope.get("client") or ()), tuple(scope.get("server") or ()))
+        n = self._served.pop(key, 0) + 1
+        if n < limit:
+            self._served[key] = n  # re-inserted last: the oldest connections are forgotten first
+            while len(self._served) > 4096:  # connections the clients closed themselves
+                self._served.pop(next(iter(self._served)))
+        return n >= limit
+
     async def _forward(
-        self, agent: str, scope: Scope, body: bytes, receive: Receive, send: Send
+        self, agent: str, scope: Scope, body: bytes, receive: Receive, send: Send, close: bool = False
     ) -> tuple[int, bytes]:
-        """The request, with its body replayed, through the agent's session manager; its status and body."""
+        """The request, with its body replayed, through the agent's session manager; its status and body. `close`:
+        the answer says `Connection: close`."""
         manager = await self._manager(agent)
         sent = False
         status = 500
@@ -331,6 +352,8 @@ class Gateway:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = int(message["status"])
+                if close:
+                    message = {**message, "headers": [*message.get("headers", []), (b"connection", b"close")]}
             elif message["type"] == "http.response.body" and sum(map(len, captured)) < (1 << 20):
                 captured.append(message.get("body", b""))
             await send(message)

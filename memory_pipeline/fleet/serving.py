@@ -114,7 +114,8 @@ def new_rate_dir(tmp: Path | None = None) -> Path:
 def settings(config: GatewayConfig, workers: int, rate_dir: Path | None) -> str:
     """What each worker's app factory reads (`SETTINGS_ENV`)."""
     return json.dumps({"max_body_bytes": config.max_body_bytes, "rate": config.rate_per_s, "burst": config.burst,
-                       "import_batch": config.import_batch, "workers": workers,
+                       "import_batch": config.import_batch,
+                       "requests_per_connection": config.requests_per_connection, "workers": workers,
                        "rate_dir": str(rate_dir) if rate_dir else None, "parent": os.getpid()})  # fmt: skip
 
 
@@ -126,7 +127,9 @@ def raw_settings() -> dict[str, Any]:
 def read_settings(raw: dict[str, Any]) -> tuple[GatewayConfig, Limiter]:
     config = GatewayConfig(max_body_bytes=int(raw.get("max_body_bytes", 1 << 20)),
                            rate_per_s=float(raw.get("rate", 20.0)), burst=int(raw.get("burst", 40)),
-                           import_batch=int(raw.get("import_batch", IMPORT_BATCH)))  # fmt: skip
+                           import_batch=int(raw.get("import_batch", IMPORT_BATCH)),
+                           requests_per_connection=int(raw.get("requests_per_connection",
+                                                               GatewayConfig.requests_per_connection)))  # fmt: skip
     folder = raw.get("rate_dir")
     limiter: Limiter = (SharedRateLimiter(Path(folder), config.rate_per_s, config.burst) if folder
                         else RateLimiter(config.rate_per_s, config.burst))  # fmt: skip

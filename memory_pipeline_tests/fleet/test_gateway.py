@@ -152,3 +152,17 @@ def test_the_audit_reads_method_tool_outcome_and_hits_from_json_and_sse_answers(
     assert _result_of(200, b'{"jsonrpc":"2.0","id":1,"result":{"isError":true,"content":[]}}') == ("error", None)
     assert _result_of(200, b'{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"x"}}') == ("error", None)
     assert _result_of(404, b"") == ("http_404", None)
+
+
+def test_a_kept_alive_connection_is_closed_after_its_share_of_requests(tmp_path: Path) -> None:
+    keys = fleet(tmp_path, ["alice"])
+    app = app_for(tmp_path, GatewayConfig(requests_per_connection=3))  # the test client is one connection
+
+    async def run() -> list[str | None]:
+        async with serving(app) as http:
+            return [(await call(http, keys["alice"], "search", {"query": "violin"})).headers.get("connection")
+                    for _ in range(7)]  # fmt: skip
+
+    assert anyio.run(run) == [None, None, "close", None, None, "close", None]
+    with pytest.raises(ValueError, match="requests per connection"):
+        GatewayConfig(requests_per_connection=-1)
