@@ -22,6 +22,7 @@ from memory_pipeline.search.live import (
 from memory_pipeline.search.live import (
     Fresh,
     StoreView,
+    background_vectors,
     delta_docs,
     delta_vectors,
     index_for,
@@ -178,7 +179,8 @@ def _search_index(
     # 2k per signal for a large k (context's P3 asks for ~250 at 8k tokens): 5k cost it 3× in Python per
     # candidate, and LoCoMo's read path is the same to the third decimal at 2k
     c = max(r.candidates, 2 * k)
-    keys, bm_raw, cos_raw, idf = idx.candidates(q_tokens, list(qm), c)
+    bg = background_vectors(encode, model) if r.background else None
+    keys, bm_raw, cos_raw, idf, hub_raw = idx.candidates(q_tokens, list(qm), c, bg)
     delta_tokens = tokenize([d.text for d in delta]) if delta else []
     n_all = idx.n_live + len(delta)
     for t in q_tokens:  # a word first written since the build: its idf from the delta alone
@@ -195,9 +197,12 @@ def _search_index(
     parts_bm: list[float] = []
     parts_cos: list[float] = []
     parts_whole: list[float] = []
+    parts_hub: list[float] = []
     delta_keys = {d.key for d in delta}
     lists = filters.category is not None  # else categories and lineage are read for the hits only
-    for (loc, bm_i, cos_i), d in zip(zip(keys, bm_raw, cos_raw, strict=True), idx.docs_at(keys, lists), strict=True):
+    for (loc, bm_i, cos_i, hub_i), d in zip(
+        zip(keys, bm_raw, cos_raw, hub_raw, strict=True), idx.docs_at(keys, lists), strict=True
+    ):
         if d.key in delta_keys or (d.source == "file" and d.path in stale):
             continue
         where[len(docs)] = loc
@@ -205,8 +210,10 @@ def _search_index(
         parts_bm.append(float(bm_i) / ceiling)
         parts_cos.append(float(cos_i[-1]))
         parts_whole.append(float(cos_i[0]))
+        parts_hub.append(float(hub_i))
     if delta:
         dv = delta_vectors(delta, encode, model)
+        parts_hub.extend((dv @ bg.T).max(axis=1).tolist() if bg is not None else [0.0] * len(delta))
         # the mean length over every live document, the delta's included: with an empty or small index (a
         # server warmed before the agent's first writes) the index's own mean would crush the delta's BM25
         avgdl = (idx.avgdl * idx.n_live + sum(len(t) for t in delta_tokens)) / max(n_all, 1)
@@ -229,7 +236,7 @@ def _search_index(
         idx,
         docs,
         np.array(parts_bm),
-        (np.array(parts_cos), np.array(parts_whole)),
+        (np.array(parts_cos), np.array(parts_whole), np.array(parts_hub)),
         query,
         k,
         filters,
@@ -260,7 +267,7 @@ def _rank(
     idx: LoadedIndex,
     docs: list[Doc],
     bm: np.ndarray,
-    cosines: tuple[np.ndarray, np.ndarray],
+    cosines: tuple[np.ndarray, np.ndarray, np.ndarray],
     query: str,
     k: int,
     filters: Filters,
@@ -289,7 +296,8 @@ def _rank(
         return Hits([], notice or NOTHING)
     sel = np.array(keep)
     bm_s, cos_s = bm[sel], cosines[0][sel]
-    relevance = linear(bm_s * floor_scale, cosines[1][sel], r)  # the whole query's, as the floor was calibrated
+    # the whole query's cosine, as the floor was calibrated, less the memory's likeness to any question (0 when off)
+    relevance = linear(bm_s * floor_scale, cosines[1][sel] - cosines[2][sel], r)
     dates = np.array([docs[i].date for i in keep])
     rec = recency(age_days(dates, now_ts), r)
     ref = reference_boost(use[sel], r)

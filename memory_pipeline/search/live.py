@@ -59,6 +59,7 @@ def clear_cache() -> None:
         _VIEWS.clear()
         _QUERY_VECTORS.clear()
         _EMBEDDERS.clear()
+        _BACKGROUND.clear()
 
 
 def default_embedder() -> tuple[Encode, str]:
@@ -243,6 +244,25 @@ def query_vector(encode: Encode, model: str, query: str) -> np.ndarray:
         while len(_QUERY_VECTORS) > 64:
             _QUERY_VECTORS.pop(next(iter(_QUERY_VECTORS)))
     return qv
+
+
+BACKGROUND_FILE = Path(__file__).with_name("background_questions.txt")
+_BACKGROUND: dict[str, np.ndarray] = {}
+
+
+def background_vectors(encode: Encode, model: str) -> np.ndarray:
+    """The unit vectors of the everyday questions a memory's likeness to anything is read against (relevance's
+    hub discount), embedded once per model and process."""
+    with _LOCK:
+        hit = _BACKGROUND.get(model)
+    if hit is not None:
+        return hit
+    lines = BACKGROUND_FILE.read_text(encoding="utf-8").splitlines()
+    vecs = np.asarray(encode([q for q in lines if q.strip() and not q.startswith("#")]), dtype=np.float32)
+    vecs /= np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
+    with _LOCK:
+        _BACKGROUND[model] = vecs
+    return vecs
 
 
 def delta_vectors(docs: Sequence[Doc], encode: Encode, model: str) -> np.ndarray:

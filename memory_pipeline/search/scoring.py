@@ -44,6 +44,9 @@ class Ranking:
     abstractions_first: bool = True
     # relevance (what the floor reads) counts the query words no document holds in its BM25 ceiling
     unseen_words: bool = True
+    # relevance's vector part discounts the memory's highest cosine to everyday questions on any subject (a hub
+    # is close to all of them): max(cos − b, 0)
+    background: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
     def with_(self, **changes: Any) -> Ranking:
