@@ -252,3 +252,31 @@ def test_unseen_words_count_in_the_floors_ceiling_and_leave_the_order_alone(work
     c = search(known, k=10, home=workspace, embedder=minilm(), now=NOW, ranking=shipped)
     d = search(known, k=10, home=workspace, embedder=minilm(), now=NOW, ranking=unseen)
     assert [h.parts["relevance"] for h in c] == [h.parts["relevance"] for h in d]
+
+
+def test_background_discounts_a_memorys_likeness_to_everyday_questions_and_leaves_the_order_alone(
+    workspace: Path,
+) -> None:
+    import numpy as np
+
+    from memory_pipeline.search.live import BACKGROUND_FILE
+    from memory_pipeline.search.scoring import load_ranking
+
+    plain = load_ranking().with_(floor=0.0, background=False)
+    discounted = load_ranking().with_(floor=0.0, background=True)
+    query = "what food can my cat not eat"
+    a = search(query, k=10, home=workspace, embedder=minilm(), now=NOW, ranking=plain)
+    b = search(query, k=10, home=workspace, embedder=minilm(), now=NOW, ranking=discounted)
+    assert ids(a) == ids(b) and ids(a)
+    encode, _ = minilm()
+    questions = [q for q in BACKGROUND_FILE.read_text().splitlines() if q.strip() and not q.startswith("#")]
+    background = encode(questions)
+    background /= np.linalg.norm(background, axis=1, keepdims=True)
+    for x, y in zip(a, b, strict=True):
+        v = encode([x.text])[0]
+        hub = float((background @ (v / np.linalg.norm(v))).max())
+        cos = x.parts["vector"]  # the query has no capitalised word: one query vector ranks and decides relevance
+        # only the vector part moves: 0.6·max(cos, 0) becomes 0.6·max(cos − hub, 0) (4-decimal parts, float32)
+        expected = x.parts["relevance"] - 0.6 * (max(cos, 0.0) - max(cos - hub, 0.0))
+        assert y.parts["relevance"] == pytest.approx(expected, abs=2e-3), x.id
+        assert y.parts["relevance"] < x.parts["relevance"] or hub <= 0
