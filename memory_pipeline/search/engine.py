@@ -179,7 +179,7 @@ def _search_index(
     # 2k per signal for a large k (context's P3 asks for ~250 at 8k tokens): 5k cost it 3× in Python per
     # candidate, and LoCoMo's read path is the same to the third decimal at 2k
     c = max(r.candidates, 2 * k)
-    bg = background_vectors(encode, model) if r.background else None
+    bg = background_vectors(encode, model) if r.background_gate > 0 else None
     keys, bm_raw, cos_raw, idf, hub_raw = idx.candidates(q_tokens, list(qm), c, bg)
     delta_tokens = tokenize([d.text for d in delta]) if delta else []
     n_all = idx.n_live + len(delta)
@@ -296,8 +296,9 @@ def _rank(
         return Hits([], notice or NOTHING)
     sel = np.array(keep)
     bm_s, cos_s = bm[sel], cosines[0][sel]
-    # the whole query's cosine, as the floor was calibrated, less the memory's likeness to any question (0 when off)
-    relevance = linear(bm_s * floor_scale, cosines[1][sel] - cosines[2][sel], r)
+    relevance = linear(bm_s * floor_scale, cosines[1][sel], r)  # the whole query's, as the floor was calibrated
+    # the same less the memory's likeness to any question: a hub (a short everyday note) is near every question
+    specific = linear(bm_s * floor_scale, cosines[1][sel] - cosines[2][sel], r)
     dates = np.array([docs[i].date for i in keep])
     rec = recency(age_days(dates, now_ts), r)
     ref = reference_boost(use[sel], r)
@@ -308,7 +309,7 @@ def _rank(
     base = rrf(bm_s * modifier, cos_s * modifier, r) if r.fusion == "rrf" else linear(bm_s, cos_s, r) * modifier
     final = base
     ok = relevance >= r.floor
-    if not ok.any():
+    if not ok.any() or (r.background_gate > 0 and not (specific[ok] >= r.background_gate).any()):
         return Hits([], notice or NOTHING)
     order = [int(j) for j in np.argsort(-final, kind="stable") if ok[j]]
     if fill is not None:
@@ -321,6 +322,7 @@ def _rank(
             "bm25": round(float(bm_s[j]), 4),
             "vector": round(float(cos_s[j]), 4),
             "relevance": round(float(relevance[j]), 4),
+            **({"specific": round(float(specific[j]), 4)} if r.background_gate > 0 else {}),
             "fused": round(float(base[j]), 4),
             "recency": round(float(rec[j]), 4),
             "reference": round(float(ref[j]), 4),

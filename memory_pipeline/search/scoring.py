@@ -44,9 +44,10 @@ class Ranking:
     abstractions_first: bool = True
     # relevance (what the floor reads) counts the query words no document holds in its BM25 ceiling
     unseen_words: bool = True
-    # relevance's vector part discounts the memory's highest cosine to everyday questions on any subject (a hub
-    # is close to all of them): max(cos − b, 0)
-    background: bool = False
+    # the query is answered only when a hit over the floor also reaches this with relevance's vector part less the
+    # memory's highest cosine to everyday questions on any subject, max(cos − b, 0) (a hub is close to all of
+    # them); 0: off
+    background_gate: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
 
     def with_(self, **changes: Any) -> Ranking:

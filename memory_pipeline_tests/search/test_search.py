@@ -254,29 +254,35 @@ def test_unseen_words_count_in_the_floors_ceiling_and_leave_the_order_alone(work
     assert [h.parts["relevance"] for h in c] == [h.parts["relevance"] for h in d]
 
 
-def test_background_discounts_a_memorys_likeness_to_everyday_questions_and_leaves_the_order_alone(
-    workspace: Path,
-) -> None:
+def test_the_background_gate_reads_relevance_less_a_memorys_likeness_to_everyday_questions(workspace: Path) -> None:
     import numpy as np
 
     from memory_pipeline.search.live import BACKGROUND_FILE
     from memory_pipeline.search.scoring import load_ranking
 
-    plain = load_ranking().with_(floor=0.0, background=False)
-    discounted = load_ranking().with_(floor=0.0, background=True)
+    plain = load_ranking().with_(floor=0.0)
+    gated = load_ranking().with_(floor=0.0, background_gate=1e-6)
     query = "what food can my cat not eat"
     a = search(query, k=10, home=workspace, embedder=minilm(), now=NOW, ranking=plain)
-    b = search(query, k=10, home=workspace, embedder=minilm(), now=NOW, ranking=discounted)
-    assert ids(a) == ids(b) and ids(a)
+    b = search(query, k=10, home=workspace, embedder=minilm(), now=NOW, ranking=gated)
+    assert ids(a) == ids(b) and ids(a)  # order and relevance as without the gate
+    assert [h.parts["relevance"] for h in a] == [h.parts["relevance"] for h in b]
+    assert "specific" not in a[0].parts
     encode, _ = minilm()
     questions = [q for q in BACKGROUND_FILE.read_text().splitlines() if q.strip() and not q.startswith("#")]
     background = encode(questions)
     background /= np.linalg.norm(background, axis=1, keepdims=True)
-    for x, y in zip(a, b, strict=True):
+    for x in b:
         v = encode([x.text])[0]
         hub = float((background @ (v / np.linalg.norm(v))).max())
         cos = x.parts["vector"]  # the query has no capitalised word: one query vector ranks and decides relevance
         # only the vector part moves: 0.6·max(cos, 0) becomes 0.6·max(cos − hub, 0) (4-decimal parts, float32)
         expected = x.parts["relevance"] - 0.6 * (max(cos, 0.0) - max(cos - hub, 0.0))
-        assert y.parts["relevance"] == pytest.approx(expected, abs=2e-3), x.id
-        assert y.parts["relevance"] < x.parts["relevance"] or hub <= 0
+        assert x.parts["specific"] == pytest.approx(expected, abs=2e-3), x.id
+    # the gate abstains for the whole query when no hit over the floor reaches it, and changes nothing else
+    best = max(h.parts["specific"] for h in b)
+    assert not search(query, k=10, home=workspace, embedder=minilm(), now=NOW,
+                      ranking=gated.with_(background_gate=best + 0.01))  # fmt: skip
+    at_best = gated.with_(background_gate=best - 1e-4)  # the parts are rounded to 4 decimals
+    kept = search(query, k=10, home=workspace, embedder=minilm(), now=NOW, ranking=at_best)
+    assert ids(kept) == ids(a)
