@@ -179,8 +179,7 @@ def _search_index(
     # 2k per signal for a large k (context's P3 asks for ~250 at 8k tokens): 5k cost it 3× in Python per
     # candidate, and LoCoMo's read path is the same to the third decimal at 2k
     c = max(r.candidates, 2 * k)
-    bg = background_vectors(encode, model) if r.background_gate > 0 else None
-    keys, bm_raw, cos_raw, idf, hub_raw = idx.candidates(q_tokens, list(qm), c, bg)
+    keys, bm_raw, cos_raw, idf = idx.candidates(q_tokens, list(qm), c)
     delta_tokens = tokenize([d.text for d in delta]) if delta else []
     n_all = idx.n_live + len(delta)
     for t in q_tokens:  # a word first written since the build: its idf from the delta alone
@@ -197,12 +196,9 @@ def _search_index(
     parts_bm: list[float] = []
     parts_cos: list[float] = []
     parts_whole: list[float] = []
-    parts_hub: list[float] = []
     delta_keys = {d.key for d in delta}
     lists = filters.category is not None  # else categories and lineage are read for the hits only
-    for (loc, bm_i, cos_i, hub_i), d in zip(
-        zip(keys, bm_raw, cos_raw, hub_raw, strict=True), idx.docs_at(keys, lists), strict=True
-    ):
+    for (loc, bm_i, cos_i), d in zip(zip(keys, bm_raw, cos_raw, strict=True), idx.docs_at(keys, lists), strict=True):
         if d.key in delta_keys or (d.source == "file" and d.path in stale):
             continue
         where[len(docs)] = loc
@@ -210,10 +206,8 @@ def _search_index(
         parts_bm.append(float(bm_i) / ceiling)
         parts_cos.append(float(cos_i[-1]))
         parts_whole.append(float(cos_i[0]))
-        parts_hub.append(float(hub_i))
+    dv = delta_vectors(delta, encode, model) if delta else np.zeros((0, 0), np.float32)
     if delta:
-        dv = delta_vectors(delta, encode, model)
-        parts_hub.extend((dv @ bg.T).max(axis=1).tolist() if bg is not None else [0.0] * len(delta))
         # the mean length over every live document, the delta's included: with an empty or small index (a
         # server warmed before the agent's first writes) the index's own mean would crush the delta's BM25
         avgdl = (idx.avgdl * idx.n_live + sum(len(t) for t in delta_tokens)) / max(n_all, 1)
@@ -222,6 +216,21 @@ def _search_index(
             parts_bm.append(bm25_one(tok, idf, avgdl) / ceiling)
             parts_cos.append(float(v @ qv))
             parts_whole.append(float(v @ whole))
+
+    def hub(positions: list[int]) -> np.ndarray:
+        """Each document's highest cosine to the background questions (how close it sits to any question)."""
+        bg = background_vectors(encode, model)
+        vecs = np.zeros((len(positions), bg.shape[1]), np.float32)
+        by_segment: dict[int, list[tuple[int, int]]] = {}
+        for i, p in enumerate(positions):
+            if p in where:
+                by_segment.setdefault(where[p][0], []).append((where[p][1], i))
+            else:  # the delta follows the index's documents
+                vecs[i] = dv[p - len(where)]
+        for s, pairs in by_segment.items():
+            pairs.sort()
+            vecs[[i for _, i in pairs]] = idx.segments[s].vector_rows(np.array([r for r, _ in pairs], np.int64))
+        return (vecs @ bg.T).max(axis=1) if len(positions) else np.zeros(0)
 
     def fill(positions: list[int]) -> None:
         wanted = [p for p in positions if p in where and not docs[p].text]
@@ -236,7 +245,7 @@ def _search_index(
         idx,
         docs,
         np.array(parts_bm),
-        (np.array(parts_cos), np.array(parts_whole), np.array(parts_hub)),
+        (np.array(parts_cos), np.array(parts_whole)),
         query,
         k,
         filters,
@@ -247,6 +256,7 @@ def _search_index(
         embed_ms,
         fill,
         floor_scale,
+        hub,
     )
 
 
@@ -267,7 +277,7 @@ def _rank(
     idx: LoadedIndex,
     docs: list[Doc],
     bm: np.ndarray,
-    cosines: tuple[np.ndarray, np.ndarray, np.ndarray],
+    cosines: tuple[np.ndarray, np.ndarray],
     query: str,
     k: int,
     filters: Filters,
@@ -278,6 +288,7 @@ def _rank(
     embed_ms: float,
     fill: Callable[[list[int]], None] | None = None,
     floor_scale: float = 1.0,
+    hub: Callable[[list[int]], np.ndarray] | None = None,
 ) -> Hits:
     live = view.overrides
     keep: list[int] = []
@@ -297,8 +308,14 @@ def _rank(
     sel = np.array(keep)
     bm_s, cos_s = bm[sel], cosines[0][sel]
     relevance = linear(bm_s * floor_scale, cosines[1][sel], r)  # the whole query's, as the floor was calibrated
-    # the same less the memory's likeness to any question: a hub (a short everyday note) is near every question
-    specific = linear(bm_s * floor_scale, cosines[1][sel] - cosines[2][sel], r)
+
+    def specific(js: Sequence[int]) -> np.ndarray:
+        """Relevance less each memory's likeness to any question: a hub (a short everyday note) is near every
+        question, so its cosine says little about this one."""
+        at = np.asarray(js, dtype=np.int64)
+        b = hub([keep[j] for j in at]) if hub is not None else np.zeros(len(at))
+        return linear(bm_s[at] * floor_scale, cosines[1][sel][at] - b, r)
+
     dates = np.array([docs[i].date for i in keep])
     rec = recency(age_days(dates, now_ts), r)
     ref = reference_boost(use[sel], r)
@@ -309,9 +326,10 @@ def _rank(
     base = rrf(bm_s * modifier, cos_s * modifier, r) if r.fusion == "rrf" else linear(bm_s, cos_s, r) * modifier
     final = base
     ok = relevance >= r.floor
-    if not ok.any() or (r.background_gate > 0 and not (specific[ok] >= r.background_gate).any()):
+    if not ok.any() or (r.background_gate > 0 and not _gate_open(relevance, ok, specific, r.background_gate)):
         return Hits([], notice or NOTHING)
     order = [int(j) for j in np.argsort(-final, kind="stable") if ok[j]]
+    gated = dict(zip(order[:k], specific(order[:k]).tolist(), strict=True)) if r.background_gate > 0 else {}
     if fill is not None:
         fill([keep[j] for j in order[:k]])
     hits: list[Hit] = []
@@ -322,7 +340,7 @@ def _rank(
             "bm25": round(float(bm_s[j]), 4),
             "vector": round(float(cos_s[j]), 4),
             "relevance": round(float(relevance[j]), 4),
-            **({"specific": round(float(specific[j]), 4)} if r.background_gate > 0 else {}),
+            **({"specific": round(gated[j], 4)} if gated else {}),
             "fused": round(float(base[j]), 4),
             "recency": round(float(rec[j]), 4),
             "reference": round(float(ref[j]), 4),
@@ -336,6 +354,14 @@ def _rank(
     out = Hits(hits, notice)
     out.embed_ms = embed_ms  # type: ignore[attr-defined]
     return out
+
+
+def _gate_open(relevance: np.ndarray, ok: np.ndarray, specific: Callable[[Sequence[int]], np.ndarray],
+               gate: float) -> bool:
+    """Whether a hit over the floor reaches the gate, read in relevance order a few hits at a time (the first
+    few settle an answerable query; only one that abstains reads them all)."""
+    by_relevance = np.flatnonzero(ok)[np.argsort(-relevance[ok], kind="stable")].tolist()
+    return any((specific(by_relevance[i : i + 16]) >= gate).any() for i in range(0, len(by_relevance), 16))
 
 
 def abstractions_first(hits: list[Hit]) -> list[Hit]:

@@ -168,11 +168,10 @@ class LoadedIndex:
         return idf.get(token)
 
     def candidates(
-        self, q_tokens: Sequence[str], vectors: Sequence[np.ndarray], c: int, background: np.ndarray | None = None
-    ) -> tuple[list[tuple[int, int]], np.ndarray, np.ndarray, dict[str, float], np.ndarray]:
+        self, q_tokens: Sequence[str], vectors: Sequence[np.ndarray], c: int
+    ) -> tuple[list[tuple[int, int]], np.ndarray, np.ndarray, dict[str, float]]:
         """The live rows among the best `c` by BM25 (score > 0) or by the cosine to any of `vectors` (> 0):
-        (segment, row) each, their raw BM25, their cosine to each vector (rows × vectors), the terms' idf, and
-        each row's highest cosine to the `background` vectors (zeros without them)."""
+        (segment, row) each, their raw BM25, their cosine to each vector (rows × vectors), the terms' idf."""
         picked: dict[tuple[int, int], float] = {}
         idf: dict[str, float] = {}
         scores: list[np.ndarray | None] = [None] * len(self.segments)
@@ -199,21 +198,12 @@ class LoadedIndex:
             arr = scores[s]
             bm[i] = float(arr[r]) if arr is not None else 0.0
         cos = np.zeros((len(keys), len(vectors)), dtype=np.float64)
-        hub = np.zeros(len(keys), dtype=np.float64)
         for s in {k[0] for k in keys}:
             idx = [i for i, k in enumerate(keys) if k[0] == s]
             rows_s = np.array([keys[i][1] for i in idx], np.int64)
-            if background is None:
-                for j, qv in enumerate(vectors):
-                    cos[idx, j] = self.segments[s].cosine_of(rows_s, qv)
-                continue
-            order = np.argsort(rows_s)
-            in_order = self.segments[s].vector_rows(rows_s[order])
-            vecs = np.empty_like(in_order)
-            vecs[order] = in_order
-            cos[idx] = vecs @ np.column_stack(vectors)
-            hub[idx] = (vecs @ background.T).max(axis=1)
-        return keys, bm, cos, dict(idf), hub
+            for j, qv in enumerate(vectors):
+                cos[idx, j] = self.segments[s].cosine_of(rows_s, qv)
+        return keys, bm, cos, dict(idf)
 
     def _scanned(
         self, q_tokens: Sequence[str], qv: np.ndarray

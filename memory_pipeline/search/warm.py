@@ -10,7 +10,7 @@ from pathlib import Path
 
 from memory_pipeline.search.engine import search
 from memory_pipeline.search.index import Encode, IndexMissing, LoadedIndex
-from memory_pipeline.search.live import _cached_index, default_embedder
+from memory_pipeline.search.live import _cached_index, background_vectors, default_embedder
 
 _LOCK = threading.Lock()
 
@@ -33,14 +33,16 @@ WARMED: dict[str, Warmth] = {}
 
 
 def warm(home: Path, embedder: tuple[Encode, str] | None = None) -> Warmth:
-    """Before a server accepts its first request: load the embedder (its first encode loads the weights), load
-    the index (a missing one is not built here) and the store's live view, and run one search through every code path,
-    so that the first call costs what any later one does. Never raises: a problem is recorded and returned."""
+    """Before a server accepts its first request: load the embedder (its first encode loads the weights) and the
+    gate's background questions, load the index (a missing one is not built here) and the store's live view, and
+    run one search through every code path, so that the first call costs what any later one does. Never raises: a
+    problem is recorded and returned."""
     t0 = time.perf_counter()
     model, version, problem = "", "", ""
     try:
         encode, model = embedder or default_embedder()
         encode(["warm up"])
+        background_vectors(encode, model)  # the abstention gate's questions, embedded once per model
         try:
             idx: LoadedIndex | None = _cached_index(home)
         except IndexMissing as exc:  # never built here: left to the first search or the Dagster asset (a fleet of

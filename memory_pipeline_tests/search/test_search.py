@@ -260,7 +260,7 @@ def test_the_background_gate_reads_relevance_less_a_memorys_likeness_to_everyday
     from memory_pipeline.search.live import BACKGROUND_FILE
     from memory_pipeline.search.scoring import load_ranking
 
-    plain = load_ranking().with_(floor=0.0)
+    plain = load_ranking().with_(floor=0.0, background_gate=0.0)
     gated = load_ranking().with_(floor=0.0, background_gate=1e-6)
     query = "what food can my cat not eat"
     a = search(query, k=10, home=workspace, embedder=minilm(), now=NOW, ranking=plain)

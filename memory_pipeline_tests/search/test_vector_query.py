@@ -66,7 +66,7 @@ def test_search_embeds_the_query_without_the_speakers_and_ranks_the_answer_first
         return encode(texts)
 
     clear_cache()
-    on, off = (load_ranking().with_(vector_query_common=share) for share in (0.2, 0.0))
+    on, off = (load_ranking().with_(vector_query_common=share, background_gate=0.0) for share in (0.2, 0.0))
     question = "What does Caroline's pet dislike?"
     before = search(question, 3, home=home, embedder=(spy, model), ranking=off, floor=0.0)
     assert seen[-1] == question
