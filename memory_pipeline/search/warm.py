@@ -49,7 +49,8 @@ def warm(home: Path, embedder: tuple[Encode, str] | None = None) -> Warmth:
             idx, problem = None, f"no index loaded ({str(exc).splitlines()[0]})"  # new agents would wait on it)
         if idx is not None and idx.model == model:
             version = idx.folder.name
-            search("warm up", 1, home=home, embedder=(encode, model), floor=1.0)
+            # floor 0: every path a real hit takes (texts read, the gate, snippets), not only the scan
+            search("warm up", 10, home=home, embedder=(encode, model), floor=0.0)
     except Exception as exc:  # noqa: BLE001 - a warm-up never stops a server; the first call says what is wrong
         problem = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
     out = Warmth(str(home), model, version, round(time.perf_counter() - t0, 3), time.monotonic(), problem)
