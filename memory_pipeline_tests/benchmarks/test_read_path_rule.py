@@ -95,3 +95,41 @@ def test_the_abstention_floor_is_the_lowest_that_keeps_never_stored_answers_at_o
     rel = [0.1] * 96 + [0.31] * 3 + [0.35]
     assert choose_floor(rel) == 0.32  # at 0.30 four answer (4 %); at 0.32 one (1 %)
     assert choose_floor([0.6] * 10) is None  # nothing on the grid (up to 0.50) abstains them
+
+
+def test_the_background_gate_ships_only_when_it_answers_fewer_strangers_and_abstains_no_more() -> None:
+    import numpy as np
+
+    from benchmarks.search_locomo import verdicts
+
+    # 1,000 answerable questions all over the floor (0.20); 100 never-stored; 100 cross-conversation probes
+    rel = {"answerable": np.full(1000, 0.5), "adversarial": np.full(10, 0.3), "never_stored": np.full(100, 0.1),
+           "cross": np.full(100, 0.3)}  # fmt: skip
+    # (discounted best of the top 10, discounted best over the floor): two never-stored questions of 100 reach 0.07,
+    # so the rule's gate is 0.08 (1 % at most); half the strangers and 3 answerable questions stay under it
+    gate = {"answerable": np.column_stack([np.full(1000, 0.2), np.r_[np.full(997, 0.2), np.full(3, 0.01)]]),
+            "adversarial": np.full((10, 2), 0.2),
+            "never_stored": np.column_stack([np.r_[np.full(98, 0.01), 0.07, 0.07], np.full(100, 0.01)]),
+            "cross": np.column_stack([np.full(100, 0.2), np.r_[np.full(50, 0.2), np.full(50, 0.01)]])}  # fmt: skip
+    said = verdicts(rel, gate, 0.20)
+    assert "the rule's floor 0.08" in said and "false abstention 0.003" in said
+    assert "cross-conversation answers 0.500: ships by (a) and (b)" in said
+    # six answerable questions under the gate: 0.6 % more abstention than the shipped floor's 0 — not shipped
+    gate["answerable"][:6, 1] = 0.01
+    assert "not shipped" in verdicts(rel, gate, 0.20)
+
+
+def test_cross_conversation_probes_name_this_conversations_speakers() -> None:
+    from types import SimpleNamespace
+
+    from benchmarks.search_locomo import cross_probes
+
+    def conv(sid: str, speakers: tuple[str, str], questions: list[tuple[str, int]]) -> SimpleNamespace:
+        return SimpleNamespace(sample_id=sid, speakers=speakers,
+                               questions=[SimpleNamespace(question=q, category=c) for q, c in questions])  # fmt: skip
+
+    here = conv("a", ("Jon", "Gina"), [("What did Jon open?", 1)])
+    asked = [("When did Caroline paint a sunrise?", 2), ("Adversarial?", 5), ("x", 1), ("y", 1), ("z", 1),
+             ("What did Melanie and Carolinex do?", 3)]  # every fourth of categories 1-4; names as whole words
+    there = conv("b", ("Caroline", "Melanie"), asked)
+    assert cross_probes(here, [here, there]) == ["When did Jon paint a sunrise?", "What did Gina and Carolinex do?"]
