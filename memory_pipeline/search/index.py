@@ -29,6 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from memory_pipeline.faults import crash_point
+from memory_pipeline.search.bm25 import QueryBM25
 from memory_pipeline.search.documents import Doc
 from memory_pipeline.search.segment import (
     K1,
@@ -115,22 +116,11 @@ class LoadedIndex:
     def dim(self) -> int:
         return int(self.manifest.get("dim") or 0)
 
-    def bm25(self, q_tokens: Sequence[str]) -> tuple[dict[str, float], list[np.ndarray | None]]:
+    def bm25(self, q_tokens: Sequence[str]) -> tuple[dict[str, float], QueryBM25]:
         """Lucene BM25 over every segment with the live collection's statistics: (idf of each query term the
-        index holds, raw scores per segment, None where no term occurs)."""
+        index holds, the query's scores: exact for any rows, and its best rows)."""
         idf, postings = self.bm25_stats(q_tokens)
-        scores: list[np.ndarray | None] = [None] * len(self.segments)
-        for t, found in postings.items():
-            for s, docs, tf in found:
-                arr = scores[s]
-                if arr is None:
-                    arr = scores[s] = np.zeros(self.segments[s].rows, np.float32)
-                f = tf.astype(np.float32)
-                arr[docs] += np.float32(idf[t]) * f / (f + self._norm(s)[docs])
-        for arr, alive in zip(scores, self.alive, strict=True):
-            if arr is not None and alive is not None:
-                arr[~alive] = 0.0
-        return idf, scores
+        return idf, QueryBM25(idf, postings, [seg.rows for seg in self.segments], self.alive, self._norm)
 
     def bm25_stats(
         self, q_tokens: Sequence[str]
@@ -174,7 +164,7 @@ class LoadedIndex:
         (segment, row) each, their raw BM25, their cosine to each vector (rows × vectors), the terms' idf."""
         picked: dict[tuple[int, int], float] = {}
         idf: dict[str, float] = {}
-        scores: list[np.ndarray | None] = [None] * len(self.segments)
+        scores: QueryBM25 | None = None
         for qv in vectors:
             idf, scores, scans = self._scanned(q_tokens, qv)
             best: list[tuple[float, int, int]] = []
@@ -184,30 +174,23 @@ class LoadedIndex:
             best.sort(key=lambda x: -x[0])
             for _v, s, r in best[:c]:
                 picked.setdefault((s, r), 0.0)
-        bm_all = [(s, np.flatnonzero(a), a) for s, a in enumerate(scores) if a is not None]
-        if bm_all:
-            flat = np.concatenate([a[r] for _, r, a in bm_all])
-            where = np.concatenate([np.full(len(r), s) for s, r, _ in bm_all])
-            rows = np.concatenate([r for _, r, _ in bm_all])
-            top = np.argpartition(-flat, c - 1)[:c] if c < len(flat) else np.arange(len(flat))
-            for j in top:
-                picked.setdefault((int(where[j]), int(rows[j])), 0.0)
+        for key in scores.best(c) if scores is not None else ():
+            picked.setdefault(key, 0.0)
         keys = list(picked)
         bm = np.zeros(len(keys), dtype=np.float64)
-        for i, (s, r) in enumerate(keys):
-            arr = scores[s]
-            bm[i] = float(arr[r]) if arr is not None else 0.0
         cos = np.zeros((len(keys), len(vectors)), dtype=np.float64)
         for s in {k[0] for k in keys}:
             idx = [i for i, k in enumerate(keys) if k[0] == s]
             rows_s = np.array([keys[i][1] for i in idx], np.int64)
+            if scores is not None:
+                bm[idx] = scores.of(s, rows_s)
             for j, qv in enumerate(vectors):
                 cos[idx, j] = self.segments[s].cosine_of(rows_s, qv)
         return keys, bm, cos, dict(idf)
 
     def _scanned(
         self, q_tokens: Sequence[str], qv: np.ndarray
-    ) -> tuple[dict[str, float], list[np.ndarray | None], list[np.ndarray]]:
+    ) -> tuple[dict[str, float], QueryBM25, list[np.ndarray]]:
         """BM25 and the vector scan of one query, kept for the next call with the same query (the context compiler
         asks for 20 hits, then 40, 80, … while they fit: one scan serves them all)."""
         key = (tuple(q_tokens), qv.tobytes())
