@@ -167,13 +167,14 @@ class LoadedIndex:
         scores: QueryBM25 | None = None
         for qv in vectors:
             idf, scores, scans = self._scanned(q_tokens, qv)
-            best: list[tuple[float, int, int]] = []
-            for s, seg in enumerate(self.segments):
-                rows_s, cos_s = seg.top(scans[s], qv, c, self.dead[s])
-                best.extend((float(v), s, int(r)) for r, v in zip(rows_s, cos_s, strict=True) if v > 0)
-            best.sort(key=lambda x: -x[0])
-            for _v, s, r in best[:c]:
-                picked.setdefault((s, r), 0.0)
+            tops = [seg.top(scans[s], qv, c, self.dead[s]) for s, seg in enumerate(self.segments)]
+            if tops:
+                cos_all = np.concatenate([t[1] for t in tops])
+                seg_all = np.concatenate([np.full(len(t[0]), s) for s, t in enumerate(tops)])
+                row_all = np.concatenate([t[0] for t in tops])
+                best = [j for j in np.argsort(-cos_all, kind="stable")[:c] if cos_all[j] > 0]
+                for s, r in zip(seg_all[best].tolist(), row_all[best].tolist(), strict=True):
+                    picked.setdefault((s, r), 0.0)
         for key in scores.best(c) if scores is not None else ():
             picked.setdefault(key, 0.0)
         keys = list(picked)
