@@ -269,7 +269,8 @@ class Segment:
         if live <= 0 or c <= 0:
             return np.zeros(0, np.int64), np.zeros(0, np.float32)
         want = min(live, c if self.codes is None else RERANK * c)
-        rows = np.argpartition(-scanned, want - 1)[:want] if want < self.rows else np.arange(self.rows)
+        cut = self.rows - want  # the largest `want`, without a negated copy of the scan (4 MB at 1M rows)
+        rows = np.argpartition(scanned, cut)[cut:] if want < self.rows else np.arange(self.rows)
         rows = np.sort(rows[np.isfinite(scanned[rows])]).astype(np.int64)
         if self.codes is None:
             return rows, scanned[rows]
