@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 COMMON_SHARE = 1 / 32  # a term in more than this share of the documents starts on the lookup side
-LOOKUP_COST = 8  # a binary search in a long posting list against a scattered posting (cache misses both), here
+LOOKUP_COST = 8  # a binary search in a long posting list costs about as much as scattering this many postings
 
 
 @dataclass
@@ -54,8 +54,8 @@ class QueryBM25:
                 arr = self._dense[s] = np.zeros(self.rows[s], np.float32)
             arr[docs] += self._contribution(t, s, docs, tf)
             alive = self.alive[s]
-            if alive is not None:
-                arr[~alive] = 0.0
+            if alive is not None:  # a deleted row scores 0: only this term's rows can have changed
+                arr[docs[~alive[docs]]] = 0.0
 
     def of(self, s: int, rows: np.ndarray) -> np.ndarray:
         """The exact scores of these rows of segment `s` (0 for a deleted row)."""
