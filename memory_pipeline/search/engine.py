@@ -219,18 +219,18 @@ def _search_index(
 
     def hub(positions: list[int]) -> np.ndarray:
         """Each document's highest cosine to the background questions (how close it sits to any question)."""
-        bg = background_vectors(encode, model)
-        vecs = np.zeros((len(positions), bg.shape[1]), np.float32)
-        by_segment: dict[int, list[tuple[int, int]]] = {}
+        bg = background_vectors(encode, model).T
+        out = np.zeros(len(positions))
+        by_segment: dict[int, list[int]] = {}
         for i, p in enumerate(positions):
             if p in where:
-                by_segment.setdefault(where[p][0], []).append((where[p][1], i))
+                by_segment.setdefault(where[p][0], []).append(i)
             else:  # the delta follows the index's documents
-                vecs[i] = dv[p - len(where)]
-        for s, pairs in by_segment.items():
-            pairs.sort()
-            vecs[[i for _, i in pairs]] = idx.segments[s].vector_rows(np.array([r for r, _ in pairs], np.int64))
-        return (vecs @ bg.T).max(axis=1) if len(positions) else np.zeros(0)
+                out[i] = float((dv[p - len(where)] @ bg).max())
+        for s, at in by_segment.items():
+            rows = np.array([where[positions[i]][1] for i in at], np.int64)
+            out[at] = idx.segments[s].cosine_of(rows, bg).max(axis=1)
+        return out
 
     def fill(positions: list[int]) -> None:
         wanted = [p for p in positions if p in where and not docs[p].text]

@@ -279,10 +279,11 @@ class Segment:
         return rows[keep], cos[keep]
 
     def cosine_of(self, rows: np.ndarray, qv: np.ndarray) -> np.ndarray:
+        """These rows' cosines to `qv`: a unit vector, or a matrix of them as columns (a column per vector)."""
+        out = np.empty((len(rows), *np.shape(qv)[1:]), np.float32)
         if len(rows) == 0:
-            return np.zeros(0, np.float32)
+            return out
         order = np.argsort(rows)
-        out = np.empty(len(rows), np.float32)
         out[order] = self.vector_rows(rows[order]) @ qv
         return out
 
