@@ -19,7 +19,10 @@ import pyarrow as pa
 # Store rows an agent may read: active ones, and archived sources (retrievable, ranked lower: seed 000 §9.2).
 READABLE_LIFECYCLES = ("active", "archived")
 CHUNK_CHARS = 1200
-DATE_IN_NAME = re.compile(r"(\d{4}-\d{2}-\d{2})")
+# a file's day in its path: a journal's name (2026-10-08.md) or a transcript's folders (2026/10/08/...)
+DATE_IN_PATH = re.compile(r"(\d{4})[-/](\d{2})[-/](\d{2})")
+# when a transcript's session started, from its front matter
+STARTED = re.compile(r"^started:\s*['\"]?([0-9T:+\-. Z]+?)['\"]?\s*$", re.MULTILINE)
 
 
 @dataclass
@@ -283,16 +286,31 @@ def file_docs(home: Path, rel: str, kind: str, tier: str) -> list[Doc]:
             text = raw
     else:
         text = _strip_frontmatter(raw)
-    match = DATE_IN_NAME.search(rel)
-    if match:
-        date = _epoch(datetime.fromisoformat(match.group(1)))
-    else:
-        date = os.stat(path).st_mtime
+    head = raw[: raw.find("\n---", 4)] if raw.startswith("---\n") else ""
+    date = file_date(rel, head) or os.stat(path).st_mtime
     cats = [kind] if tier in ("knowledge", "raw") else [kind, tier]
     return [
         Doc(key=f"{rel}#{i}", text=chunk, kind=kind, source="file", tier=tier, date=date, categories=cats, path=rel)
         for i, chunk in enumerate(chunk_text(text))
     ]
+
+
+def file_date(rel: str, frontmatter: str) -> float | None:
+    """The day a file's facts are of (issue 28: an item is dated by its facts, not by when it was written or
+    imported): a transcript's session start, else the date in its path; None when neither says."""
+    started = STARTED.search(frontmatter)
+    if started:
+        try:
+            return _epoch(datetime.fromisoformat(started.group(1).strip().replace("Z", "+00:00")))
+        except ValueError:
+            pass
+    day = DATE_IN_PATH.search(rel)
+    if day:
+        try:
+            return _epoch(datetime(int(day.group(1)), int(day.group(2)), int(day.group(3))))
+        except ValueError:
+            return None
+    return None
 
 
 def all_file_docs(home: Path) -> list[Doc]:

@@ -286,3 +286,18 @@ def test_the_background_gate_reads_relevance_less_a_memorys_likeness_to_everyday
     at_best = gated.with_(background_gate=best - 1e-4)  # the parts are rounded to 4 decimals
     kept = search(query, k=10, home=workspace, embedder=minilm(), now=NOW, ranking=at_best)
     assert ids(kept) == ids(a)
+
+
+def test_a_transcript_is_dated_by_its_session_not_by_when_it_was_imported(workspace: Path) -> None:
+    folder = workspace / "raw" / "conversations" / "2026" / "09" / "14"
+    folder.mkdir(parents=True)
+    (folder / "1950-ses_1.md").write_text(
+        "---\nsession_id: ses_1\nstarted: 2026-09-14T19:50:00Z\n---\n\n## 19:52 — user\nThe kayak rental in Milos "
+        "closes at six.\n", encoding="utf-8")  # fmt: skip
+    (folder / "2010-ses_2.md").write_text("## 20:10 — user\nThe kayak deposit is forty euros.\n", encoding="utf-8")
+    hits = {h.id: h for h in search("kayak rental Milos deposit", k=10, home=workspace, embedder=minilm(), now=NOW)}
+    started = hits["raw/conversations/2026/09/14/1950-ses_1.md"]
+    assert started.kind == "transcript" and started.date == "2026-09-14"
+    assert hits["raw/conversations/2026/09/14/2010-ses_2.md"].date == "2026-09-14"  # no front matter: its folders
+    before = search("kayak rental Milos", k=10, home=workspace, embedder=minilm(), until="2026-09-15", now=NOW)
+    assert started.id in ids(before)
