@@ -23,7 +23,7 @@ SCOPES = ("input", "output", "both")
 # Tier-1 trigger kinds: pattern (regex), keywords (a word list), glob (tool-call paths), url (a regex on the
 # message's URLs), mention (@name or a name), and the two event kinds the compiler accepts as payloads.
 TRIGGER_TYPES = ("pattern", "keywords", "glob", "url", "mention", "webhook", "cron")
-DEFAULT_SIMILARITY_THRESHOLD = 0.15  # seed 001 §4.2 Tier 2
+DEFAULT_SIMILARITY_THRESHOLD = 0.20  # seed 001 §4.2 Tier 2 says 0.15; see benchmarks/RESULTS.md "Which topics wake"
 DEFAULT_MAX_CONTEXT_KB = 4.0
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when the wheel has it: ~10x faster
 _FRONTMATTER = re.compile(r"\A---\s*\n(.*?)\n---\s*\n?(.*)\Z", re.S)
