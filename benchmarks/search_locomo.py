@@ -8,7 +8,8 @@ categories 1-4 (an answerable question left unanswered) against the false-answer
 cross-conversation probes (every fourth category 1-4 question of each other conversation, its speakers renamed
 to this one's), for the shipped ranking and with a second, query-level floor (the background gate:
 relevance's vector part less the memory's highest cosine to everyday questions), chosen by the rule of
-read_path_rule.md (amendments of 2026-11-27 00:01 and 00:05 UTC)."""
+read_path_rule.md (amendments of 2026-11-27 00:01 and 00:05 UTC); and the same gate reading the vector part alone
+(BM25's weight 0 in the gate: the amendment of 02:41 UTC)."""
 
 from __future__ import annotations
 
@@ -33,6 +34,7 @@ PROBES = HERE / "search_never_stored.txt"
 CONFIGS = (("linear", 0.0), ("rrf", 0.0), ("linear", 0.1), ("rrf", 0.1), ("linear", 1.0), ("rrf", 1.0))
 FLOORS = [round(x, 2) for x in np.arange(0.02, 0.52, 0.02)]
 GATED = {"background_gate": 1e-6}  # the gate's part computed; a floor of 0 would switch it off
+VECTOR_GATED = {**GATED, "gate_bm25_weight": 0.0}
 KINDS = ("answerable", "adversarial", "never_stored", "cross")
 CROSS_EVERY = 4
 
@@ -62,7 +64,9 @@ def run(data: Path, conversations: list[str] | None) -> dict[str, Any]:
     recall: dict[tuple[str, float], dict[int, list[bool]]] = {c: {5: [], 10: []} for c in CONFIGS}
     top_rel: dict[str, list[float]] = {kind: [] for kind in KINDS}
     gate: dict[str, list[tuple[float, float]]] = {kind: [] for kind in KINDS}
+    vector_gate: dict[str, list[tuple[float, float]]] = {kind: [] for kind in KINDS}
     gated, shipped_floor = load_ranking().with_(**GATED), load_ranking().floor
+    vector_gated = load_ranking().with_(**VECTOR_GATED)
     build_s = 0.0
     with tempfile.TemporaryDirectory() as tmp:
         convs = load_locomo(data, conversations)
@@ -96,10 +100,11 @@ def run(data: Path, conversations: list[str] | None) -> dict[str, Any]:
             for kind, text in asked:
                 top_rel[kind].append(_best(search(text, 10, home=home, floor=0.0, embedder=(encode, MINILM),
                                                   now=now)))  # fmt: skip
-                hits = search(text, 10, home=home, floor=0.0, embedder=(encode, MINILM), now=now, ranking=gated)
-                gate[kind].append((_best(hits, "specific"),
-                                   _best([h for h in hits if h.parts["relevance"] >= shipped_floor], "specific")))
-    return {"recall": recall, "top_rel": top_rel, "gate": gate, "build_s": build_s}
+                for ranking, into in ((gated, gate), (vector_gated, vector_gate)):
+                    hits = search(text, 10, home=home, floor=0.0, embedder=(encode, MINILM), now=now, ranking=ranking)
+                    into[kind].append((_best(hits, "specific"),
+                                       _best([h for h in hits if h.parts["relevance"] >= shipped_floor], "specific")))
+    return {"recall": recall, "top_rel": top_rel, "gate": gate, "vector_gate": vector_gate, "build_s": build_s}
 
 
 def cross_probes(conv: Any, convs: Sequence[Any]) -> list[str]:
@@ -132,25 +137,38 @@ def choose_floor(never_stored: Sequence[float] | np.ndarray, at_most: float = 0.
     return next((f for f in FLOORS if np.mean(rel >= f) <= at_most), None)
 
 
-def verdicts(rel: dict[str, np.ndarray], gate: dict[str, np.ndarray], shipped_floor: float) -> str:
+def verdicts(rel: dict[str, np.ndarray], gate: dict[str, np.ndarray], shipped_floor: float,
+             vector_gate: dict[str, np.ndarray] | None = None) -> str:
     """The gate's floor by the rule, and whether it ships by (a) and (b) of the 00:01 amendment for the
     query-level decision (false abstention at most the shipped's + 0.5 point; fewer false answers on the
-    cross-conversation probes); (c), the read path, is `python -m benchmarks read-path`'s."""
+    cross-conversation probes); (c), the read path, is `python -m benchmarks read-path`'s. With `vector_gate`,
+    the same for candidate 17 (02:41 UTC), whose (b) is fewer cross-conversation answers than the background
+    gate's."""
     abstain = float(np.mean(rel["answerable"] < shipped_floor))
     cross = float(np.mean(rel["cross"] >= shipped_floor))
     never = float(np.mean(rel["never_stored"] >= shipped_floor))
     out = (f"- shipped: floor {shipped_floor:.2f}: never stored {never:.3f}, false abstention {abstain:.3f}, "
            f"cross-conversation answers {cross:.3f}\n")  # fmt: skip
+    line, gated_cross = _gate_verdict("background gate", rel, gate, shipped_floor, abstain, cross)
+    out += line
+    if vector_gate is not None:
+        out += _gate_verdict("vector-only gate", rel, vector_gate, shipped_floor, abstain, gated_cross)[0]
+    return out
+
+
+def _gate_verdict(name: str, rel: dict[str, np.ndarray], gate: dict[str, np.ndarray], shipped_floor: float,
+                  abstain: float, cross_bar: float) -> tuple[str, float]:
+    """One gate's line and its cross-conversation answers (1.0 when the grid has no floor for it)."""
     f = choose_floor(gate["never_stored"][:, 0])
     if f is None:
-        return out + "- background gate: no floor on the grid keeps never-stored answers at 1 % or less\n"
+        return f"- {name}: no floor on the grid keeps never-stored answers at 1 % or less\n", 1.0
     answered = {k: (rel[k] >= shipped_floor) & (gate[k][:, 1] >= f) for k in KINDS}
     fa, fc = float(np.mean(~answered["answerable"])), float(np.mean(answered["cross"]))
-    ok = fa <= abstain + 0.005 and fc < cross
-    return out + (f"- background gate: the rule's floor {f:.2f} (the discounted relevance alone: never stored "
-                  f"{np.mean(gate['never_stored'][:, 0] >= f):.3f}); with both floors never stored "
-                  f"{np.mean(answered['never_stored']):.3f}, false abstention {fa:.3f}, cross-conversation answers "
-                  f"{fc:.3f}: {'ships by (a) and (b)' if ok else 'not shipped'}\n")  # fmt: skip
+    ok = fa <= abstain + 0.005 and fc < cross_bar
+    return (f"- {name}: the rule's floor {f:.2f} (the discounted relevance alone: never stored "
+            f"{np.mean(gate['never_stored'][:, 0] >= f):.3f}); with both floors never stored "
+            f"{np.mean(answered['never_stored']):.3f}, false abstention {fa:.3f}, cross-conversation answers "
+            f"{fc:.3f}: {'ships by (a) and (b)' if ok else 'not shipped'}\n", fc)  # fmt: skip
 
 
 def report(result: dict[str, Any]) -> str:
@@ -179,7 +197,15 @@ def report(result: dict[str, Any]) -> str:
              "relevance (0.4·BM25/ceiling + 0.6·max(cos − b, 0)) alone; and both, the shipped floor with the gate at "
              "each value:\n\n")  # fmt: skip
     body += table(["floor", *heads], sweep) + "\n\n"
-    body += verdicts(rel, gate, shipped_floor)
+    vector_gate = {k: np.array(x).reshape(-1, 2) for k, x in result["vector_gate"].items()}
+    vsweep = [[f"{f:.2f}", f"{np.mean(vector_gate['never_stored'][:, 0] >= f):.3f}"]
+              + [f"{np.mean(~((rel['answerable'] >= shipped_floor) & (vector_gate['answerable'][:, 1] >= f))):.3f}"]
+              + [f"{np.mean((rel[k] >= shipped_floor) & (vector_gate[k][:, 1] >= f)):.3f}" for k in KINDS[1:]]
+              for f in FLOORS]  # fmt: skip
+    body += ("The gate reading the vector part alone, 0.6·max(cos − b, 0): never stored on it alone; and both, "
+             "the shipped floor with it at each value:\n\n")
+    body += table(["gate", "never stored (vector part alone)", *heads[5:]], vsweep) + "\n\n"
+    body += verdicts(rel, gate, shipped_floor, vector_gate)
     body += f"\n{len(rel['answerable'])} answerable, {len(rel['adversarial'])} adversarial, "
     body += f"{len(rel['never_stored'])} never-stored and {len(rel['cross'])} cross-conversation queries; "
     body += f"index builds {result['build_s']:.1f} s in total.\n"
@@ -197,5 +223,5 @@ def main(argv: list[str]) -> None:
     env, load = machine(), load_average()
     result = run(args.data, [c for c in args.conversations.split(",") if c] or None)
     if args.json:
-        args.json.write_text(json.dumps({"top_rel": result["top_rel"], "gate": result["gate"]}))
+        args.json.write_text(json.dumps({k: result[k] for k in ("top_rel", "gate", "vector_gate")}))
     append_results("search on LoCoMo: fusion, recency, abstention", report(result), env, load)

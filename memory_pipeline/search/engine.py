@@ -309,12 +309,14 @@ def _rank(
     bm_s, cos_s = bm[sel], cosines[0][sel]
     relevance = linear(bm_s * floor_scale, cosines[1][sel], r)  # the whole query's, as the floor was calibrated
 
+    gate_r = r.with_(bm25_weight=r.gate_bm25_weight)
+
     def specific(js: Sequence[int]) -> np.ndarray:
         """Relevance less each memory's likeness to any question: a hub (a short everyday note) is near every
         question, so its cosine says little about this one."""
         at = np.asarray(js, dtype=np.int64)
         b = hub([keep[j] for j in at]) if hub is not None else np.zeros(len(at))
-        return linear(bm_s[at] * floor_scale, cosines[1][sel][at] - b, r)
+        return linear(bm_s[at] * floor_scale, cosines[1][sel][at] - b, gate_r)
 
     dates = np.array([docs[i].date for i in keep])
     rec = recency(age_days(dates, now_ts), r)

@@ -48,6 +48,8 @@ class Ranking:
     # memory's highest cosine to everyday questions on any subject, max(cos − b, 0) (a hub is close to all of
     # them); 0: off
     background_gate: float = 0.0
+    # BM25's weight in the gate's value (its vector part keeps `vector_weight`)
+    gate_bm25_weight: float = 0.4
     extra: dict[str, Any] = field(default_factory=dict)
 
     def with_(self, **changes: Any) -> Ranking:

@@ -114,6 +114,13 @@ def test_the_background_gate_ships_only_when_it_answers_fewer_strangers_and_abst
     said = verdicts(rel, gate, 0.20)
     assert "the rule's floor 0.08" in said and "false abstention 0.003" in said
     assert "cross-conversation answers 0.500: ships by (a) and (b)" in said
+    # candidate 17 (the vector part alone) is judged against the background gate's 0.500, not the shipped floor's
+    vector = {k: v.copy() for k, v in gate.items()}
+    vector["cross"][:10, 1] = 0.01
+    assert "vector-only gate: the rule's floor 0.08" in verdicts(rel, gate, 0.20, vector)
+    assert "cross-conversation answers 0.400: ships by (a) and (b)" in verdicts(rel, gate, 0.20, vector)
+    vector["cross"][:10, 1] = 0.2  # as many strangers answered as the background gate lets through
+    assert verdicts(rel, gate, 0.20, vector).splitlines()[-1].endswith("0.500: not shipped")
     # six answerable questions under the gate: 0.6 % more abstention than the shipped floor's 0 — not shipped
     gate["answerable"][:6, 1] = 0.01
     assert "not shipped" in verdicts(rel, gate, 0.20)
