@@ -10,6 +10,7 @@ embedded. A count check against the store catches a write the change log missed,
 from __future__ import annotations
 
 import time
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -48,17 +49,19 @@ from memory_pipeline.search.index import (
 )
 from memory_pipeline.search.segment import SegmentDamaged, write_segment
 from memory_pipeline.store import changes
+from memory_pipeline.store.attached import attached
 
 MERGE_FACTOR = 10
 
 
-def _connect_waiting(path: Path, timeout_s: float = 300.0) -> duckdb.DuckDBPyConnection:
-    """Read-only, waiting while a writer (the nightly run, an import) holds DuckDB's file lock."""
+def _attach_waiting(stack: ExitStack, path: Path, timeout_s: float = 300.0) -> duckdb.DuckDBPyConnection:
+    """The store read-only until `stack` closes, waiting while a writer (the nightly run, an import) holds
+    DuckDB's file lock."""
     deadline = time.monotonic() + timeout_s
     pause = 0.05
     while True:
         try:
-            return duckdb.connect(str(path), read_only=True)
+            return stack.enter_context(attached(path))
         except duckdb.IOException:
             if time.monotonic() >= deadline:
                 raise
@@ -108,8 +111,10 @@ def store_vectors(
     # A cursor of its own: DuckDB 2 refuses `register`/`sql` on a connection whose last `execute` result was not
     # fetched to the end (a `fetchone()` of a count), and that error read as "no stored vectors" re-embedded them all.
     # The keys go as one list parameter (registering an Arrow table of them cost ~8 ms an update).
+    database = con.execute("SELECT current_database()").fetchone()
     cur = con.cursor()
     try:
+        cur.execute(f'USE "{database[0] if database else "memory"}"')
         res = cur.sql(
             "SELECT memory_id AS key, vector FROM embeddings WHERE model = ? AND memory_id IN "
             "(SELECT unnest(?::VARCHAR[]))", params=[model, list(where)],
@@ -223,9 +228,9 @@ def full_build(home: Path, encode: Encode, model: str, previous: LoadedIndex | N
     t0 = time.perf_counter()
     signature = file_signature(home)
     store = home / "memory.duckdb"
-    con = _connect_waiting(store) if store.exists() else None
-    stamp = store_stamp(home)  # with the lock held: no commit falls between it and the reads
-    try:
+    with ExitStack() as stack:
+        con = _attach_waiting(stack, store) if store.exists() else None
+        stamp = store_stamp(home)  # with the lock held: no commit falls between it and the reads
         try:
             rows = store_table(con) if con is not None else _empty()
         except duckdb.CatalogException:  # an empty store without the memories table yet
@@ -237,9 +242,6 @@ def full_build(home: Path, encode: Encode, model: str, previous: LoadedIndex | N
             keys = table.column("key").to_pylist()
             reuse = _same_text(previous, table, keys, previous.locate(keys))
         matrix, embedded, embed_s = vectors_for(table, con, encode, model, previous.dim if previous else None, reuse)
-    finally:
-        if con is not None:
-            con.close()
     dim = int(matrix.shape[1]) if matrix.ndim == 2 else 0
 
     def build(tmp: Path) -> dict[str, Any]:
@@ -269,9 +271,9 @@ def update_index(home: Path, prev: LoadedIndex, encode: Encode, model: str, fact
     before = dict(prev.manifest.get("store") or {})
     signature = file_signature(home)
     store = home / "memory.duckdb"
-    con = _connect_waiting(store) if store.exists() else None
-    stamp = store_stamp(home)  # with the lock held: no commit falls between it and the reads
-    try:
+    with ExitStack() as stack:
+        con = _attach_waiting(stack, store) if store.exists() else None
+        stamp = store_stamp(home)  # with the lock held: no commit falls between it and the reads
         cursor, readable = _store_read(con)
         changed: list[str] = []
         fresh_rows = _empty()
@@ -292,9 +294,6 @@ def update_index(home: Path, prev: LoadedIndex, encode: Encode, model: str, fact
         old.update(prev.locate(sorted(stale), column="path"))
         reuse = _same_text(prev, table, keys, old)
         matrix, embedded, embed_s = vectors_for(table, con, encode, model, prev.dim or None, reuse)
-    finally:
-        if con is not None:
-            con.close()
     store_docs = int(prev.manifest.get("store_docs", -1))
     old_store = sum(1 for s, r in old.values() if prev.segments[s].column("source")[r].as_py() == "store")
     after = store_docs - old_store + fresh_rows.num_rows

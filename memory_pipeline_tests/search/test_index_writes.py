@@ -146,10 +146,10 @@ def test_an_unchanged_store_is_answered_without_opening_it(tmp_path: Path, monke
     journal.write_text("# Day\n\nBooked the ferry to Naxos.\n", encoding="utf-8")
     first = build_index(home, encode, MODEL, full=True)
 
-    def refuse(path: Path, timeout_s: float = 0.0) -> None:
+    def refuse(stack: object, path: Path, timeout_s: float = 0.0) -> None:
         raise AssertionError("the store was opened")
 
-    monkeypatch.setattr(build_mod, "_connect_waiting", refuse)
+    monkeypatch.setattr(build_mod, "_attach_waiting", refuse)
     quiet = build_index(home, encode, MODEL)
     assert (quiet.version, quiet.added, quiet.docs, quiet.segments) == (first.version, 0, 81, 1)
     monkeypatch.undo()

@@ -1,0 +1,60 @@
+"""Short read-only reads of a store through one DuckDB instance per process.
+
+Starting a DuckDB instance costs ~11 ms whatever the file (even `:memory:`); attaching a database file to a
+running one costs ~2 ms. A process that reads stores again and again — the index update after each write, a
+server refreshing its view of an agent's store — attaches the file read-only, reads, and detaches it. Detaching
+releases DuckDB's file lock, so a writer in another process is blocked no longer than by a connection of its own.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import duckdb
+
+_LOCK = threading.Lock()
+_NAMES = itertools.count()
+_instance: tuple[int, duckdb.DuckDBPyConnection] | None = None
+
+
+def _host() -> duckdb.DuckDBPyConnection:
+    """This process's in-memory instance (a forked child starts its own: an instance does not survive a fork)."""
+    global _instance
+    with _LOCK:
+        if _instance is None or _instance[0] != os.getpid():
+            _instance = (os.getpid(), duckdb.connect(":memory:"))
+        return _instance[1]
+
+
+@contextmanager
+def attached(path: Path) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A connection whose unqualified names are the store's tables, read-only; the file is detached on exit.
+
+    Raises what `duckdb.connect(path, read_only=True)` raises while a writer holds the lock (`duckdb.IOException`),
+    so callers wait or give up as they did."""
+    name = f"store_{os.getpid()}_{next(_NAMES)}"
+    con = _host().cursor()
+    try:
+        quoted = str(path).replace("'", "''")
+        try:
+            con.execute(f"ATTACH '{quoted}' AS {name} (READ_ONLY)")
+        except duckdb.ResourceInUseException:  # this process has the file open already: share that instance
+            own = duckdb.connect(str(path), read_only=True)
+            try:
+                yield own
+            finally:
+                own.close()
+            return
+        try:
+            con.execute(f"USE {name}")
+            yield con
+        finally:
+            con.execute("USE memory")
+            con.execute(f"DETACH {name}")
+    finally:
+        con.close()
