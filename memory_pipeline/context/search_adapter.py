@@ -18,7 +18,7 @@ from memory_pipeline.context.compiler import Knowledge, Search
 from memory_pipeline.context.read_path import ReadPath
 from memory_pipeline.context.service import RecordUsage
 from memory_pipeline.context.timeframe import resolve
-from memory_pipeline.search import Hit, Ranking, SearchInputError, load_ranking, open_store, search, usage_spool
+from memory_pipeline.search import Hit, Ranking, SearchInputError, load_ranking, reading_store, search, usage_spool
 
 
 def default_search(
@@ -129,15 +129,12 @@ def _from_store(home: Path, items: list[Knowledge], neighbours: int, max_chars: 
     ids = [k.memory_id for k in items if k.memory_id]
     if not ids or not (neighbours or any(k.kind == "summary" for k in items)):
         return items  # the hits carry their whole text: the store is read only for lineage and neighbours
-    con = open_store(home)
-    if con is None:
-        return items
-    try:
+    with reading_store(home) as con:
+        if con is None:
+            return items
         spans = _member_spans(con, [k.memory_id for k in items if k.memory_id and k.kind == "summary"])
         short = [k.memory_id for k in items if k.memory_id and wants_neighbours(k.text, max_chars)]
         beside = _neighbours(con, short, neighbours) if neighbours and short else {}
-    finally:
-        con.close()
     out: list[Knowledge] = []
     for k in items:
         if k.memory_id in spans:

@@ -14,12 +14,12 @@ if TYPE_CHECKING:
     from memory_pipeline.search.engine import SearchInputError, search
     from memory_pipeline.search.hits import Hit, Hits
     from memory_pipeline.search.index import BuildStats, IndexMissing, delete_index
-    from memory_pipeline.search.live import open_store, refresh_index
+    from memory_pipeline.search.live import reading_store, refresh_index
     from memory_pipeline.search.scoring import Ranking, load_ranking
 
 _WHERE = {
     "usage_spool": "", "build_index": "build", "SearchInputError": "engine", "search": "engine", "Hit": "hits",
-    "Hits": "hits", "BuildStats": "index", "IndexMissing": "index", "delete_index": "index", "open_store": "live",
+    "Hits": "hits", "BuildStats": "index", "IndexMissing": "index", "delete_index": "index", "reading_store": "live",
     "refresh_index": "live", "Ranking": "scoring", "load_ranking": "scoring",
 }  # fmt: skip
 __all__ = [
@@ -32,7 +32,7 @@ __all__ = [
     "build_index",
     "delete_index",
     "load_ranking",
-    "open_store",
+    "reading_store",
     "refresh_index",
     "search",
     "usage_spool",

@@ -27,6 +27,7 @@ from memory_pipeline.search.live import (
     delta_vectors,
     index_for,
     query_vector,
+    reading_store,
     store_view,
 )
 from memory_pipeline.search.live import (
@@ -34,9 +35,6 @@ from memory_pipeline.search.live import (
 )
 from memory_pipeline.search.live import (
     default_embedder as default_embedder,
-)
-from memory_pipeline.search.live import (
-    open_store as open_store,
 )
 from memory_pipeline.search.scoring import (
     Ranking,
@@ -403,12 +401,9 @@ def _expand_sources(hits: list[Hit], idx: LoadedIndex, home: Path, view: StoreVi
             found[key] = d
         missing = [s for s in sources if s not in found]
         if missing:
-            con = open_store(home)
-            if con is not None:
-                try:
+            with reading_store(home) as con:
+                if con is not None:
                     found.update({d.key: d for d in store_docs_by_id(con, missing)})
-                finally:
-                    con.close()
         for s in sources:
             src = found.get(s)
             if src is not None:

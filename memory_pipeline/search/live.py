@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import UTC
 from pathlib import Path
@@ -27,6 +28,7 @@ from memory_pipeline.search.documents import (
 from memory_pipeline.search.index import Encode, IndexMissing, LoadedIndex, current_folder, load_index
 from memory_pipeline.settings import SettingsError
 from memory_pipeline.store import changes
+from memory_pipeline.store.attached import attached
 from memory_pipeline.store.remember import Pending, pending
 
 if TYPE_CHECKING:
@@ -93,16 +95,17 @@ _EMBEDDERS: dict[tuple[str | None, str | None], tuple[Encode, str]] = {}
 # ------------------------------------------------------------------ the delta
 
 
-def open_store(home: Path) -> duckdb.DuckDBPyConnection | None:
-    """A short read-only connection, or None while another process holds the write lock (never wait: a
-    query must not block on the nightly writer)."""
+@contextmanager
+def reading_store(home: Path) -> Iterator[duckdb.DuckDBPyConnection | None]:
+    """The store read-only for a short read, or None when there is none or while another process holds the write
+    lock (never wait: a query must not block on the nightly writer)."""
     path = home / "memory.duckdb"
-    if not path.exists():
-        return None
-    try:
-        return duckdb.connect(str(path), read_only=True)
-    except duckdb.Error:
-        return None
+    with ExitStack() as stack:
+        try:
+            con = stack.enter_context(attached(path)) if path.exists() else None
+        except duckdb.Error:
+            con = None
+        yield con
 
 
 @dataclass
@@ -185,16 +188,14 @@ def _store_view(home: Path, idx: LoadedIndex) -> StoreView:
         return cached[1]
     if not (home / "memory.duckdb").exists():
         return StoreView([], {})
-    con = open_store(home)
-    if con is None:
-        return _while_busy(cached)
-    try:
-        delta = store_docs(con, after_rowid=int(idx.manifest.get("store_max_rowid", -1)))
-        rows = _overrides(con, idx, delta)
-    except duckdb.Error:
-        return _while_busy(cached)
-    finally:
-        con.close()
+    with reading_store(home) as con:
+        if con is None:
+            return _while_busy(cached)
+        try:
+            delta = store_docs(con, after_rowid=int(idx.manifest.get("store_max_rowid", -1)))
+            rows = _overrides(con, idx, delta)
+        except duckdb.Error:
+            return _while_busy(cached)
     view = StoreView(delta, {str(r[0]): (str(r[1]), float(r[2]), str(r[3]), float(r[4])) for r in rows})
     with _LOCK:
         _VIEWS[key] = (stamp, view)
@@ -317,10 +318,9 @@ def _build_now(home: Path, encode: Encode, model: str, why: str, full: bool = Tr
     from memory_pipeline.search.build import build_index
 
     if (home / "memory.duckdb").exists():
-        con = open_store(home)
-        if con is None:  # a writer holds the store: never wait for it in a query
-            return None, f"{why}; store busy, so these results come from a plain keyword scan"
-        con.close()
+        with reading_store(home) as con:
+            if con is None:  # a writer holds the store: never wait for it in a query
+                return None, f"{why}; store busy, so these results come from a plain keyword scan"
     try:
         stats = build_index(home, encode, model, full=full)
         idx = _cached_index(home)
