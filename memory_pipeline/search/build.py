@@ -380,18 +380,16 @@ def pending_changes(home: Path) -> dict[str, int] | None:
     rows = 0
     store = Path(home) / "memory.duckdb"
     if store.exists():
-        try:
-            con = duckdb.connect(str(store), read_only=True)
-        except duckdb.Error:
-            return {"store_rows": 0, "files": 0, "busy": 1}
-        try:
+        with ExitStack() as stack:
+            try:
+                con = stack.enter_context(attached(store))
+            except duckdb.Error:
+                return {"store_rows": 0, "files": 0, "busy": 1}
             cursor = _store_cursor(con)
             rows = max(0, cursor["max_rowid"] - int(before.get("max_rowid", -1)))
             rows += len(changes.changed_since(con, int(before.get("change_seq", 0)), cursor["change_seq"]))
             if cursor["change_seq"] < 0 and cursor["rows"] < int(before.get("rows", 0)):
                 rows += 1  # an old store without the change log lost rows: rebuild
-        finally:
-            con.close()
     built = {k: tuple(v) for k, v in manifest.get("files", {}).items()}
     current = file_signature(Path(home))
     files = sum(1 for k, v in current.items() if built.get(k) != v) + len(set(built) - set(current))
