@@ -211,7 +211,13 @@ FILE_SOURCES: tuple[tuple[str, str, str, str], ...] = (
 def iter_files(home: Path) -> Iterator[tuple[Path, str, str]]:
     """(path, kind, tier) of every readable file, each once."""
     seen: set[Path] = set()
+    try:  # one listing of the workspace rather than a stat per source (every query asks, most sources are absent)
+        tops = {e.name for e in os.scandir(home) if e.is_dir()}
+    except OSError:
+        return
     for folder, pattern, kind, tier in FILE_SOURCES:
+        if folder.split("/", 1)[0] not in tops:
+            continue
         base = home / folder
         if not base.is_dir():
             continue
