@@ -23,6 +23,7 @@ from memory_pipeline.search.documents import (
     READABLE_LIFECYCLES,
     all_file_docs,
     docs_table,
+    few_rows_arrow,
     file_docs,
     file_signature,
     iter_files,
@@ -110,10 +111,10 @@ def store_vectors(
     # The keys go as one list parameter (registering an Arrow table of them cost ~8 ms an update).
     cur = con.cursor()
     try:
-        res = cur.sql(
-            "SELECT memory_id AS key, vector FROM embeddings WHERE model = ? AND memory_id IN "
-            "(SELECT unnest(?::VARCHAR[]))", params=[model, list(where)],
-        ).to_arrow_table()
+        res = few_rows_arrow(
+            cur, "SELECT memory_id AS key, vector FROM embeddings WHERE model = ? AND memory_id IN "
+            "(SELECT unnest(?::VARCHAR[]))", [model, list(where)],
+        )
     except duckdb.Error:
         return {}
     finally:
@@ -345,9 +346,9 @@ def update_index(home: Path, prev: LoadedIndex, encode: Encode, model: str, fact
 def _fresh_rows(con: duckdb.DuckDBPyConnection, after: int, changed: list[str]) -> pa.Table:
     """Readable rows appended past the watermark `after` (rows past a pending one included: the watermark stays
     below it) and the rows the change log names, one per key (the last)."""
-    parts = [store_table(con, " AND _row > ?", [after])]
+    parts = [store_table(con, " AND _row > ?", [after], few=True)]
     if changed:
-        parts.append(store_table(con, " AND id IN (SELECT unnest(?::VARCHAR[]))", [changed]))
+        parts.append(store_table(con, " AND id IN (SELECT unnest(?::VARCHAR[]))", [changed], few=True))
     return _dedupe_last(pa.concat_tables(parts))
 
 
