@@ -177,11 +177,17 @@ def docs_table(docs: list[Doc]) -> pa.Table:
     return pa.table({n: pa.array([getattr(d, n) for d in docs], type=DOC_SCHEMA.field(n).type) for n in DOC_FIELDS})
 
 
-def table_docs(table: pa.Table, with_text: bool = True) -> list[Doc]:
-    """Doc objects of an Arrow table's rows (a table without `text` gives documents with empty text)."""
+def table_docs(table: pa.Table, with_text: bool = True, shared: bool = False) -> list[Doc]:
+    """Doc objects of an Arrow table's rows (a table without `text` gives documents with empty text); `shared`:
+    equal strings of a column other than key and text are one object (documents kept for the process's life)."""
     if table.num_rows == 0:
         return []
     cols = {n: table.column(n).to_pylist() for n in DOC_FIELDS if n in table.column_names}
+    if shared:
+        for name in ("kind", "source", "tier", "lifecycle", "archived_by", "path"):
+            if name in cols:
+                memo: dict[str, str] = {}
+                cols[name] = [memo.setdefault(v, v) if v is not None else v for v in cols[name]]
     if not with_text or "text" not in cols:
         cols["text"] = [""] * table.num_rows
     for name in ("categories", "source_ids"):

@@ -30,8 +30,9 @@ K1, B = 1.5, 0.75
 ROW_GROUP = 4096
 QUANT_ROWS = 4096  # a segment this large also gets int8 codes, scanned instead of its float32 vectors (numkong's
 # SIMD kernels): a quarter of the bytes, and the scan is memory-bound (100k rows: 4.7 ms against numpy's 28 ms here)
-SMALL_ROWS = 20_000  # a segment this small keeps its documents (without text) as Python objects once read
-COLUMN_ROWS = 200_000  # … this large, the columns ranking reads as Python lists (equal strings shared: ~25 MB at 100k)
+# a segment this small keeps its documents (without text) as Python objects once read (equal strings shared): ~65 MB
+# at 100k rows, and every query's ~400 candidates are list lookups, not an Arrow take and 400 Doc objects (~0.8 ms)
+SMALL_ROWS = 200_000
 RERANK = 4  # … and the best RERANK·c of that scan are rescored from the float32 vectors
 # vectors of at most this many bytes are read through their mapping: a 100k-row segment (147 MiB) too, whose ~1,200
 # preads a query were 1.5 ms of its 8–10; the 1M one (1.4 GiB) keeps pread, so its query process stays ≤ 1.5 GiB
@@ -125,7 +126,6 @@ class Segment:
     text_data: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint8))  # memory-mapped UTF-8
     vector_offset: int = 0  # where vectors.npy's rows start (after its header)
     _docs: list[Doc] | None = None
-    _lists: dict[str, list[Any]] | None = None  # see Segment.doc_rows
     _fd: int | None = None
 
     def __del__(self) -> None:
@@ -206,37 +206,13 @@ class Segment:
         (the nights' own) keeps its documents as objects: an Arrow `take` costs ~1 ms a call, a segment."""
         if self.rows <= SMALL_ROWS:
             if self._docs is None:
-                self._docs = table_docs(self.meta, with_text=False)
-            return [self._docs[int(r)] for r in rows]
-        if not lists and self.rows <= COLUMN_ROWS:  # every query's ~400 candidates: an Arrow take and to_pylist
-            return self._list_docs(rows)  # cost 0.57 ms at 100k rows, indexing lists 0.35
+                self._docs = table_docs(self.meta, with_text=False, shared=True)
+            kept = self._docs
+            return [kept[r] for r in np.asarray(rows, dtype=np.int64).tolist()]
         table = self.meta.take(pa.array(np.asarray(rows, dtype=np.int64)))
         if not lists:
             table = table.drop_columns(["categories", "source_ids"])
         return table_docs(table, with_text=False)
-
-    def _list_docs(self, rows: np.ndarray | list[int]) -> list[Doc]:
-        """`doc_rows(rows, lists=False)` from the columns kept as Python lists (read on first use)."""
-        cols = self._lists
-        if cols is None:
-            cols = {}
-            for name in META_FIELDS:
-                if name in ("categories", "source_ids"):
-                    continue
-                values = self.meta.column(name).to_pylist()
-                if name != "key" and values and isinstance(values[0], str):
-                    shared: dict[str, str] = {}  # a few distinct kinds, tiers, paths: one string object each
-                    values = [shared.setdefault(v, v) for v in values]
-                cols[name] = values
-            self._lists = cols
-        key, kind, source, tier, date = cols["key"], cols["kind"], cols["source"], cols["tier"], cols["date"]
-        importance, lifecycle, archived_by, path, usage = (
-            cols["importance"], cols["lifecycle"], cols["archived_by"], cols["path"], cols["usage"])  # fmt: skip
-        return [
-            Doc(key[r], "", kind[r], source[r], tier[r], date[r], importance[r], [], lifecycle[r], archived_by[r], [],
-                path[r], usage[r])  # fmt: skip
-            for r in np.asarray(rows, dtype=np.int64).tolist()
-        ]
 
     def lists_of(self, rows: list[int]) -> list[tuple[list[str], list[str]]]:
         """(categories, source ids) of these rows."""

@@ -218,25 +218,19 @@ def test_vector_rows_read_through_the_mapping_or_with_pread_are_the_same_bytes(t
     assert mapped.tobytes() == np.asarray(seg.vectors)[rows].tobytes()
 
 
-def test_documents_from_kept_columns_are_the_tables(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A mid-size segment builds its candidates' documents from columns kept as Python lists: the same documents as
-    a take of the Parquet table (and as the small segments' kept objects)."""
+def test_kept_documents_are_the_tables(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A segment of up to SMALL_ROWS keeps its documents as objects (equal strings shared): the same documents as a
+    take of its Parquet table gives a larger one."""
     home = tmp_path / "ws"
     add_rows(home, 0, texts(300, seed=9))
     build_index(home, encode, MODEL, full=True)
     rows = np.array([299, 0, 7, 7, 150])
-    kept = load_index(home).segments[0].doc_rows(rows, lists=False)  # SMALL_ROWS: kept objects
-    monkeypatch.setattr(segment_mod, "SMALL_ROWS", 0)
     seg = load_index(home).segments[0]
-    listed = seg.doc_rows(rows, lists=False)
-    assert seg._lists is not None
-    monkeypatch.setattr(segment_mod, "COLUMN_ROWS", 0)
-    taken = seg.doc_rows(rows, lists=False)
-    assert listed == taken
-    assert [(d.key, d.kind, d.date, d.importance, d.lifecycle, d.usage) for d in kept] == [
-        (d.key, d.kind, d.date, d.importance, d.lifecycle, d.usage) for d in listed
-    ]
-    assert listed[2] is not listed[3] and listed[2].categories is not listed[3].categories  # fresh objects, as taken
+    kept = seg.doc_rows(rows)
+    assert seg._docs is not None and kept[2] is kept[3]
+    monkeypatch.setattr(segment_mod, "SMALL_ROWS", 0)
+    assert load_index(home).segments[0].doc_rows(rows) == kept
+    assert kept[0].lifecycle is kept[1].lifecycle  # one string object for a column's equal values
 
 
 def test_the_two_tokenisers_agree() -> None:
