@@ -98,7 +98,7 @@ class QueryBM25:
                     if sum(len(r) for _, r in keep) * LOOKUP_COST <= self._size[self._looked_up[-1]]:
                         return _top(keep, np.concatenate([self._of(s, r) for s, r in keep]), c)
             self._scatter(self._looked_up.pop())  # not proven: the rarest common term joins the dense sums
-        held = [(s, np.flatnonzero(a)) for s, a in enumerate(self._dense) if a is not None]
+        held = [(s, _nonzero(a)) for s, a in enumerate(self._dense) if a is not None]
         return _top(held, np.concatenate([self._dense[s][r] for s, r in held]) if held else np.zeros(0), c)  # type: ignore[index]
 
     def _held(self, s: int) -> np.ndarray:
@@ -107,10 +107,23 @@ class QueryBM25:
         parts = [docs for t, found in self.postings.items() if t not in self._looked_up
                  for seg, docs, _ in found if seg == s]  # fmt: skip
         if sum(len(p) for p in parts) > COMMON_SHARE * self.rows[s]:
-            return np.flatnonzero(self._dense[s])  # type: ignore[arg-type]
-        rows = np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
+            return _nonzero(self._dense[s])  # type: ignore[arg-type]
+        rows = _sorted_unique(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
         alive = self.alive[s]
         return rows[alive[rows]] if alive is not None and len(rows) else rows
+
+
+def _nonzero(scores: np.ndarray) -> np.ndarray:
+    """The rows with a score (≠ 0): numpy's nonzero on a float32 array is ~8× slower than on the boolean mask
+    (0.49 against 0.06 ms for 100k rows), and the mask is the same (−0.0 is zero, NaN is not, for both)."""
+    return np.flatnonzero(scores != 0)
+
+
+def _sorted_unique(rows: np.ndarray) -> np.ndarray:
+    """np.unique's answer for a few thousand rows in a twentieth of its time (numpy 2's hash-based unique costs
+    ~0.2 ms for 3,000; a sort and a neighbour comparison ~0.01)."""
+    rows = np.sort(rows)
+    return rows[np.concatenate(([True], rows[1:] != rows[:-1]))] if len(rows) else rows
 
 
 def _top(held: Sequence[tuple[int, np.ndarray]], scores: np.ndarray, c: int) -> list[tuple[int, int]]:

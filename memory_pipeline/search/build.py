@@ -24,6 +24,7 @@ from memory_pipeline.search.documents import (
     READABLE_LIFECYCLES,
     all_file_docs,
     docs_table,
+    few_rows_arrow,
     file_docs,
     file_signature,
     iter_files,
@@ -108,21 +109,16 @@ def store_vectors(
     where: dict[str, list[int]] = {}
     for i, k in enumerate(keys):
         where.setdefault(k, []).append(i)
-    # A cursor of its own: DuckDB 2 refuses `register`/`sql` on a connection whose last `execute` result was not
+    # Through `execute`: DuckDB 2 refuses `register`/`sql` on a connection whose last `execute` result was not
     # fetched to the end (a `fetchone()` of a count), and that error read as "no stored vectors" re-embedded them all.
     # The keys go as one list parameter (registering an Arrow table of them cost ~8 ms an update).
-    database = con.execute("SELECT current_database()").fetchone()
-    cur = con.cursor()
     try:
-        cur.execute(f'USE "{database[0] if database else "memory"}"')
-        res = cur.sql(
-            "SELECT memory_id AS key, vector FROM embeddings WHERE model = ? AND memory_id IN "
-            "(SELECT unnest(?::VARCHAR[]))", params=[model, list(where)],
-        ).to_arrow_table()
+        res = few_rows_arrow(
+            con, "SELECT memory_id AS key, vector FROM embeddings WHERE model = ? AND memory_id IN "
+            "(SELECT unnest(?::VARCHAR[]))", [model, list(where)],
+        )
     except duckdb.Error:
         return {}
-    finally:
-        cur.close()
     if res.num_rows == 0:
         return {}
     lengths = np.asarray(pc.list_value_length(res.column("vector")).to_numpy(zero_copy_only=False))
@@ -344,9 +340,9 @@ def update_index(home: Path, prev: LoadedIndex, encode: Encode, model: str, fact
 def _fresh_rows(con: duckdb.DuckDBPyConnection, after: int, changed: list[str]) -> pa.Table:
     """Readable rows appended past the watermark `after` (rows past a pending one included: the watermark stays
     below it) and the rows the change log names, one per key (the last)."""
-    parts = [store_table(con, " AND _row > ?", [after])]
+    parts = [store_table(con, " AND _row > ?", [after], few=True)]
     if changed:
-        parts.append(store_table(con, " AND id IN (SELECT unnest(?::VARCHAR[]))", [changed]))
+        parts.append(store_table(con, " AND id IN (SELECT unnest(?::VARCHAR[]))", [changed], few=True))
     return _dedupe_last(pa.concat_tables(parts))
 
 

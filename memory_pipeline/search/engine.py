@@ -189,21 +189,17 @@ def _search_index(
     # can have, so a question about something never stored is not judged by its commonest words alone
     unseen = sum(1 for t in q_tokens if t not in idf) if r.unseen_words else 0
     floor_scale = ceiling / (ceiling + unseen * float(np.log(1.0 + (n_all + 0.5) / 0.5)))
-    docs: list[Doc] = []
-    where: dict[int, tuple[int, int]] = {}  # position in `docs` → (segment, row): its text is read when it is a hit
-    parts_bm: list[float] = []
-    parts_cos: list[float] = []
-    parts_whole: list[float] = []
     delta_keys = {d.key for d in delta}
     lists = filters.category is not None  # else categories and lineage are read for the hits only
-    for (loc, bm_i, cos_i), d in zip(zip(keys, bm_raw, cos_raw, strict=True), idx.docs_at(keys, lists), strict=True):
-        if d.key in delta_keys or (d.source == "file" and d.path in stale):
-            continue
-        where[len(docs)] = loc
-        docs.append(d)
-        parts_bm.append(float(bm_i) / ceiling)
-        parts_cos.append(float(cos_i[-1]))
-        parts_whole.append(float(cos_i[0]))
+    found = idx.docs_at(keys, lists)
+    # the candidates the delta does not replace, their parts taken from the arrays at once (not per candidate)
+    kept = [i for i, d in enumerate(found) if d.key not in delta_keys and (d.source != "file" or d.path not in stale)]
+    at = np.asarray(kept, dtype=np.int64)
+    docs: list[Doc] = [found[i] for i in kept]
+    where = {j: keys[i] for j, i in enumerate(kept)}  # position in `docs` → (segment, row): text read for hits
+    parts_bm: list[float] = (bm_raw[at] / ceiling).tolist()
+    parts_cos: list[float] = cos_raw[at, -1].tolist()
+    parts_whole: list[float] = cos_raw[at, 0].tolist()
     dv = delta_vectors(delta, encode, model) if delta else np.zeros((0, 0), np.float32)
     if delta:
         # the mean length over every live document, the delta's included: with an empty or small index (a
@@ -289,18 +285,20 @@ def _rank(
     hub: Callable[[list[int]], np.ndarray] | None = None,
 ) -> Hits:
     live = view.overrides
-    keep: list[int] = []
-    imp = np.ones(len(docs))
-    use = np.zeros(len(docs))
-    lifecycles: list[str] = []
-    archived_by: list[str] = []
-    for i, d in enumerate(docs):
-        lc, importance, by, usage = live.get(d.key, (d.lifecycle, d.importance, d.archived_by, d.usage))
-        lifecycles.append(lc)
-        archived_by.append(by)
-        imp[i], use[i] = importance, usage
-        if lc in ("active", "archived") and filters.keep(d, lc):
-            keep.append(i)
+    if live:
+        states = [live.get(d.key) or (d.lifecycle, d.importance, d.archived_by, d.usage) for d in docs]
+        lifecycles: list[str] = [t[0] for t in states]
+        archived_by: list[str] = [t[2] for t in states]
+        imp = np.array([t[1] for t in states], dtype=np.float64)
+        use = np.array([t[3] for t in states], dtype=np.float64)
+    else:  # nothing changed in the store since the build: the documents' own state (no tuple per candidate)
+        lifecycles = [d.lifecycle for d in docs]
+        archived_by = [d.archived_by for d in docs]
+        imp = np.array([d.importance for d in docs], dtype=np.float64)
+        use = np.array([d.usage for d in docs], dtype=np.float64)
+    unfiltered = filters == Filters()  # then only the lifecycle decides (no call per candidate)
+    keep = [i for i, (d, lc) in enumerate(zip(docs, lifecycles, strict=True))
+            if lc in ("active", "archived") and (unfiltered or filters.keep(d, lc))]  # fmt: skip
     if not keep:
         return Hits([], notice or NOTHING)
     sel = np.array(keep)
@@ -328,7 +326,8 @@ def _rank(
     ok = relevance >= r.floor
     if not ok.any() or (r.background_gate > 0 and not _gate_open(relevance, ok, specific, r.background_gate)):
         return Hits([], notice or NOTHING)
-    order = [int(j) for j in np.argsort(-final, kind="stable") if ok[j]]
+    by_final = np.argsort(-final, kind="stable")
+    order: list[int] = by_final[ok[by_final]].tolist()
     gated = dict(zip(order[:k], specific(order[:k]).tolist(), strict=True)) if r.background_gate > 0 else {}
     if fill is not None:
         fill([keep[j] for j in order[:k]])

@@ -172,17 +172,20 @@ class LoadedIndex:
                 cos_all = np.concatenate([t[1] for t in tops])
                 seg_all = np.concatenate([np.full(len(t[0]), s) for s, t in enumerate(tops)])
                 row_all = np.concatenate([t[0] for t in tops])
-                best = [j for j in np.argsort(-cos_all, kind="stable")[:c] if cos_all[j] > 0]
-                for s, r in zip(seg_all[best].tolist(), row_all[best].tolist(), strict=True):
-                    picked.setdefault((s, r), 0.0)
+                best = np.argsort(-cos_all, kind="stable")[:c]
+                best = best[cos_all[best] > 0]  # a mask, not a test per numpy scalar
+                for key in zip(seg_all[best].tolist(), row_all[best].tolist(), strict=True):
+                    picked.setdefault(key, 0.0)
         for key in scores.best(c) if scores is not None else ():
             picked.setdefault(key, 0.0)
         keys = list(picked)
         bm = np.zeros(len(keys), dtype=np.float64)
         cos = np.zeros((len(keys), len(vectors)), dtype=np.float64)
-        for s in {k[0] for k in keys}:
-            idx = [i for i, k in enumerate(keys) if k[0] == s]
-            rows_s = np.array([keys[i][1] for i in idx], np.int64)
+        seg_of = np.fromiter((k[0] for k in keys), np.int64, len(keys))
+        row_of = np.fromiter((k[1] for k in keys), np.int64, len(keys))
+        for s in np.unique(seg_of).tolist():
+            idx = np.flatnonzero(seg_of == s)
+            rows_s = row_of[idx]
             if scores is not None:
                 bm[idx] = scores.of(s, rows_s)
             for j, qv in enumerate(vectors):

@@ -21,7 +21,7 @@ from memory_pipeline.search import segment as segment_mod
 from memory_pipeline.search.engine import clear_cache
 from memory_pipeline.search.index import CRASH_POINT, current_folder, load_index
 from memory_pipeline.search.segment import plan_merges
-from memory_pipeline.search.tokens import STOPWORDS, bulk_terms, stem, tokenize
+from memory_pipeline.search.tokens import STOPWORDS, bulk_terms, stem, stem_words, tokenize
 from memory_pipeline.store import MemoryStore
 from memory_pipeline.store.changes import note_changed
 
@@ -218,6 +218,21 @@ def test_vector_rows_read_through_the_mapping_or_with_pread_are_the_same_bytes(t
     assert mapped.tobytes() == np.asarray(seg.vectors)[rows].tobytes()
 
 
+def test_kept_documents_are_the_tables(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A segment of up to SMALL_ROWS keeps its documents as objects (equal strings shared): the same documents as a
+    take of its Parquet table gives a larger one."""
+    home = tmp_path / "ws"
+    add_rows(home, 0, texts(300, seed=9))
+    build_index(home, encode, MODEL, full=True)
+    rows = np.array([299, 0, 7, 7, 150])
+    seg = load_index(home).segments[0]
+    kept = seg.doc_rows(rows)
+    assert seg._docs is not None and kept[2] is kept[3]
+    monkeypatch.setattr(segment_mod, "SMALL_ROWS", 0)
+    assert load_index(home).segments[0].doc_rows(rows) == kept
+    assert kept[0].lifecycle is kept[1].lifecycle  # one string object for a column's equal values
+
+
 def test_the_two_tokenisers_agree() -> None:
     sample = [
         "The ferry to Naxos: cabins sold out, deck seats only!",
@@ -234,6 +249,20 @@ def test_the_two_tokenisers_agree() -> None:
         assert list(rows) == sorted(rows)  # document order
         bulk = [[vocab[t] for t, r in zip(terms, rows, strict=True) if r == i] for i in range(len(batch))]
         assert bulk == tokenize(batch), batch
+
+
+def test_batch_stemming_matches_a_word_at_a_time() -> None:
+    """bulk_terms stems its distinct words in one call of the stemmer: the same stems as `stem` one by one, and
+    words that share a stem share one term id, numbered in order of first use."""
+    words = [*texts(50, seed=3), "running runs ran runner Runs", "généralement Generalisation généraux", "x y 42"]
+    flat = sorted({w for t in words for w in t.lower().split()})
+    assert stem_words(flat) == [stem(w) for w in flat]
+    rows, terms, vocab = bulk_terms(words)
+    assert len(vocab) == len(set(vocab))
+    firsts = list(dict.fromkeys(terms.tolist()))
+    assert firsts == list(range(len(vocab)))
+    bulk = [[vocab[t] for t, r in zip(terms, rows, strict=True) if r == i] for i in range(len(words))]
+    assert bulk == tokenize(words)
 
 
 def test_the_stopwords_are_bm25s_own_and_tokens_match_bm25s_tokenize() -> None:
