@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
+from operator import attrgetter
 from pathlib import Path
 
 import duckdb
@@ -52,6 +53,7 @@ from memory_pipeline.search.scoring import (
 )
 
 KINDS_ALIAS = {"memory": "any store row that is not a summary"}
+_STATE = attrgetter("lifecycle", "importance", "archived_by", "usage")  # a document's state, as the live view holds it
 TIERS = ("active", "archived", "knowledge", "working", "episodic", "semantic", "archive", "raw")
 
 
@@ -193,7 +195,8 @@ def _search_index(
     lists = filters.category is not None  # else categories and lineage are read for the hits only
     found = idx.docs_at(keys, lists)
     # the candidates the delta does not replace, their parts taken from the arrays at once (not per candidate)
-    kept = [i for i, d in enumerate(found) if d.key not in delta_keys and (d.source != "file" or d.path not in stale)]
+    kept = ([i for i, d in enumerate(found) if d.key not in delta_keys and (d.source != "file" or d.path not in stale)]
+            if delta_keys or stale else list(range(len(found))))  # fmt: skip
     at = np.asarray(kept, dtype=np.int64)
     docs: list[Doc] = [found[i] for i in kept]
     where = {j: keys[i] for j, i in enumerate(kept)}  # position in `docs` → (segment, row): text read for hits
@@ -291,11 +294,11 @@ def _rank(
         archived_by: list[str] = [t[2] for t in states]
         imp = np.array([t[1] for t in states], dtype=np.float64)
         use = np.array([t[3] for t in states], dtype=np.float64)
-    else:  # nothing changed in the store since the build: the documents' own state (no tuple per candidate)
-        lifecycles = [d.lifecycle for d in docs]
-        archived_by = [d.archived_by for d in docs]
-        imp = np.array([d.importance for d in docs], dtype=np.float64)
-        use = np.array([d.usage for d in docs], dtype=np.float64)
+    else:  # nothing changed in the store since the build: the documents' own state, read in one pass
+        columns = list(zip(*map(_STATE, docs), strict=True)) or [(), (), (), ()]
+        lifecycles, archived_by = list(columns[0]), list(columns[2])
+        imp = np.array(columns[1], dtype=np.float64)
+        use = np.array(columns[3], dtype=np.float64)
     unfiltered = filters == Filters()  # then only the lifecycle decides (no call per candidate)
     keep = [i for i, (d, lc) in enumerate(zip(docs, lifecycles, strict=True))
             if lc in ("active", "archived") and (unfiltered or filters.keep(d, lc))]  # fmt: skip
