@@ -23,7 +23,7 @@ from typing import Any
 
 from memory_pipeline.context.files import NotRegularFile, read_regular_text
 from memory_pipeline.context.gate import Gate, GateDecision
-from memory_pipeline.context.packing import cut_entries, fence, matching_sentences, near_duplicate, one_line, words
+from memory_pipeline.context.packing import Kept, cut_entries, fence, matching_sentences, one_line
 from memory_pipeline.context.read_path import ReadPath
 from memory_pipeline.context.timeframe import annotate
 from memory_pipeline.context.topics import Topic
@@ -380,7 +380,7 @@ def _knowledge(b: _Budget, search: Search, query: str, included_paths: set[str],
     Search is asked once for as many hits as the budget left should take (at least `search_k`), and again
     only when they all fit: each call is a scan, so asking 20, 40, 80 … cost a large budget five of them."""
     seen: set[str] = set()
-    kept: list[set[str]] = []
+    kept = Kept()
     included = spent = 0
     k_asked = _hits_for(b.left, ITEM_TOKENS, search_k)
     while True:
@@ -396,13 +396,13 @@ def _knowledge(b: _Budget, search: Search, query: str, included_paths: set[str],
                 b.skip(3, label, "already included", **where)
             elif k.score < MIN_SCORE:
                 b.skip(3, label, f"score {k.score:.3f} < {MIN_SCORE}", **where)
-            elif near_duplicate(k.text, kept):
+            elif kept.near_duplicate(k.text):
                 b.skip(3, label, "near-identical to an included item", **where)
             elif read.p3_format == "sections":
                 dated = f"[{k.date}] " if k.date else ""
                 text = _as_said(k, read) if read.whole_items else k.text[:SNIPPET_CHARS]
                 if b.offer(3, label, dated + text, why=f"{k.kind}, ranked by search", **where):
-                    kept.append(words(k.text))
+                    kept.add(k.text)
             else:
                 dated = f"[{k.date}] " if k.date else ""
                 text = _as_said(k, read)
@@ -414,7 +414,7 @@ def _knowledge(b: _Budget, search: Search, query: str, included_paths: set[str],
                     if part:
                         line, why = "- " + dated + one_line(part), f"{k.kind}: the sentences matching the message"
                 if b.offer_line(3, "knowledge", label, line, why=why, **where):
-                    kept.append(words(k.text))
+                    kept.add(k.text)
             if b.left < left:
                 included, spent = included + 1, spent + left - b.left
         if b.left < P3_FLOOR or len(hits) < k_asked or k_asked >= MAX_SEARCH_K:

@@ -3,8 +3,10 @@
 from datetime import date
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from memory_pipeline.context.packing import cut_entries, fence, matching_sentences, near_duplicate, words
+from memory_pipeline.context.packing import Kept, cut_entries, fence, matching_sentences, words
 from memory_pipeline.context.timeframe import annotate, resolve
 
 TODAY = date(2023, 7, 12)  # a Wednesday
@@ -78,9 +80,23 @@ def test_matching_sentences_keep_order_and_fit() -> None:
 
 
 def test_near_duplicates_by_word_overlap() -> None:
-    kept = [words("Set a price alert on TIA at 5.99")]
-    assert near_duplicate("set a price alert on TIA at 5.99!", kept)
-    assert not near_duplicate("Set a price alert on LINK at 17.15", kept)
+    kept = Kept()
+    kept.add("Set a price alert on TIA at 5.99")
+    assert kept.near_duplicate("set a price alert on TIA at 5.99!")
+    assert not kept.near_duplicate("Set a price alert on LINK at 17.15")
+    assert not Kept().near_duplicate("anything") and not kept.near_duplicate("")
+
+
+@given(st.lists(st.lists(st.sampled_from([f"w{i}" for i in range(14)]), max_size=14), min_size=1, max_size=30),
+       st.sampled_from([0.5, 0.75, 0.9, 1.0]))
+def test_kept_by_size_answers_as_a_test_against_every_kept_item(items: list[list[str]], threshold: float) -> None:
+    kept = Kept(threshold)
+    for i, item in enumerate(items):
+        mine = words(" ".join(item))
+        every = any(mine and other and len(mine & other) / len(mine | other) >= threshold
+                    for other in (words(" ".join(x)) for x in items[:i]))  # fmt: skip
+        assert kept.near_duplicate(" ".join(item)) == bool(every)
+        kept.add(" ".join(item))
 
 
 MEMORY_MD = """---
