@@ -49,6 +49,8 @@ def warm(home: Path, embedder: tuple[Encode, str] | None = None) -> Warmth:
             idx, problem = None, f"no index loaded ({str(exc).splitlines()[0]})"  # new agents would wait on it)
         if idx is not None and idx.model == model:
             version = idx.folder.name
+            for seg in idx.segments:
+                seg.preload()
             # floor 0: every path a real hit takes (texts read, the gate, snippets), not only the scan
             search("warm up", 10, home=home, embedder=(encode, model), floor=0.0)
     except Exception as exc:  # noqa: BLE001 - a warm-up never stops a server; the first call says what is wrong

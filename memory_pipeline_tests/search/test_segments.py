@@ -233,6 +233,17 @@ def test_kept_documents_are_the_tables(tmp_path: Path, monkeypatch: pytest.Monke
     assert kept[0].lifecycle is kept[1].lifecycle  # one string object for a column's equal values
 
 
+def test_preload_builds_a_small_segments_documents_and_reads_its_postings(tmp_path: Path) -> None:
+    home = tmp_path / "ws"
+    add_rows(home, 0, texts(300, seed=10))
+    build_index(home, encode, MODEL, full=True)
+    seg = load_index(home).segments[0]
+    assert seg._docs is None  # built by the first query that reads a document, unless preloaded
+    seg.preload()
+    assert seg._docs is not None and len(seg._docs) == 300
+    assert seg.doc_rows([5])[0] is seg._docs[5]
+
+
 def test_the_two_tokenisers_agree() -> None:
     sample = [
         "The ferry to Naxos: cabins sold out, deck seats only!",

@@ -55,6 +55,8 @@ def test_the_first_tool_call_loads_neither_model_nor_index(workspace: Path, monk
             result = await client.call_tool("search", {"query": "price alert on TIA", "k": 3})
             return dict(result.structured_content or {})
 
+    idx = live._cached_index(workspace)
+    assert all(seg._docs is not None for seg in idx.segments)  # the documents a first hit reads are built
     before = len(rec.calls)
     answer = anyio.run(first_call)
     assert answer["hits"][0]["id"] == "m-001"
