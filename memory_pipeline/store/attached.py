@@ -19,16 +19,30 @@ import duckdb
 
 _LOCK = threading.Lock()
 _NAMES = itertools.count()
-_instance: tuple[int, duckdb.DuckDBPyConnection] | None = None
+_instance: duckdb.DuckDBPyConnection | None = None
+_inherited: list[duckdb.DuckDBPyConnection] = []  # a parent's instance in a forked child: kept, never closed there
+
+
+def _after_fork_in_child() -> None:
+    """A forked child (a Celery prefork worker) starts an instance of its own; the parent's, whose threads did not
+    survive the fork, is neither used nor closed there."""
+    global _LOCK, _instance
+    _LOCK = threading.Lock()
+    if _instance is not None:
+        _inherited.append(_instance)
+        _instance = None
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _host() -> duckdb.DuckDBPyConnection:
-    """This process's in-memory instance (a forked child starts its own: an instance does not survive a fork)."""
+    """This process's in-memory instance, started on first use."""
     global _instance
     with _LOCK:
-        if _instance is None or _instance[0] != os.getpid():
-            _instance = (os.getpid(), duckdb.connect(":memory:"))
-        return _instance[1]
+        if _instance is None:
+            _instance = duckdb.connect(":memory:")
+        return _instance
 
 
 @contextmanager

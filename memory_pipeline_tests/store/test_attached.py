@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import duckdb
@@ -60,3 +63,24 @@ def test_a_file_this_process_has_open_is_read_through_that_connection(db: Path) 
             assert con.execute("SELECT sum(x) FROM t").fetchone() == (1,)
     finally:
         mine.close()
+
+
+def test_a_forked_child_reads_through_an_instance_of_its_own(db: Path) -> None:
+    with attached(db) as con:  # the parent's instance exists before the fork
+        assert con.execute("SELECT sum(x) FROM t").fetchone() == (1,)
+    pid = os.fork()
+    if pid == 0:  # the child: exit 0 only when it could read the store
+        code = 1
+        try:
+            with attached(db) as con:
+                code = 0 if con.execute("SELECT sum(x) FROM t").fetchone() == (1,) else 2
+        finally:
+            os._exit(code)
+    deadline = time.monotonic() + 60
+    while (done := os.waitpid(pid, os.WNOHANG))[0] == 0:  # bounded: a child stuck on the parent's lock fails here
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            pytest.fail("the forked child did not finish reading within 60 s")
+        time.sleep(0.05)
+    assert os.waitstatus_to_exitcode(done[1]) == 0
