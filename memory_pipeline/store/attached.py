@@ -68,7 +68,25 @@ def attached(path: Path) -> Iterator[duckdb.DuckDBPyConnection]:
             con.execute(f"USE {name}")
             yield con
         finally:
-            con.execute("USE memory")
-            con.execute(f"DETACH {name}")
+            _detach(con, name)
     finally:
         con.close()
+
+
+def _detach(con: duckdb.DuckDBPyConnection, name: str) -> None:
+    """Detach `name`, whatever the reads left behind (an open transaction is rolled back first). If DuckDB still
+    refuses, the whole instance is closed: a store left attached would keep its file lock from every writer."""
+    global _instance
+    for first in ("", "ROLLBACK"):
+        try:
+            if first:
+                con.execute(first)
+            con.execute("USE memory")
+            con.execute(f"DETACH {name}")
+            return
+        except duckdb.Error:
+            continue
+    with _LOCK:
+        if _instance is not None:
+            _instance.close()
+            _instance = None

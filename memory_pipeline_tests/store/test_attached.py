@@ -40,6 +40,15 @@ def test_reads_the_stores_tables_by_their_names_and_releases_the_lock(db: Path) 
         assert con.execute("SELECT sum(x) FROM t").fetchone() == (3,)
 
 
+def test_a_read_that_left_a_transaction_open_or_failed_still_releases_the_lock(db: Path) -> None:
+    with attached(db) as con:
+        con.execute("BEGIN")
+        con.execute("SELECT count(*) FROM t").fetchall()
+    with pytest.raises(duckdb.CatalogException), attached(db) as con:
+        con.execute("SELECT * FROM no_such_table")
+    subprocess.run([sys.executable, "-c", WRITE, str(db)], check=True, timeout=60)  # the lock is free
+
+
 def test_a_writer_holding_the_lock_raises_what_a_read_only_connect_raises(db: Path) -> None:
     holder = subprocess.Popen([sys.executable, "-c", HOLD, str(db)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                               text=True)  # fmt: skip
