@@ -288,17 +288,13 @@ def _rank(
     hub: Callable[[list[int]], np.ndarray] | None = None,
 ) -> Hits:
     live = view.overrides
-    if live:
-        states = [live.get(d.key) or (d.lifecycle, d.importance, d.archived_by, d.usage) for d in docs]
-        lifecycles: list[str] = [t[0] for t in states]
-        archived_by: list[str] = [t[2] for t in states]
-        imp = np.array([t[1] for t in states], dtype=np.float64)
-        use = np.array([t[3] for t in states], dtype=np.float64)
-    else:  # nothing changed in the store since the build: the documents' own state, read in one pass
-        columns = list(zip(*map(_STATE, docs), strict=True)) or [(), (), (), ()]
-        lifecycles, archived_by = list(columns[0]), list(columns[2])
-        imp = np.array(columns[1], dtype=np.float64)
-        use = np.array(columns[3], dtype=np.float64)
+    # each candidate's state: the store's where it changed since the build, else its own (read in one pass)
+    states = [live.get(d.key) or _STATE(d) for d in docs] if live else list(map(_STATE, docs))
+    columns = list(zip(*states, strict=True)) or [(), (), (), ()]
+    lifecycles: list[str] = list(columns[0])
+    archived_by: list[str] = list(columns[2])
+    imp = np.array(columns[1], dtype=np.float64)
+    use = np.array(columns[3], dtype=np.float64)
     unfiltered = filters == Filters()  # then only the lifecycle decides (no call per candidate)
     keep = [i for i, (d, lc) in enumerate(zip(docs, lifecycles, strict=True))
             if lc in ("active", "archived") and (unfiltered or filters.keep(d, lc))]  # fmt: skip
