@@ -9,7 +9,8 @@ cross-conversation probes (every fourth category 1-4 question of each other conv
 to this one's), for the shipped ranking and with a second, query-level floor (the background gate:
 relevance's vector part less the memory's highest cosine to everyday questions), chosen by the rule of
 read_path_rule.md (amendments of 2026-11-27 00:01 and 00:05 UTC); and the same gate reading the vector part alone
-(BM25's weight 0 in the gate: the amendment of 02:41 UTC)."""
+(BM25's weight 0 in the gate: the amendment of 02:41 UTC), and that only for a query holding a word no memory
+holds (the amendment of 05:23 UTC)."""
 
 from __future__ import annotations
 
@@ -56,6 +57,7 @@ def run(data: Path, conversations: list[str] | None) -> dict[str, Any]:
     from memory_pipeline.resources.embedder import MINILM, EmbedderResource
     from memory_pipeline.search import build_index, search
     from memory_pipeline.search.engine import clear_cache
+    from memory_pipeline.search.index import load_index, tokenize
     from memory_pipeline.store import MemoryStore
     from memory_pipeline.store.importers import import_jsonl
 
@@ -65,6 +67,7 @@ def run(data: Path, conversations: list[str] | None) -> dict[str, Any]:
     top_rel: dict[str, list[float]] = {kind: [] for kind in KINDS}
     gate: dict[str, list[tuple[float, float]]] = {kind: [] for kind in KINDS}
     vector_gate: dict[str, list[tuple[float, float]]] = {kind: [] for kind in KINDS}
+    unseen: dict[str, list[bool]] = {kind: [] for kind in KINDS}
     gated, shipped_floor = load_ranking().with_(**GATED), load_ranking().floor
     vector_gated = load_ranking().with_(**VECTOR_GATED)
     build_s = 0.0
@@ -97,14 +100,17 @@ def run(data: Path, conversations: list[str] | None) -> dict[str, Any]:
                             recall[(fusion, w)][k].append(bool(evidence_hit(q.evidence, ids[:k], {})))
             asked = [("adversarial" if q.category == 5 else "answerable", q.question) for q in conv.questions]
             asked += [("never_stored", p) for p in probes] + [("cross", p) for p in cross_probes(conv, convs)]
+            idx = load_index(home)
             for kind, text in asked:
+                unseen[kind].append(any(idx.idf_of(t) is None for t in tokenize([text])[0] if t))
                 top_rel[kind].append(_best(search(text, 10, home=home, floor=0.0, embedder=(encode, MINILM),
                                                   now=now)))  # fmt: skip
                 for ranking, into in ((gated, gate), (vector_gated, vector_gate)):
                     hits = search(text, 10, home=home, floor=0.0, embedder=(encode, MINILM), now=now, ranking=ranking)
                     into[kind].append((_best(hits, "specific"),
                                        _best([h for h in hits if h.parts["relevance"] >= shipped_floor], "specific")))
-    return {"recall": recall, "top_rel": top_rel, "gate": gate, "vector_gate": vector_gate, "build_s": build_s}
+    return {"recall": recall, "top_rel": top_rel, "gate": gate, "vector_gate": vector_gate, "unseen": unseen,
+            "build_s": build_s}
 
 
 def cross_probes(conv: Any, convs: Sequence[Any]) -> list[str]:
@@ -138,12 +144,12 @@ def choose_floor(never_stored: Sequence[float] | np.ndarray, at_most: float = 0.
 
 
 def verdicts(rel: dict[str, np.ndarray], gate: dict[str, np.ndarray], shipped_floor: float,
-             vector_gate: dict[str, np.ndarray] | None = None) -> str:
+             vector_gate: dict[str, np.ndarray] | None = None, unseen_gate: dict[str, np.ndarray] | None = None) -> str:
     """The gate's floor by the rule, and whether it ships by (a) and (b) of the 00:01 amendment for the
     query-level decision (false abstention at most the shipped's + 0.5 point; fewer false answers on the
     cross-conversation probes); (c), the read path, is `python -m benchmarks read-path`'s. With `vector_gate`,
     the same for candidate 17 (02:41 UTC), whose (b) is fewer cross-conversation answers than the background
-    gate's."""
+    gate's; with `unseen_gate`, for candidate 18 (05:23 UTC), whose (b) is at most the background gate's."""
     abstain = float(np.mean(rel["answerable"] < shipped_floor))
     cross = float(np.mean(rel["cross"] >= shipped_floor))
     never = float(np.mean(rel["never_stored"] >= shipped_floor))
@@ -153,7 +159,17 @@ def verdicts(rel: dict[str, np.ndarray], gate: dict[str, np.ndarray], shipped_fl
     out += line
     if vector_gate is not None:
         out += _gate_verdict("vector-only gate", rel, vector_gate, shipped_floor, abstain, gated_cross)[0]
+    if unseen_gate is not None:
+        out += _gate_verdict("vector-only gate where a word is unseen", rel, unseen_gate, shipped_floor, abstain,
+                             gated_cross + 1e-9)[0]  # fmt: skip
     return out
+
+
+def unseen_values(gate: dict[str, np.ndarray], vector_gate: dict[str, np.ndarray],
+                  unseen: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Candidate 18's gate value: the vector part alone for a query holding a word no memory holds, else the
+    background gate's."""
+    return {k: np.where(np.asarray(unseen[k], bool)[:, None], vector_gate[k], gate[k]) for k in gate}
 
 
 def _gate_verdict(name: str, rel: dict[str, np.ndarray], gate: dict[str, np.ndarray], shipped_floor: float,
@@ -182,12 +198,9 @@ def report(result: dict[str, Any]) -> str:
     gate = {k: np.array(x).reshape(-1, 2) for k, x in result["gate"].items()}
     shipped_floor = load_ranking().floor
     sweep = [
-        [f"{f:.2f}", f"{np.mean(rel['answerable'] < f):.3f}"]
-        + [f"{np.mean(rel[k] >= f):.3f}" for k in KINDS[1:]]
-        + [f"{np.mean(gate['never_stored'][:, 0] >= f):.3f}"]
-        + [f"{np.mean(~((rel['answerable'] >= shipped_floor) & (gate['answerable'][:, 1] >= f))):.3f}"]
-        + [f"{np.mean((rel[k] >= shipped_floor) & (gate[k][:, 1] >= f)):.3f}" for k in KINDS[1:]]
-        for f in FLOORS
+        [f"{f:.2f}", f"{np.mean(rel['answerable'] < f):.3f}"] + [f"{np.mean(rel[k] >= f):.3f}" for k in KINDS[1:]]
+        + gated[1:]
+        for f, gated in zip(FLOORS, _gate_sweep(rel, gate, shipped_floor), strict=True)
     ]
     kinds = ["false abstention, cat 1-4", "false answer, cat 5", "false answer, never stored",
              "false answer, cross-conversation"]  # fmt: skip
@@ -198,18 +211,28 @@ def report(result: dict[str, Any]) -> str:
              "each value:\n\n")  # fmt: skip
     body += table(["floor", *heads], sweep) + "\n\n"
     vector_gate = {k: np.array(x).reshape(-1, 2) for k, x in result["vector_gate"].items()}
-    vsweep = [[f"{f:.2f}", f"{np.mean(vector_gate['never_stored'][:, 0] >= f):.3f}"]
-              + [f"{np.mean(~((rel['answerable'] >= shipped_floor) & (vector_gate['answerable'][:, 1] >= f))):.3f}"]
-              + [f"{np.mean((rel[k] >= shipped_floor) & (vector_gate[k][:, 1] >= f)):.3f}" for k in KINDS[1:]]
-              for f in FLOORS]  # fmt: skip
-    body += ("The gate reading the vector part alone, 0.6·max(cos − b, 0): never stored on it alone; and both, "
-             "the shipped floor with it at each value:\n\n")
-    body += table(["gate", "never stored (vector part alone)", *heads[5:]], vsweep) + "\n\n"
-    body += verdicts(rel, gate, shipped_floor, vector_gate)
+    unseen_gate = unseen_values(gate, vector_gate, result["unseen"])
+    for name, values in (("reading the vector part alone, 0.6·max(cos − b, 0)", vector_gate),
+                         ("reading the vector part alone where the query holds a word no memory holds (else the "
+                          "background gate's value)", unseen_gate)):  # fmt: skip
+        body += (f"The gate {name}: never stored on it alone; and both, the shipped floor with it at each "
+                 "value:\n\n")  # fmt: skip
+        body += table(["gate", "never stored (gate value alone)", *heads[5:]], _gate_sweep(rel, values, shipped_floor))
+        body += "\n\n"
+    unseen_share = {k: float(np.mean(result["unseen"][k])) if len(result["unseen"][k]) else 0.0 for k in KINDS}
+    body += "Queries holding a word no memory holds: " + ", ".join(f"{k} {v:.3f}" for k, v in unseen_share.items())
+    body += "\n\n" + verdicts(rel, gate, shipped_floor, vector_gate, unseen_gate)
     body += f"\n{len(rel['answerable'])} answerable, {len(rel['adversarial'])} adversarial, "
     body += f"{len(rel['never_stored'])} never-stored and {len(rel['cross'])} cross-conversation queries; "
     body += f"index builds {result['build_s']:.1f} s in total.\n"
     return body
+
+
+def _gate_sweep(rel: dict[str, np.ndarray], gate: dict[str, np.ndarray], shipped_floor: float) -> list[list[str]]:
+    return [[f"{f:.2f}", f"{np.mean(gate['never_stored'][:, 0] >= f):.3f}"]
+            + [f"{np.mean(~((rel['answerable'] >= shipped_floor) & (gate['answerable'][:, 1] >= f))):.3f}"]
+            + [f"{np.mean((rel[k] >= shipped_floor) & (gate[k][:, 1] >= f)):.3f}" for k in KINDS[1:]]
+            for f in FLOORS]  # fmt: skip
 
 
 def main(argv: list[str]) -> None:
@@ -223,5 +246,5 @@ def main(argv: list[str]) -> None:
     env, load = machine(), load_average()
     result = run(args.data, [c for c in args.conversations.split(",") if c] or None)
     if args.json:
-        args.json.write_text(json.dumps({k: result[k] for k in ("top_rel", "gate", "vector_gate")}))
+        args.json.write_text(json.dumps({k: result[k] for k in ("top_rel", "gate", "vector_gate", "unseen")}))
     append_results("search on LoCoMo: fusion, recency, abstention", report(result), env, load)
