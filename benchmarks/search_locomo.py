@@ -160,6 +160,7 @@ def verdicts(rel: dict[str, np.ndarray], gate: dict[str, np.ndarray], shipped_fl
     if vector_gate is not None:
         out += _gate_verdict("vector-only gate", rel, vector_gate, shipped_floor, abstain, gated_cross)[0]
     if unseen_gate is not None:
+        # its (b) is "at most" the background gate's: the bar a hair above it
         out += _gate_verdict("vector-only gate where a word is unseen", rel, unseen_gate, shipped_floor, abstain,
                              gated_cross + 1e-9)[0]  # fmt: skip
     return out

@@ -203,11 +203,11 @@ class Segment:
 
     def preload(self) -> None:
         """What a first query would pay otherwise: a small segment's documents as objects (~40 ms for a night's
-        10k rows), every page of the postings (as Lucene's preload) and of the vectors rescoring reads through the
+        10k rows), every page of the postings (as Lucene's preload) and of the vectors a query reads through the
         mapping (the first query at 100k rescored in 5 ms, later ones in 0.5), read before a server takes requests."""
         if 0 < self.rows <= SMALL_ROWS:
             self.doc_rows([0])
-        mapped = [self.vectors] if self.vectors.nbytes <= MAPPED_READ_MAX else []  # what rescoring reads mapped
+        mapped = [self.vectors] if self.vectors.nbytes <= MAPPED_READ_MAX else []  # a larger one is read by pread
         for part in (self.postings.indptr, self.postings.docs, self.postings.tf, self.postings.dl, *mapped):
             if part.size:  # one value a page faults the page in
                 int(part.reshape(-1)[:: max(1, PAGE // part.itemsize)].sum())

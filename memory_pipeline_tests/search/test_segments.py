@@ -233,7 +233,7 @@ def test_kept_documents_are_the_tables(tmp_path: Path, monkeypatch: pytest.Monke
     assert kept[0].lifecycle is kept[1].lifecycle  # one string object for a column's equal values
 
 
-def test_preload_builds_a_small_segments_documents_and_maps_the_vectors_rescoring_reads(tmp_path: Path) -> None:
+def test_preload_builds_a_small_segments_documents_and_maps_its_vectors(tmp_path: Path) -> None:
     home = tmp_path / "ws"
     add_rows(home, 0, texts(300, seed=10))
     build_index(home, encode, MODEL, full=True)
@@ -242,7 +242,7 @@ def test_preload_builds_a_small_segments_documents_and_maps_the_vectors_rescorin
     seg.preload()
     assert seg._docs is not None and len(seg._docs) == 300
     assert seg.doc_rows([5])[0] is seg._docs[5]
-    if Path("/proc/self/smaps").exists():  # the vectors rescoring reads through the mapping are resident
+    if Path("/proc/self/smaps").exists():  # its vectors, read through the mapping, are resident
         assert _resident_kib(seg.folder / "vectors.npy") * 1024 >= seg.vectors.nbytes
 
 
