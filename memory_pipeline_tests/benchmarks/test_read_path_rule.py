@@ -121,6 +121,20 @@ def test_the_background_gate_ships_only_when_it_answers_fewer_strangers_and_abst
     assert "cross-conversation answers 0.400: ships by (a) and (b)" in verdicts(rel, gate, 0.20, vector)
     vector["cross"][:10, 1] = 0.2  # as many strangers answered as the background gate lets through
     assert verdicts(rel, gate, 0.20, vector).splitlines()[-1].endswith("0.500: not shipped")
+    # candidate 18 reads the vector part only where a query word is unseen; as many strangers as the background
+    # gate is enough for it ("at most")
+    from benchmarks.search_locomo import unseen_values
+
+    vector["answerable"][:, 1] = 0.01  # the vector part alone would abstain on every answerable question…
+    unseen = {k: np.zeros(len(v), bool) for k, v in gate.items()}
+    unseen["answerable"][:4] = True  # …but only four hold an unseen word
+    mixed = unseen_values(gate, vector, unseen)
+    assert np.array_equal(mixed["answerable"][4:], gate["answerable"][4:])
+    assert (mixed["answerable"][:4, 1] == 0.01).all()
+    said = verdicts(rel, gate, 0.20, vector, mixed).splitlines()[-1]
+    assert "false abstention 0.007, cross-conversation answers 0.500: not shipped" in said  # 3 + 4 of 1,000
+    unseen["answerable"][:4] = False
+    assert verdicts(rel, gate, 0.20, vector, unseen_values(gate, vector, unseen)).endswith("ships by (a) and (b)\n")
     # six answerable questions under the gate: 0.6 % more abstention than the shipped floor's 0 — not shipped
     gate["answerable"][:6, 1] = 0.01
     assert "not shipped" in verdicts(rel, gate, 0.20)
