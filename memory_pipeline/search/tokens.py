@@ -44,7 +44,7 @@ def stem(word: str) -> str:
 
 
 def stem_words(words: list[str]) -> list[str]:
-    """`stem` of each word, in one call of the stemmer (a document batch: its words are mostly new to the cache)."""
+    """`stem` of each word, in one call of the stemmer (a document batch's distinct words; no cache in between)."""
     return list(STEMMER.stemWords(words)) if STEMMER is not None else list(words)
 
 
