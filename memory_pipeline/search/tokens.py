@@ -3,7 +3,7 @@ stopwords dropped (bm25s' English list, kept in stopwords_en.txt: importing bm25
 query process), Snowball-stemmed (PyStemmer) — what `bm25s.tokenize` produces.
 
 Two paths give the same tokens: `tokenize` (Python's `re`, for a query or a few documents) and `bulk_terms` (Arrow's
-vectorised lower-casing and regex split, then the stemmer over the distinct words only: ~4× faster at 1M
+vectorised lower-casing and split (ASCII text by a byte translation, the rest by RE2), then the stemmer over the distinct words only: ~4× faster at 1M
 documents). Python's `\\w` is a letter, a number or `_`; RE2's `[\\pL\\pN_]` is the same class."""
 
 from __future__ import annotations
@@ -59,8 +59,19 @@ def tokenize(texts: Sequence[str]) -> list[list[str]]:
     return [tokenize_one(t) for t in texts]
 
 
+# every byte but [a-z0-9_] → a space: on lower-cased ASCII text, splitting on the spaces of the translated bytes
+# gives the words splitting on `_SPLIT_ASCII` gives, ~4× faster than RE2 (an update's 1,000 rows: 0.5 ms, not 1.9)
+_TO_SPACE = bytes(b if chr(b) in "abcdefghijklmnopqrstuvwxyz0123456789_" else 0x20 for b in range(256))
+
+
 def _split(lower: pa.Array, pattern: str) -> tuple[pa.Array, np.ndarray]:
-    lists = pc.split_pattern_regex(lower, pattern=pattern)
+    if pattern == _SPLIT_ASCII:
+        validity, offsets, data = lower.buffers()[:3]
+        spaced = pa.py_buffer(data.to_pybytes().translate(_TO_SPACE)) if data is not None else data
+        lists = pc.ascii_split_whitespace(
+            pa.Array.from_buffers(lower.type, len(lower), [validity, offsets, spaced], offset=lower.offset))
+    else:
+        lists = pc.split_pattern_regex(lower, pattern=pattern)
     return pc.list_flatten(lists), np.asarray(pc.list_parent_indices(lists), dtype=np.int64)
 
 

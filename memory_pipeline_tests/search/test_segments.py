@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 
 from memory_pipeline.search import build_index, search
@@ -274,6 +275,10 @@ def test_the_two_tokenisers_agree() -> None:
         assert list(rows) == sorted(rows)  # document order
         bulk = [[vocab[t] for t, r in zip(terms, rows, strict=True) if r == i] for i in range(len(batch))]
         assert bulk == tokenize(batch), batch
+    spaced = ["tabs\tand\nnew-lines,commas;semis  (parens) \"quotes\" end.", *ascii_only]
+    rows, terms, vocab = bulk_terms(pa.array(["skipped", *spaced]).slice(1))  # an Arrow slice: its own offset
+    assert [[vocab[t] for t, r in zip(terms, rows, strict=True) if r == i] for i in range(len(spaced))] == tokenize(
+        spaced)
 
 
 def test_batch_stemming_matches_a_word_at_a_time() -> None:
