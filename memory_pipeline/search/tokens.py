@@ -4,7 +4,8 @@ query process), Snowball-stemmed (PyStemmer) — what `bm25s.tokenize` produces.
 
 Two paths give the same tokens: `tokenize` (Python's `re`, for a query or a few documents) and `bulk_terms` (Arrow's
 vectorised lower-casing and split — ASCII text by a byte translation, the rest by RE2 — then the stemmer over the
-distinct words only: ~4× faster at 1M documents). Python's `\\w` is a letter, a number or `_`; RE2's `[\\pL\\pN_]` is the same class."""
+distinct words only: ~4× faster at 1M documents). Python's `\\w` is a letter, a number or `_`; RE2's
+`[\\pL\\pN_]` is the same class."""
 
 from __future__ import annotations
 

@@ -43,3 +43,25 @@ def test_a_full_build_uses_the_stored_vectors_and_embeds_nothing(tmp_path: Path)
     assert stats.embedded == 0 and asked == [] and stats.docs == 30
     hits = search("ferry", 3, home=tmp_path, embedder=(lambda texts: vectors[[5]], MODEL), floor=0.0)
     assert hits[0].id == "m-005"  # the stored vector of m-005 is what the index holds
+
+
+def test_an_update_reads_the_new_rows_stored_vectors_with_them_and_embeds_the_rest(tmp_path: Path) -> None:
+    _store(tmp_path, 30)
+    rng = np.random.default_rng(5)
+    fresh = rng.standard_normal((5, 16)).astype(np.float32)
+    asked: list[int] = []
+
+    def encode(texts: list[str]) -> np.ndarray:
+        asked.append(len(texts))
+        return np.tile(fresh[:1] / np.linalg.norm(fresh[0]), (len(texts), 1))
+
+    build_index(tmp_path, encode, MODEL, full=True)
+    records = [MemoryRecord(id=f"n-{i}", content=f"a new note {i}", importance=1.0, created_at=NOW) for i in range(5)]
+    with MemoryStore(tmp_path / "memory.duckdb").transaction() as con:
+        repo.insert_memories(con, records)
+        repo.upsert_embeddings(con, MODEL, [r.id for r in records[1:4]], fresh[1:4], NOW)  # n-0 and n-4 have none
+        repo.upsert_embeddings(con, "another-model", ["n-4"], fresh[4:], NOW)
+    stats = build_index(tmp_path, encode, MODEL)
+    assert (stats.added, stats.embedded, asked) == (5, 2, [2])
+    hits = search("unrelated words", 1, home=tmp_path, embedder=(lambda texts: fresh[[2]] * 3, MODEL), floor=0.0)
+    assert hits[0].id == "n-2"  # its stored vector, made unit length
