@@ -41,11 +41,13 @@ from memory_pipeline.search.index import (
     LoadedIndex,
     current_folder,
     index_root,
-    link_segment,
+    keep_file,
     load_index,
     merge_step,
     read_manifest,
+    segment_folder,
     segment_name,
+    version_bytes,
     write_version,
     writer_lock,
 )
@@ -187,10 +189,6 @@ def _manifest(model: str, dim: int, entries: list[dict[str, Any]], cursor: dict[
             "store_docs": store_docs, "store_stamp": stamp}  # fmt: skip
 
 
-def _size(folder: Path) -> int:
-    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
-
-
 def build_index(home: Path, encode: Encode, model: str, *, full: bool = False,
                 merge_factor: int = MERGE_FACTOR) -> BuildStats:
     """A new index version: with `full=False` and a current index for this model, an update proportional to what
@@ -227,8 +225,8 @@ def _quiet(home: Path, prev: LoadedIndex) -> BuildStats | None:
     if {p: tuple(v) for p, v in (prev.manifest.get("files") or {}).items()} != file_signature(home):
         return None
     return BuildStats(docs=prev.n_live, added=0, updated=0, removed=0, embedded=0,
-                      seconds=round(time.perf_counter() - t0, 3), bytes=_size(prev.folder), version=prev.folder.name,
-                      segments=len(prev.segments))  # fmt: skip
+                      seconds=round(time.perf_counter() - t0, 3), bytes=version_bytes(prev.folder),
+                      version=prev.folder.name, segments=len(prev.segments))  # fmt: skip
 
 
 def full_build(home: Path, encode: Encode, model: str, previous: LoadedIndex | None = None) -> BuildStats:
@@ -254,13 +252,13 @@ def full_build(home: Path, encode: Encode, model: str, previous: LoadedIndex | N
 
     def build(tmp: Path) -> dict[str, Any]:
         name = segment_name()
-        write_segment(tmp / name, table, matrix)
+        write_segment(segment_folder(tmp, name), table, matrix)
         return _manifest(model, dim, [{"name": name, "rows": table.num_rows, "deleted": 0}], cursor, signature,
                          _categories(table), _kinds(table), table.num_rows, rows.num_rows, stamp)  # fmt: skip
 
     version = write_version(home, build)
     return BuildStats(docs=table.num_rows, added=table.num_rows, updated=0, removed=0, embedded=embedded,
-                      seconds=round(time.perf_counter() - t0, 3), bytes=_size(index_root(home) / version),
+                      seconds=round(time.perf_counter() - t0, 3), bytes=version_bytes(index_root(home) / version),
                       version=version, embed_seconds=round(embed_s, 3), segments=1)  # fmt: skip
 
 
@@ -301,7 +299,7 @@ def update_index(home: Path, prev: LoadedIndex, encode: Encode, model: str, fact
         return None  # the log missed a change (a write path that does not note it): rebuild from the store
     if not table.num_rows and not old and cursor == before and not stale and signature == built:
         return BuildStats(docs=prev.n_live, added=0, updated=0, removed=0, embedded=0,
-                          seconds=round(time.perf_counter() - t0, 3), bytes=_size(prev.folder),
+                          seconds=round(time.perf_counter() - t0, 3), bytes=version_bytes(prev.folder),
                           version=prev.folder.name, segments=len(prev.segments))  # fmt: skip
     deleted_rows: dict[int, list[int]] = {}
     for s, r in old.values():
@@ -312,18 +310,19 @@ def update_index(home: Path, prev: LoadedIndex, encode: Encode, model: str, fact
         nonlocal merged
         entries: list[dict[str, Any]] = []
         for s, seg in enumerate(prev.segments):
-            link_segment(seg.folder, tmp / seg.name)
             dead = np.flatnonzero(~prev.alive[s]) if prev.alive[s] is not None else np.zeros(0, np.int64)  # type: ignore[operator]
-            dead = np.union1d(dead, np.array(deleted_rows.get(s, []), np.int64)).astype(np.int64)
-            if len(dead):
+            if s in deleted_rows:
+                dead = np.union1d(dead, np.array(deleted_rows[s], np.int64)).astype(np.int64)
                 np.save(tmp / f"{seg.name}.deleted.npy", dead)
+            elif len(dead):
+                keep_file(prev.folder / f"{seg.name}.deleted.npy", tmp)
             entries.append({"name": seg.name, "rows": seg.rows, "deleted": int(len(dead))})
         extra = []
         if table.num_rows:
             name = segment_name()
-            write_segment(tmp / name, table, matrix)
+            extra.append(segment_folder(tmp, name))
+            write_segment(extra[-1], table, matrix)
             entries.append({"name": name, "rows": table.num_rows, "deleted": 0})
-            extra.append(tmp / name)
         entries, merged = merge_step(tmp, prev, entries, extra, factor)
         live = sum(int(e["rows"]) - int(e["deleted"]) for e in entries)
         cats = set(prev.manifest.get("categories") or ()) | _categories(table)
@@ -336,7 +335,7 @@ def update_index(home: Path, prev: LoadedIndex, encode: Encode, model: str, fact
     return BuildStats(
         docs=prev.n_live - len(old) + table.num_rows, added=table.num_rows - updated, updated=updated,
         removed=max(0, len(old) - updated), embedded=embedded, seconds=round(time.perf_counter() - t0, 3),
-        bytes=_size(index_root(home) / version), version=version, embed_seconds=round(embed_s, 3),
+        bytes=version_bytes(index_root(home) / version), version=version, embed_seconds=round(embed_s, 3),
         segments=len(read_manifest(index_root(home) / version)["segments"]), merged=merged,
     )
 

@@ -1,10 +1,12 @@
 """The search index: derived, deletable data under `<workspace>/index/`: immutable segments (memory_pipeline.search.
 segment) and, per version, which rows of each are deleted.
 
-A version is a folder holding hard links to its segments' files, its deletions and a manifest; `index/CURRENT`
-names it and is replaced atomically (os.replace) once the version's new files are durable, so a reader never sees a
-half-written index and an update that dies midway leaves the previous version as it was (a folder CURRENT does not
-name is never read, and the next writer prunes it). Writers take `index/.lock` (one at a time). An update reads
+Segments live in `index/segments/`, each written once and never changed. A version is a folder holding its
+manifest (which segments) and its deletions, as Lucene's commit point names its segments: an update writes its new
+segment and a version of a few small files, whatever the number of segments. `index/CURRENT` names the version and
+is replaced atomically (os.replace) once the version's new files are durable, so a reader never sees a half-written
+index and an update that dies midway leaves the previous version as it was (a folder or segment CURRENT's version
+does not name is never read, and the next writer prunes it). Writers take `index/.lock` (one at a time). An update reads
 what changed since the version's cursor — rows past its rowid watermark, the store's change log past its seq, files
 whose stat changed — and never the whole store; a tiered merge policy keeps the number of segments logarithmic.
 No Dagster here."""
@@ -45,7 +47,7 @@ from memory_pipeline.search.tokens import tokenize as tokenize
 from memory_pipeline.store.durable import fsync_path
 
 Encode = Callable[[Sequence[str]], np.ndarray]
-FORMAT = 2
+FORMAT = 3  # 3: segments shared by the versions under index/segments/ (2: hard-linked into each version)
 # MEMORY_PIPELINE_CRASH_AT=<point>: SIGKILL there. index_written: the new version's files and pointer written, not
 # yet fsynced; index_commit: all fsynced, CURRENT not yet replaced; index_committed: CURRENT replaced, older
 # versions not yet pruned
@@ -72,6 +74,9 @@ class BuildStats:
     embed_seconds: float = 0.0  # of `seconds`, spent in the encoder
     segments: int = 1
     merged: int = 0  # segments merged away by this update
+
+
+SEGMENTS = "segments"
 
 
 def index_root(home: Path) -> Path:
@@ -299,7 +304,7 @@ def load_index(home: Path, vocab: bool = True) -> LoadedIndex:
             raise IndexMissing(f"search index {folder} has format {manifest.get('format')}, not {FORMAT}")
         dim = manifest.get("dim")
         width = dim if isinstance(dim, int) else None
-        segments = [load_segment(folder / e["name"], width, vocab) for e in manifest["segments"]]
+        segments = [load_segment(folder.parent / SEGMENTS / e["name"], width, vocab) for e in manifest["segments"]]
         alive: list[np.ndarray | None] = []
         dead: list[int] = []
         for seg, entry in zip(segments, manifest["segments"], strict=True):
@@ -348,27 +353,41 @@ def segment_name() -> str:
     return "seg-" + version_name()[1:]
 
 
-def link_segment(src: Path, dst: Path) -> None:
-    """Hard links (no copy) of an unchanged segment's files into a new version folder."""
-    dst.mkdir(parents=True)
-    for path in src.iterdir():
-        try:
-            os.link(path, dst / path.name)
-        except OSError:
-            shutil.copy2(path, dst / path.name)
+def segment_folder(version: Path, name: str) -> Path:
+    """Where a segment of the version being written in `version` lives (or is to be written)."""
+    return version.parent / SEGMENTS / name
+
+
+def keep_file(path: Path, version: Path) -> None:
+    """An unchanged file of the previous version (a segment's deletions) in the new one: a hard link, durable
+    already."""
+    try:
+        os.link(path, version / path.name)
+    except OSError:
+        shutil.copy2(path, version / path.name)
+
+
+def version_bytes(folder: Path) -> int:
+    """A version's size on disk: its own files and its segments'."""
+    names = [str(e["name"]) for e in read_manifest(folder)["segments"]]
+    return sum(p.stat().st_size for d in [folder, *(segment_folder(folder, n) for n in names)]
+               for p in d.rglob("*") if p.is_file())  # fmt: skip
 
 
 def write_version(
     home: Path, build: Callable[[Path], dict[str, Any]]
 ) -> str:
-    """Phase 1: `build(folder)` fills the new version's folder (no reader looks at a folder CURRENT does not name)
-    and returns its manifest; the pointer naming the version is written beside CURRENT, and every new file and
-    folder, the pointer and the index folder (which holds both names) are fsynced in one concurrent round. Phase 2:
-    CURRENT is replaced by the pointer (the commit point) and every version but this one and the one CURRENT named
-    before is pruned. Anything raised before the commit removes the folder and the pointer and leaves CURRENT as
-    it was; a kill at any point leaves CURRENT naming a whole, durable version."""
+    """Phase 1: `build(folder)` fills the new version's folder and writes its new segments (`segment_folder`: no
+    reader looks at a version CURRENT does not name, nor at a segment such a version alone names) and returns its
+    manifest; the pointer naming the version is written beside CURRENT, and every new file and folder, the pointer
+    and the folders holding their names are fsynced in one concurrent round. Phase 2: CURRENT is replaced by the
+    pointer (the commit point) and every version but this one and the one CURRENT named before is pruned, with the
+    segments neither names. Anything raised before the commit removes the folder, its new segments and the pointer
+    and leaves CURRENT as it was; a kill at any point leaves CURRENT naming a whole, durable version."""
     root = index_root(home)
-    root.mkdir(parents=True, exist_ok=True)
+    segments = root / SEGMENTS
+    segments.mkdir(parents=True, exist_ok=True)
+    existing = set(os.listdir(segments))
     version = version_name()
     folder = root / version
     pointer = root / f".CURRENT-{version}"
@@ -379,9 +398,12 @@ def write_version(
         (folder / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
         pointer.write_text(version, encoding="utf-8")
         crash_point(CRASH_WRITTEN)
-        fsync_paths([*_new_entries(folder), pointer, root])
+        new = [segments / str(e["name"]) for e in manifest["segments"] if str(e["name"]) not in existing]
+        fsync_paths([*_new_entries(folder), *(p for seg in new for p in _new_entries(seg)), segments, pointer, root])
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
+        for name in set(os.listdir(segments)) - existing:
+            shutil.rmtree(segments / name, ignore_errors=True)
         pointer.unlink(missing_ok=True)
         raise
     crash_point(CRASH_POINT)
@@ -392,8 +414,8 @@ def write_version(
 
 
 def _new_entries(folder: Path) -> list[Path]:
-    """The folder, its sub-folders and the files written into it: a file hard-linked from the previous version
-    (st_nlink > 1) was fsynced when that version was written."""
+    """A folder just written, its sub-folders and the files written into it: a file hard-linked from the previous
+    version (st_nlink > 1) was fsynced when that version was written."""
     out = [folder]
     for entry in os.scandir(folder):
         path = Path(entry.path)
@@ -420,8 +442,18 @@ def fsync_paths(paths: Sequence[Path]) -> None:
 
 def _prune(root: Path, keep: set[str]) -> None:
     """Drop every version but `keep` (the new one and the one CURRENT named before, which a reader may still be
-    loading) — the folders of writers killed before their commit with them — and their pointers. Writers hold the
-    lock, so nothing else is being written."""
+    loading) — the folders of writers killed before their commit with them — their pointers, and every segment no
+    kept version names (merged away, or left by a killed writer). Writers hold the lock, so nothing else is being
+    written."""
+    named: set[str] = set()
+    for version in keep:
+        try:
+            named.update(str(e["name"]) for e in read_manifest(root / version)["segments"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # the previous version damaged (what the new one was built over): nothing can read it
+    for p in (root / SEGMENTS).iterdir():
+        if p.name not in named:
+            shutil.rmtree(p, ignore_errors=True)
     for p in root.iterdir():
         if p.name.startswith("v") and p.is_dir() and p.name not in keep:
             shutil.rmtree(p, ignore_errors=True)
@@ -450,7 +482,7 @@ def merge_step(tmp: Path, idx: LoadedIndex, entries: list[dict[str, Any]], extra
     by_name = {seg.name: (seg, a) for seg, a in zip(idx.segments, idx.alive, strict=True)}
     planned = {name for plan in plans for name in plan}
     by_name.update({f.name: (load_segment(f, idx.dim or None), None) for f in extra if f.name in planned})
-    deleted = {e["name"]: e for e in entries}
+    deleted = {e["name"]: e for e in entries}  # segments merged away stay until no kept version names them
     merged_away = 0
     out = [e for e in entries if not any(e["name"] in p for p in plans)]
     for plan in plans:
@@ -464,9 +496,8 @@ def merge_step(tmp: Path, idx: LoadedIndex, entries: list[dict[str, Any]], extra
                 mask[np.load(dead_file)] = False
             parts.append((seg, mask))
         name = segment_name()
-        rows = merge_into(tmp / name, parts)
+        rows = merge_into(segment_folder(tmp, name), parts)
         for old in plan:
-            shutil.rmtree(tmp / old, ignore_errors=True)
             (tmp / f"{old}.deleted.npy").unlink(missing_ok=True)
         out.append({"name": name, "rows": rows, "deleted": 0})
         merged_away += len(plan)

@@ -382,7 +382,8 @@ def test_bad_input_is_one_line_and_writes_nothing(
 
 def _vectors(folder: Path) -> Path:
     """The vectors of the index version's (only) segment."""
-    return next(p for p in folder.iterdir() if p.is_dir()) / "vectors.npy"
+    (entry,) = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))["segments"]
+    return folder.parent / "segments" / entry["name"] / "vectors.npy"
 
 
 def damage_rows(folder: Path) -> None:

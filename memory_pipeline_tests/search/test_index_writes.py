@@ -16,7 +16,7 @@ import pytest
 from memory_pipeline.search import build as build_mod
 from memory_pipeline.search import build_index
 from memory_pipeline.search import index as index_mod
-from memory_pipeline.search.index import CRASH_POINTS, current_folder, load_index
+from memory_pipeline.search.index import CRASH_POINTS, current_folder, load_index, read_manifest
 from memory_pipeline_tests.search.test_segments import (
     MODEL,
     add_rows,
@@ -97,8 +97,11 @@ def test_a_failing_fsync_leaves_the_previous_index_and_nothing_behind(
     assert current_folder(home) == before and results(home, "garden tomato") == answers
     assert before is not None
     assert sorted(p.name for p in (home / "index").iterdir() if not p.name.startswith(".lock")) == sorted(
-        ["CURRENT", before.name]
+        ["CURRENT", "segments", before.name]
     )  # neither the new version's folder nor its pointer is left behind
+    assert sorted(p.name for p in (home / "index" / "segments").iterdir()) == [
+        e["name"] for e in read_manifest(before)["segments"]
+    ]  # nor its new segment
     monkeypatch.undo()
     assert build_index(home, encode, MODEL).added == 5 and current_folder(home) != before
 
@@ -128,14 +131,16 @@ def test_every_new_file_and_folder_is_fsynced_before_the_version_is_named(
     version = build_index(home, encode, MODEL).version
     monkeypatch.undo()
     root, folder = home / "index", home / "index" / version
+    segments = root / "segments"
     named = [i for i, (kind, p) in enumerate(events) if kind == "replace" and p == root / "CURRENT"]
     assert len(named) == 1
     synced_before = {p for kind, p in events[: named[0]] if kind == "fsync"}
-    new_files = {p for p in folder.rglob("*") if p.stat().st_nlink == 1}
-    assert new_files and new_files <= synced_before  # the new segment, its deletions file, the manifest
-    assert {folder, folder / next(p.name for p in folder.iterdir() if p.is_dir() and p.name != base)} <= synced_before
+    (new_segment,) = [segments / e["name"] for e in read_manifest(folder)["segments"] if e["name"] != base]
+    new_files = {p for p in folder.iterdir() if p.stat().st_nlink == 1} | set(new_segment.iterdir())
+    assert len(new_files) > 3 and new_files <= synced_before  # the new segment, the deletions file, the manifest
+    assert {folder, new_segment, segments} <= synced_before  # the new folders and the one holding the segment's name
     assert {root / f".CURRENT-{version}", root} <= synced_before  # the pointer, and both names in the index folder
-    assert not {p for p in synced_before if p.parent == folder / base}  # the base segment's links: durable already
+    assert not {p for p in synced_before if p.parent == segments / base}  # the base segment: durable already
 
 
 def test_an_unchanged_store_is_answered_without_opening_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -181,7 +186,7 @@ def test_an_update_reads_a_segment_s_words_only_to_merge_it(tmp_path: Path) -> N
     folder = current_folder(home)
     assert folder is not None
     seg = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))["segments"][0]["name"]
-    (folder / seg / "vocab.json").write_text('["only", "two"]', encoding="utf-8")  # damaged: words ≠ postings
+    (home / "index" / "segments" / seg / "vocab.json").write_text('["only", "two"]', encoding="utf-8")  # damaged
     add_rows(home, 600, texts(4, seed=32))
     set_lifecycle(home, [f"m-{i:05d}" for i in range(40)], "superseded")  # a third deleted: the segment is rewritten
     stats = build_index(home, encode, MODEL)  # the merge reads its words, finds them damaged: a full build instead
@@ -221,3 +226,24 @@ def test_a_damaged_version_is_rebuilt_even_when_nothing_changed(tmp_path: Path) 
     vectors.write_bytes(vectors.read_bytes()[:-64])  # damaged, and the store and files still as they were
     stats = build_index(home, encode, MODEL)
     assert stats.version != first.version and stats.added == 60 and load_index(home).n_live == 60
+
+
+def test_segments_stay_while_a_kept_version_names_them_and_are_pruned_after(tmp_path: Path) -> None:
+    """Versions share the segments under index/segments/: after every update — merges included — that folder holds
+    exactly the segments the two kept versions name (a reader of the previous version still finds its files), and
+    a segment left by a writer killed before its commit goes with the next commit."""
+    home = tmp_path / "ws"
+    add_rows(home, 0, texts(60, seed=40))
+    build_index(home, encode, MODEL, full=True)
+    root = home / "index"
+    (root / "segments" / "seg-left-by-a-killed-writer").mkdir()
+    merges = 0
+    for night in range(7):
+        add_rows(home, 100 + 10 * night, texts(3, seed=41 + night))
+        set_lifecycle(home, [f"m-{night:05d}"], "superseded")
+        merges += build_index(home, encode, MODEL, merge_factor=3).merged
+        versions = [p for p in root.iterdir() if p.name.startswith("v")]
+        named = {e["name"] for v in versions for e in read_manifest(v)["segments"]}
+        assert len(versions) == 2 and {p.name for p in (root / "segments").iterdir()} == named
+    assert merges > 0
+    _rebuilt_equals(home, tmp_path)
