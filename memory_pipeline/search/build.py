@@ -44,6 +44,7 @@ from memory_pipeline.search.index import (
     keep_file,
     load_index,
     merge_step,
+    new_entry,
     read_manifest,
     segment_folder,
     segment_name,
@@ -253,7 +254,7 @@ def full_build(home: Path, encode: Encode, model: str, previous: LoadedIndex | N
     def build(tmp: Path) -> dict[str, Any]:
         name = segment_name()
         write_segment(segment_folder(tmp, name), table, matrix)
-        return _manifest(model, dim, [{"name": name, "rows": table.num_rows, "deleted": 0}], cursor, signature,
+        return _manifest(model, dim, [new_entry(segment_folder(tmp, name), table.num_rows)], cursor, signature,
                          _categories(table), _kinds(table), table.num_rows, rows.num_rows, stamp)  # fmt: skip
 
     version = write_version(home, build)
@@ -316,13 +317,13 @@ def update_index(home: Path, prev: LoadedIndex, encode: Encode, model: str, fact
                 np.save(tmp / f"{seg.name}.deleted.npy", dead)
             elif len(dead):
                 keep_file(prev.folder / f"{seg.name}.deleted.npy", tmp)
-            entries.append({"name": seg.name, "rows": seg.rows, "deleted": int(len(dead))})
+            entries.append({**prev.manifest["segments"][s], "deleted": int(len(dead))})
         extra = []
         if table.num_rows:
             name = segment_name()
             extra.append(segment_folder(tmp, name))
             write_segment(extra[-1], table, matrix)
-            entries.append({"name": name, "rows": table.num_rows, "deleted": 0})
+            entries.append(new_entry(extra[-1], table.num_rows))
         entries, merged = merge_step(tmp, prev, entries, extra, factor)
         live = sum(int(e["rows"]) - int(e["deleted"]) for e in entries)
         cats = set(prev.manifest.get("categories") or ()) | _categories(table)

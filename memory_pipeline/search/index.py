@@ -367,11 +367,21 @@ def keep_file(path: Path, version: Path) -> None:
         shutil.copy2(path, version / path.name)
 
 
+def _files_bytes(folder: Path) -> int:
+    return sum(e.stat().st_size for e in os.scandir(folder) if e.is_file())
+
+
+def new_entry(folder: Path, rows: int) -> dict[str, Any]:
+    """The manifest entry of a segment just written: its rows, none deleted, and its size on disk."""
+    return {"name": folder.name, "rows": rows, "deleted": 0, "bytes": _files_bytes(folder)}
+
+
 def version_bytes(folder: Path) -> int:
-    """A version's size on disk: its own files and its segments'."""
-    names = [str(e["name"]) for e in read_manifest(folder)["segments"]]
-    return sum(p.stat().st_size for d in [folder, *(segment_folder(folder, n) for n in names)]
-               for p in d.rglob("*") if p.is_file())  # fmt: skip
+    """A version's size on disk: its own files and its segments' (as their entries record them)."""
+    entries = read_manifest(folder)["segments"]
+    return _files_bytes(folder) + sum(
+        int(e["bytes"]) if "bytes" in e else _files_bytes(segment_folder(folder, str(e["name"]))) for e in entries
+    )
 
 
 def write_version(
@@ -474,7 +484,7 @@ def merge_step(tmp: Path, idx: LoadedIndex, entries: list[dict[str, Any]], extra
                factor: int = 10) -> tuple[list[dict[str, Any]], int]:
     """Apply the tiered merge policy to a version being written in `tmp`: `entries` (name, rows, deleted) of its
     segments, `extra` the folders of the segments this version wrote (loaded only if a merge takes them); merged
-    segments are written into `tmp` and their entries replaced. Returns (entries, merged away)."""
+    segments are written beside the others and their entries replaced. Returns (entries, merged away)."""
     sizes = [(e["name"], int(e["rows"]) - int(e.get("deleted", 0)), int(e.get("deleted", 0))) for e in entries]
     plans = plan_merges(sizes, factor=factor)
     if not plans:
@@ -499,6 +509,6 @@ def merge_step(tmp: Path, idx: LoadedIndex, entries: list[dict[str, Any]], extra
         rows = merge_into(segment_folder(tmp, name), parts)
         for old in plan:
             (tmp / f"{old}.deleted.npy").unlink(missing_ok=True)
-        out.append({"name": name, "rows": rows, "deleted": 0})
+        out.append(new_entry(segment_folder(tmp, name), rows))
         merged_away += len(plan)
     return out, merged_away

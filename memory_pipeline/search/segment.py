@@ -311,6 +311,11 @@ def _mapped(path: Path) -> np.ndarray:
     """A memory-mapped .npy as a plain ndarray over the mapping (slicing a np.memmap costs ~20 µs a time). The
     header `np.save` writes for a C-ordered array is read with a regular expression (np.load's literal_eval and
     np.memmap cost ~0.24 ms an array, this ~0.07 ms; an update loads ~10 a segment); anything else goes to np.load."""
+    return _mapped_at(path)[0]
+
+
+def _mapped_at(path: Path) -> tuple[np.ndarray, int]:
+    """`_mapped`, and where the array's data starts in the file."""
     with open(path, "rb") as fh:
         head = fh.read(256)
         size = os.fstat(fh.fileno()).st_size
@@ -323,10 +328,18 @@ def _mapped(path: Path) -> np.ndarray:
             if size < offset + count * dtype.itemsize:
                 raise ValueError(f"{path.name} is shorter than its header says")
             if count == 0 or size == offset:
-                return np.zeros(shape, dtype)
+                return np.zeros(shape, dtype), offset
             buffer = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-            return np.frombuffer(buffer, dtype, count, offset).reshape(shape)
-    return np.asarray(np.load(path, mmap_mode="r"))
+            return np.frombuffer(buffer, dtype, count, offset).reshape(shape), offset
+    mapped = np.load(path, mmap_mode="r")
+    return np.asarray(mapped), int(getattr(mapped, "offset", 0))
+
+
+def _mapped_bytes(path: Path) -> np.ndarray:
+    with open(path, "rb") as fh:
+        if not os.fstat(fh.fileno()).st_size:
+            return np.zeros(0, np.uint8)
+        return np.frombuffer(mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ), np.uint8)
 
 
 def _read_vocab(folder: Path, terms: int) -> dict[str, int]:
@@ -345,17 +358,14 @@ def load_segment(folder: Path, dim: int | None, vocab: bool = True) -> Segment:
     try:
         stats = json.loads((folder / "stats.json").read_text(encoding="utf-8"))
         n_meta = pq.ParquetFile(folder / "docs.parquet").metadata.num_rows  # the footer only
-        mapped = np.load(folder / "vectors.npy", mmap_mode="r")
-        vectors, vector_offset = np.asarray(mapped), int(getattr(mapped, "offset", 0))
+        vectors, vector_offset = _mapped_at(folder / "vectors.npy")
         postings = Postings(
             _mapped(folder / "p_indptr.npy"), _mapped(folder / "p_docs.npy"), _mapped(folder / "p_tf.npy"),
-            np.load(folder / "dl.npy"),
+            _mapped(folder / "dl.npy"),
         )
         codes = _mapped(folder / "codes.npy") if stats.get("code_scale") else None
         text_offsets = _mapped(folder / "text_offsets.npy")
-        size = (folder / "texts.bin").stat().st_size
-        text_data = np.asarray(np.memmap(folder / "texts.bin", dtype=np.uint8, mode="r")) if size else (
-            np.zeros(0, np.uint8))  # fmt: skip
+        text_data = _mapped_bytes(folder / "texts.bin")
     except (OSError, ValueError, KeyError) as exc:
         raise SegmentDamaged(f"segment {folder.name} is unreadable ({exc})") from exc
     rows = int(stats["rows"])

@@ -241,9 +241,13 @@ def test_segments_stay_while_a_kept_version_names_them_and_are_pruned_after(tmp_
     for night in range(7):
         add_rows(home, 100 + 10 * night, texts(3, seed=41 + night))
         set_lifecycle(home, [f"m-{night:05d}"], "superseded")
-        merges += build_index(home, encode, MODEL, merge_factor=3).merged
+        stats = build_index(home, encode, MODEL, merge_factor=3)
+        merges += stats.merged
         versions = [p for p in root.iterdir() if p.name.startswith("v")]
         named = {e["name"] for v in versions for e in read_manifest(v)["segments"]}
         assert len(versions) == 2 and {p.name for p in (root / "segments").iterdir()} == named
+        mine = [root / stats.version, *(root / "segments" / e["name"] for e in read_manifest(root / stats.version)[
+            "segments"])]
+        assert stats.bytes == sum(f.stat().st_size for d in mine for f in d.iterdir())  # the size it reports
     assert merges > 0
     _rebuilt_equals(home, tmp_path)
