@@ -304,7 +304,7 @@ def load_index(home: Path, vocab: bool = True) -> LoadedIndex:
             raise IndexMissing(f"search index {folder} has format {manifest.get('format')}, not {FORMAT}")
         dim = manifest.get("dim")
         width = dim if isinstance(dim, int) else None
-        segments = [load_segment(folder.parent / SEGMENTS / e["name"], width, vocab) for e in manifest["segments"]]
+        segments = [load_segment(segment_folder(folder, e["name"]), width, vocab) for e in manifest["segments"]]
         alive: list[np.ndarray | None] = []
         dead: list[int] = []
         for seg, entry in zip(segments, manifest["segments"], strict=True):
