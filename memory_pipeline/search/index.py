@@ -47,7 +47,8 @@ from memory_pipeline.search.tokens import tokenize as tokenize
 from memory_pipeline.store.durable import fsync_path
 
 Encode = Callable[[Sequence[str]], np.ndarray]
-FORMAT = 3  # 3: segments shared by the versions under index/segments/ (2: hard-linked into each version)
+FORMAT = 3  # 3: segments shared by the versions under index/segments/, their arrays in one file (2: .npy files
+# hard-linked into each version)
 # MEMORY_PIPELINE_CRASH_AT=<point>: SIGKILL there. index_written: the new version's files and pointer written, not
 # yet fsynced; index_commit: all fsynced, CURRENT not yet replaced; index_committed: CURRENT replaced, older
 # versions not yet pruned

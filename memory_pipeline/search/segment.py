@@ -1,19 +1,18 @@
-"""One immutable index segment: its documents' metadata (Parquet), their texts (one UTF-8 file and its offsets),
-unit vectors (.npy), BM25 postings (raw term frequencies and document lengths) and, for a large segment, int8
-codes of the vectors. All but the metadata are memory-mapped: a query touches only the pages it reads.
+"""One immutable index segment: its documents' metadata (Parquet), its words (JSON) and, in one file of arrays
+(`arrays_file`), their texts (UTF-8 and offsets), unit vectors, BM25 postings (raw term frequencies and document
+lengths), sorted keys and, for a large segment, int8 codes of the vectors. The arrays are memory-mapped: a query
+touches only the pages it reads.
 
 BM25 is scored at query time from raw frequencies with collection statistics summed over the live documents of
 every segment (idf, N, average length), as Lucene does, so an index of many segments scores exactly as one
 segment holding the same documents — which is what lets segments be merged at any time. Texts stay on disk and
-are read for the hits returned only (a Parquet row group per hit cost ~1.5 ms; an offset into the text file,
+are read for the hits returned only (a Parquet row group per hit cost ~1.5 ms; an offset into the texts,
 microseconds). No Dagster here."""
 
 from __future__ import annotations
 
 import json
-import mmap
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from memory_pipeline.search.arrays_file import read_arrays, write_arrays
 from memory_pipeline.search.documents import DOC_FIELDS, DOC_SCHEMA, Doc, table_docs
 from memory_pipeline.search.tokens import bulk_terms
 
@@ -39,6 +39,7 @@ RERANK = 4  # … and the best RERANK·c of that scan are rescored from the floa
 MAPPED_READ_MAX = 256 << 20
 PAGE = 4096
 META_FIELDS = [f for f in DOC_FIELDS if f != "text"]
+ARRAYS = "arrays.bin"  # every array of the segment (arrays_file), beside docs.parquet and vocab.json
 
 
 class SegmentDamaged(ValueError):
@@ -86,28 +87,22 @@ def write_segment(folder: Path, table: pa.Table, vectors: np.ndarray, postings: 
     pq.write_table(table.drop_columns(["text"]), folder / "docs.parquet", row_group_size=ROW_GROUP)
     keys = np.array(pc.cast(table.column("key"), pa.binary()).to_pylist() or [b""], dtype=np.bytes_)[:n]
     order = np.argsort(keys, kind="stable")
-    np.save(folder / "keys_sorted.npy", keys[order])  # an update finds its keys by binary search, not a scan
-    np.save(folder / "keys_order.npy", order.astype(np.int64))
     text = table.column("text").cast(pa.large_string()).combine_chunks() if n else pa.array([], pa.large_string())
     offsets = np.frombuffer(text.buffers()[1], dtype=np.int64, count=n + 1, offset=text.offset * 8) if n else (
         np.zeros(1, np.int64))  # fmt: skip
     data = text.buffers()[2]
-    with open(folder / "texts.bin", "wb") as fh:
-        fh.write(memoryview(data)[int(offsets[0]) : int(offsets[-1])] if data is not None and n else b"")
-    np.save(folder / "text_offsets.npy", offsets - offsets[0])
+    texts = np.frombuffer(data, np.uint8)[int(offsets[0]) : int(offsets[-1])] if data is not None and n else (
+        np.zeros(0, np.uint8))  # fmt: skip
     vectors = np.ascontiguousarray(vectors, dtype=np.float32)
-    np.save(folder / "vectors.npy", vectors)
-    np.save(folder / "p_indptr.npy", postings.indptr)
-    np.save(folder / "p_docs.npy", postings.docs)
-    np.save(folder / "p_tf.npy", postings.tf)
-    np.save(folder / "dl.npy", postings.dl)
-    (folder / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
+    arrays = {"keys_sorted": keys[order], "keys_order": order.astype(np.int64),  # an update's binary search
+              "text_offsets": offsets - offsets[0], "texts": texts, "vectors": vectors, "p_indptr": postings.indptr,
+              "p_docs": postings.docs, "p_tf": postings.tf, "dl": postings.dl}  # fmt: skip
     stats: dict[str, Any] = {"rows": n, "dim": int(vectors.shape[1]) if vectors.ndim == 2 else 0,
                              "sum_dl": int(postings.dl.sum()), "code_scale": None}  # fmt: skip
     if n >= QUANT_ROWS:
-        codes, stats["code_scale"] = quantize(vectors)
-        np.save(folder / "codes.npy", codes)
-    (folder / "stats.json").write_text(json.dumps(stats), encoding="utf-8")  # fsynced with its version
+        arrays["codes"], stats["code_scale"] = quantize(vectors)
+    write_arrays(folder / ARRAYS, arrays, stats)
+    (folder / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
 
 
 @dataclass
@@ -125,7 +120,9 @@ class Segment:
     _columns: dict[str, pa.Array] = field(default_factory=dict)
     text_offsets: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))  # memory-mapped
     text_data: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint8))  # memory-mapped UTF-8
-    vector_offset: int = 0  # where vectors.npy's rows start (after its header)
+    vector_offset: int = 0  # where the vectors' rows start in the arrays file
+    keys_sorted: np.ndarray = field(default_factory=lambda: np.zeros(0, np.bytes_))  # memory-mapped
+    keys_order: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # memory-mapped
     _docs: list[Doc] | None = None
     _fd: int | None = None
 
@@ -155,7 +152,7 @@ class Segment:
         if not len(rows) or not dim:
             return out
         if self._fd is None:
-            self._fd = os.open(self.folder / "vectors.npy", os.O_RDONLY)
+            self._fd = os.open(self.folder / ARRAYS, os.O_RDONLY)
         size = dim * 4
         buf = out.data.cast("B")
         for i, r in enumerate(np.asarray(rows, dtype=np.int64).tolist()):
@@ -180,11 +177,9 @@ class Segment:
     def find(self, keys: list[str]) -> dict[str, int]:
         """Row of each key this segment holds (deleted rows included): a binary search in the sorted keys (the
         pages it touches), so an update finds the rows it replaces without reading the segment's keys."""
-        path = self.folder / "keys_sorted.npy"
-        if not keys or self.rows == 0 or not path.exists():
-            return {} if keys and self.rows == 0 else self._scan_find(keys)
-        ordered = _mapped(path)
-        order = _mapped(self.folder / "keys_order.npy")
+        if not keys or self.rows == 0:
+            return {}
+        ordered, order = self.keys_sorted, self.keys_order
         width = ordered.dtype.itemsize
         encoded = [(k, k.encode("utf-8")) for k in keys]
         fits = [(k, b) for k, b in encoded if len(b) <= width]
@@ -194,12 +189,6 @@ class Segment:
         pos = np.minimum(np.searchsorted(ordered, wanted), self.rows - 1)
         hit = ordered[pos] == wanted
         return {k: int(order[p]) for (k, _), p, h in zip(fits, pos, hit, strict=True) if h}
-
-    def _scan_find(self, keys: list[str]) -> dict[str, int]:
-        mask = np.asarray(pc.is_in(self.column("key"), value_set=pa.array(keys, pa.string())).to_numpy(
-            zero_copy_only=False))  # fmt: skip
-        rows = np.flatnonzero(mask)
-        return {str(k): int(r) for k, r in zip(self.column("key").take(pa.array(rows)).to_pylist(), rows, strict=True)}
 
     def preload(self) -> None:
         """What a first query would pay otherwise: a small segment's documents as objects (~40 ms for a night's
@@ -235,7 +224,7 @@ class Segment:
         return list(zip(table.column(0).to_pylist(), table.column(1).to_pylist(), strict=True))
 
     def texts(self, rows: list[int]) -> list[str]:
-        """The texts of these rows, read from the segment's text file (memory-mapped: only their pages)."""
+        """The texts of these rows, read from the segment's arrays file (memory-mapped: only their pages)."""
         off = self.text_offsets
         return [bytes(self.text_data[int(off[r]) : int(off[r + 1])]).decode("utf-8") for r in rows]
 
@@ -304,44 +293,6 @@ class Segment:
         return out
 
 
-_NPY_HEADER = re.compile(rb"\{'descr': '([<>|][A-Za-z]\d*)', 'fortran_order': False, 'shape': \(([\d, ]*)\), \}\s*")
-
-
-def _mapped(path: Path) -> np.ndarray:
-    """A memory-mapped .npy as a plain ndarray over the mapping (slicing a np.memmap costs ~20 µs a time). The
-    header `np.save` writes for a C-ordered array is read with a regular expression (np.load's literal_eval and
-    np.memmap cost ~0.24 ms an array, this ~0.07 ms; an update loads ~10 a segment); anything else goes to np.load."""
-    return _mapped_at(path)[0]
-
-
-def _mapped_at(path: Path) -> tuple[np.ndarray, int]:
-    """`_mapped`, and where the array's data starts in the file."""
-    with open(path, "rb") as fh:
-        head = fh.read(256)
-        size = os.fstat(fh.fileno()).st_size
-        length = int.from_bytes(head[8:10], "little")
-        match = _NPY_HEADER.fullmatch(head[10 : 10 + length]) if head[:8] == b"\x93NUMPY\x01\x00" else None
-        if match is not None:
-            dtype = np.dtype(match[1].decode("ascii"))
-            shape = tuple(int(x) for x in match[2].split(b",") if x.strip())
-            count, offset = int(np.prod(shape, dtype=np.int64)), 10 + length
-            if size < offset + count * dtype.itemsize:
-                raise ValueError(f"{path.name} is shorter than its header says")
-            if count == 0 or size == offset:
-                return np.zeros(shape, dtype), offset
-            buffer = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-            return np.frombuffer(buffer, dtype, count, offset).reshape(shape), offset
-    mapped = np.load(path, mmap_mode="r")
-    return np.asarray(mapped), int(getattr(mapped, "offset", 0))
-
-
-def _mapped_bytes(path: Path) -> np.ndarray:
-    with open(path, "rb") as fh:
-        if not os.fstat(fh.fileno()).st_size:
-            return np.zeros(0, np.uint8)
-        return np.frombuffer(mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ), np.uint8)
-
-
 def _read_vocab(folder: Path, terms: int) -> dict[str, int]:
     try:
         words = json.loads((folder / "vocab.json").read_text(encoding="utf-8"))
@@ -356,32 +307,31 @@ def load_segment(folder: Path, dim: int | None, vocab: bool = True) -> Segment:
     """A segment's files, memory-mapped and checked against each other (SegmentDamaged when they do not fit);
     `vocab=False`: its words are read on first use (see Segment.vocab)."""
     try:
-        stats = json.loads((folder / "stats.json").read_text(encoding="utf-8"))
         n_meta = pq.ParquetFile(folder / "docs.parquet").metadata.num_rows  # the footer only
-        vectors, vector_offset = _mapped_at(folder / "vectors.npy")
-        postings = Postings(
-            _mapped(folder / "p_indptr.npy"), _mapped(folder / "p_docs.npy"), _mapped(folder / "p_tf.npy"),
-            _mapped(folder / "dl.npy"),
-        )
-        codes = _mapped(folder / "codes.npy") if stats.get("code_scale") else None
-        text_offsets = _mapped(folder / "text_offsets.npy")
-        text_data = _mapped_bytes(folder / "texts.bin")
-    except (OSError, ValueError, KeyError) as exc:
+        stats, arrays, offsets = read_arrays(folder / ARRAYS)
+        vectors = arrays["vectors"]
+        postings = Postings(arrays["p_indptr"], arrays["p_docs"], arrays["p_tf"], arrays["dl"])
+        codes = arrays.get("codes") if stats.get("code_scale") else None
+        text_offsets, text_data = arrays["text_offsets"], arrays["texts"]
+        keys_sorted, keys_order = arrays["keys_sorted"], arrays["keys_order"]
+        rows = int(stats["rows"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
         raise SegmentDamaged(f"segment {folder.name} is unreadable ({exc})") from exc
-    rows = int(stats["rows"])
     shape = tuple(vectors.shape)
     if n_meta != rows or len(shape) != 2 or shape[0] != rows or (rows and dim and shape[1] != dim):
         raise SegmentDamaged(
-            f"segment {folder.name} is damaged (vectors.npy has shape {shape}; expected {rows} rows of dimension "
+            f"segment {folder.name} is damaged (its vectors have shape {shape}; expected {rows} rows of dimension "
             f"{dim})"
         )
     if len(postings.dl) != rows or len(postings.indptr) < 1:
         raise SegmentDamaged(f"segment {folder.name} is damaged (postings do not fit its {rows} documents)")
     words = _read_vocab(folder, len(postings.indptr) - 1) if vocab else None
     if len(text_offsets) != rows + 1 or int(text_offsets[-1]) != len(text_data):
-        raise SegmentDamaged(f"segment {folder.name} is damaged (its text file does not fit its offsets)")
+        raise SegmentDamaged(f"segment {folder.name} is damaged (its texts do not fit their offsets)")
     if codes is not None and tuple(codes.shape) != shape:
-        raise SegmentDamaged(f"segment {folder.name} is damaged (codes.npy has shape {tuple(codes.shape)})")
+        raise SegmentDamaged(f"segment {folder.name} is damaged (its codes have shape {tuple(codes.shape)})")
+    if len(keys_sorted) != rows or len(keys_order) != rows:
+        raise SegmentDamaged(f"segment {folder.name} is damaged (its keys do not fit its {rows} documents)")
     return Segment(
         name=folder.name,
         folder=folder,
@@ -394,7 +344,9 @@ def load_segment(folder: Path, dim: int | None, vocab: bool = True) -> Segment:
         code_scale=float(stats.get("code_scale") or 1.0),
         text_offsets=text_offsets,
         text_data=text_data,
-        vector_offset=vector_offset,
+        vector_offset=offsets["vectors"],
+        keys_sorted=keys_sorted,
+        keys_order=keys_order,
     )
 
 

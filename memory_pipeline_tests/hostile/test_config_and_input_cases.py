@@ -29,6 +29,7 @@ from memory_pipeline.cli import main
 from memory_pipeline.context.sample import install_sample_knowledge
 from memory_pipeline.embedding.spec import HASHING, MINILM
 from memory_pipeline.operator.environment import check_environment, journal_retention_days
+from memory_pipeline.search.arrays_file import read_arrays, write_arrays
 from memory_pipeline.search.index import current_folder
 from memory_pipeline.search.live import clear_cache, default_embedder
 from memory_pipeline.settings import SettingsError
@@ -380,25 +381,35 @@ def test_bad_input_is_one_line_and_writes_nothing(
     assert (files(home), store_rows(home)) == before
 
 
-def _vectors(folder: Path) -> Path:
-    """The vectors of the index version's (only) segment."""
+def _arrays(folder: Path) -> Path:
+    """The arrays file (vectors, postings, texts) of the index version's (only) segment."""
     (entry,) = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))["segments"]
-    return folder.parent / "segments" / entry["name"] / "vectors.npy"
+    return folder.parent / "segments" / entry["name"] / "arrays.bin"
+
+
+def _vectors(folder: Path) -> np.ndarray:
+    return read_arrays(_arrays(folder))[1]["vectors"]
+
+
+def _with_vectors(folder: Path, vectors: np.ndarray) -> None:
+    stats, arrays, _ = read_arrays(_arrays(folder))
+    kept = {name: np.array(a) for name, a in arrays.items()}
+    _arrays(folder).unlink()
+    write_arrays(_arrays(folder), {**kept, "vectors": vectors}, stats)
 
 
 def damage_rows(folder: Path) -> None:
-    vectors = np.load(_vectors(folder))
-    np.save(_vectors(folder), vectors[: len(vectors) // 2])
+    vectors = _vectors(folder)
+    _with_vectors(folder, np.array(vectors[: len(vectors) // 2]))
 
 
 def damage_dimension(folder: Path) -> None:
-    vectors = np.load(_vectors(folder))
-    np.save(_vectors(folder), np.ones((len(vectors), 7), dtype=np.float32))
+    _with_vectors(folder, np.ones((len(_vectors(folder)), 7), dtype=np.float32))
 
 
 def damage_truncate(folder: Path) -> None:
-    data = _vectors(folder).read_bytes()
-    _vectors(folder).write_bytes(data[: len(data) // 2])
+    data = _arrays(folder).read_bytes()
+    _arrays(folder).write_bytes(data[: len(data) // 2])
 
 
 @pytest.mark.parametrize("damage", [damage_rows, damage_dimension, damage_truncate], ids=lambda f: f.__name__)
@@ -422,7 +433,7 @@ def test_a_damaged_index_is_rebuilt_and_says_so(
     assert "damaged" in answer["notice"] or "unreadable" in answer["notice"]
     rebuilt = current_folder(home)
     assert rebuilt is not None and rebuilt != folder
-    assert np.load(_vectors(rebuilt)).shape[0] == docs
+    assert _vectors(rebuilt).shape[0] == docs
 
 
 # ---------------------------------------------------------------------------------------------------------------

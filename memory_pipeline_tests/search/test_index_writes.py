@@ -87,7 +87,7 @@ def test_a_failing_fsync_leaves_the_previous_index_and_nothing_behind(
     real = index_mod.fsync_path
 
     def failing(path: Path) -> None:
-        if path.name == "vectors.npy":
+        if path.name == "arrays.bin":
             raise OSError(5, "Input/output error")
         real(path)
 
@@ -194,25 +194,29 @@ def test_an_update_reads_a_segment_s_words_only_to_merge_it(tmp_path: Path) -> N
     _rebuilt_equals(home, tmp_path)
 
 
-def test_mapped_arrays_read_as_np_load_reads_them_and_a_short_file_is_damage(tmp_path: Path) -> None:
+def test_the_arrays_file_gives_back_what_was_written_and_a_short_file_is_damage(tmp_path: Path) -> None:
     import numpy as np
 
+    from memory_pipeline.search.arrays_file import read_arrays, write_arrays
     from memory_pipeline.search.index import IndexMissing
-    from memory_pipeline.search.segment import _mapped
 
     arrays = {"ints": np.arange(7, dtype=np.int64), "matrix": np.ones((3, 5), np.float32),
               "keys": np.array([b"m-1", b"m-22"]), "empty": np.zeros((0, 4), np.float32),
-              "codes": np.ones((4, 3), np.int8), "fortran": np.asfortranarray(np.ones((3, 2))),
-              "scalar": np.array(3.0)}  # fmt: skip
-    for name, array in arrays.items():
-        np.save(tmp_path / f"{name}.npy", array)
-        got, want = _mapped(tmp_path / f"{name}.npy"), np.load(tmp_path / f"{name}.npy")
-        assert got.dtype == want.dtype and got.shape == want.shape and np.array_equal(got, want), name
+              "codes": np.ones((4, 3), np.int8), "fortran": np.asfortranarray(np.arange(6.0).reshape(3, 2)),
+              "scalar": np.array(3.0), "tf": np.array([1, 65535], np.uint16)}  # fmt: skip
+    write_arrays(tmp_path / "a.bin", arrays, {"rows": 7})
+    stats, got, offsets = read_arrays(tmp_path / "a.bin")
+    assert stats == {"rows": 7} and set(got) == set(arrays)
+    raw = (tmp_path / "a.bin").read_bytes()
+    for name, want in arrays.items():
+        assert got[name].dtype == want.dtype and got[name].shape == want.shape, name
+        assert np.array_equal(got[name], want), name
+        assert offsets[name] % 64 == 0 and raw[offsets[name] : offsets[name] + want.nbytes] == want.tobytes(order="C")
     home = tmp_path / "ws"
     add_rows(home, 0, texts(30, seed=33))
     build_index(home, encode, MODEL, full=True)
-    postings = load_index(home).segments[0].folder / "p_docs.npy"
-    postings.write_bytes(postings.read_bytes()[:-4])
+    path = load_index(home).segments[0].folder / "arrays.bin"
+    path.write_bytes(path.read_bytes()[:-4])
     with pytest.raises(IndexMissing, match="damaged|unreadable"):
         load_index(home)
 
@@ -222,8 +226,8 @@ def test_a_damaged_version_is_rebuilt_even_when_nothing_changed(tmp_path: Path) 
     add_rows(home, 0, texts(60, seed=34))
     first = build_index(home, encode, MODEL, full=True)
     assert build_index(home, encode, MODEL).version == first.version  # quiet: nothing changed
-    vectors = load_index(home).segments[0].folder / "vectors.npy"
-    vectors.write_bytes(vectors.read_bytes()[:-64])  # damaged, and the store and files still as they were
+    arrays = load_index(home).segments[0].folder / "arrays.bin"
+    arrays.write_bytes(arrays.read_bytes()[:-64])  # damaged, and the store and files still as they were
     stats = build_index(home, encode, MODEL)
     assert stats.version != first.version and stats.added == 60 and load_index(home).n_live == 60
 
