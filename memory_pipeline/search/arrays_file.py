@@ -2,7 +2,7 @@
 
 One file instead of one `.npy` per array: an update writes, and fsyncs, a few files where it wrote a dozen (fsyncs in
 flight together still cost more the more files they flush: 4 files ~1.5 ms, 16 ~3 ms here), and a reader maps the
-file once. Layout: a magic line, the header's length (8 bytes, little-endian), the header (JSON: the segment's stats
+file once. Layout: 8 magic bytes, the header's length (8 bytes, little-endian), the header (JSON: the segment's stats
 and, per array, its dtype, shape and offset), then the arrays from the next page boundary on, each aligned to
 ALIGN bytes. A file shorter than its header says raises ValueError. No Dagster here."""
 
