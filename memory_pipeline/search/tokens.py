@@ -10,7 +10,7 @@ distinct words only: ~4× faster at 1M documents). Python's `\\w` is a letter, a
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -22,7 +22,6 @@ import pyarrow.compute as pc
 STOPWORDS = frozenset(Path(__file__).with_name("stopwords_en.txt").read_text().split())
 _WORDS = re.compile(r"(?u)\b\w\w+\b")
 _SPLIT = r"[^\pL\pN_]+"
-_SPLIT_ASCII = r"[^a-z0-9_]+"  # the same class on lower-cased ASCII text: RE2 compiles the Unicode one in ~8 ms a call
 
 
 def _stemmer() -> Any:
@@ -60,35 +59,40 @@ def tokenize(texts: Sequence[str]) -> list[list[str]]:
     return [tokenize_one(t) for t in texts]
 
 
-# every byte but [a-z0-9_] → a space: on lower-cased ASCII text, splitting on the spaces of the translated bytes
-# gives the words splitting on `_SPLIT_ASCII` gives, ~4× faster than RE2 (an update's 1,000 rows: 0.5 ms, not 1.9)
+# every byte but [a-z0-9_] → a space: on lower-cased ASCII text (where `\pL`, `\pN` and `_` are `[a-z0-9_]`), the
+# words between the spaces of the translated bytes are the words; ~4× faster than RE2 with the ASCII class (an
+# update's 1,000 rows: 0.5 ms, not 1.9), whose Unicode class alone takes RE2 ~8 ms a call to compile
 _TO_SPACE = bytes(b if chr(b) in "abcdefghijklmnopqrstuvwxyz0123456789_" else 0x20 for b in range(256))
 
 
-def _split(lower: pa.Array, pattern: str) -> tuple[pa.Array, np.ndarray]:
-    if pattern == _SPLIT_ASCII:
-        validity, offsets, data = lower.buffers()[:3]
-        spaced = pa.py_buffer(data.to_pybytes().translate(_TO_SPACE)) if data is not None else data
-        lists = pc.ascii_split_whitespace(
-            pa.Array.from_buffers(lower.type, len(lower), [validity, offsets, spaced], offset=lower.offset))
-    else:
-        lists = pc.split_pattern_regex(lower, pattern=pattern)
+def _split_ascii(lower: pa.Array) -> pa.Array:
+    validity, offsets, data = lower.buffers()[:3]
+    spaced = pa.py_buffer(data.to_pybytes().translate(_TO_SPACE)) if data is not None else data
+    return pc.ascii_split_whitespace(
+        pa.Array.from_buffers(lower.type, len(lower), [validity, offsets, spaced], offset=lower.offset))
+
+
+def _split_unicode(lower: pa.Array) -> pa.Array:
+    return pc.split_pattern_regex(lower, pattern=_SPLIT)
+
+
+def _split(lower: pa.Array, split: Callable[[pa.Array], pa.Array]) -> tuple[pa.Array, np.ndarray]:
+    lists = split(lower)
     return pc.list_flatten(lists), np.asarray(pc.list_parent_indices(lists), dtype=np.int64)
 
 
 def _split_words(lower: pa.Array) -> tuple[pa.Array, np.ndarray]:
-    """Every word of lower-cased texts and its row, in document order. ASCII rows are split with the ASCII class
-    (the same words: `\\pL`, `\\pN` and `_` are `[a-z0-9_]` there), the others with the Unicode one, whose RE2
-    compile alone is ~8 ms a call: most of tokenising an update's few hundred rows."""
+    """Every word of lower-cased texts and its row, in document order: ASCII rows split by `_split_ascii`, the
+    others by RE2 with the Unicode class."""
     ascii_rows = np.asarray(pc.string_is_ascii(lower).to_numpy(zero_copy_only=False), dtype=bool)
     if ascii_rows.all():
-        return _split(lower, _SPLIT_ASCII)
+        return _split(lower, _split_ascii)
     if not ascii_rows.any():
-        return _split(lower, _SPLIT)
+        return _split(lower, _split_unicode)
     parts = []
-    for mask, pattern in ((ascii_rows, _SPLIT_ASCII), (~ascii_rows, _SPLIT)):
+    for mask, split in ((ascii_rows, _split_ascii), (~ascii_rows, _split_unicode)):
         where = np.flatnonzero(mask)
-        words, rows = _split(lower.take(pa.array(where)), pattern)
+        words, rows = _split(lower.take(pa.array(where)), split)
         parts.append((words, where[rows]))
     rows = np.concatenate([r for _, r in parts])
     order = np.argsort(rows, kind="stable")  # each row is in one part: its words keep their order
