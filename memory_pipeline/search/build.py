@@ -279,7 +279,8 @@ def update_index(home: Path, prev: LoadedIndex, encode: Encode, model: str, fact
         if con is not None and readable >= 0:
             if cursor["change_seq"] < 0 or int(before.get("change_seq", -1)) < 0:
                 return None  # a store without the change log: only a full build sees every change
-            changed = changes.changed_since(con, int(before["change_seq"]), cursor["change_seq"])
+            if cursor["change_seq"] > int(before["change_seq"]):
+                changed = changes.changed_since(con, int(before["change_seq"]), cursor["change_seq"])
             fresh_rows, stored = _fresh_rows(con, int(before.get("max_rowid", -1)), changed, model, prev.dim or None)
         readable = max(readable, 0)
         built = {p: tuple(v) for p, v in (prev.manifest.get("files") or {}).items()}
@@ -305,10 +306,10 @@ def update_index(home: Path, prev: LoadedIndex, encode: Encode, model: str, fact
     deleted_rows: dict[int, list[int]] = {}
     for s, r in old.values():
         deleted_rows.setdefault(s, []).append(r)
-    merged = 0
+    merged = segments = 0
 
     def build(tmp: Path) -> dict[str, Any]:
-        nonlocal merged
+        nonlocal merged, segments
         entries: list[dict[str, Any]] = []
         for s, seg in enumerate(prev.segments):
             dead = np.flatnonzero(~prev.alive[s]) if prev.alive[s] is not None else np.zeros(0, np.int64)  # type: ignore[operator]
@@ -325,6 +326,7 @@ def update_index(home: Path, prev: LoadedIndex, encode: Encode, model: str, fact
             write_segment(extra[-1], table, matrix)
             entries.append(new_entry(extra[-1], table.num_rows))
         entries, merged = merge_step(tmp, prev, entries, extra, factor)
+        segments = len(entries)
         live = sum(int(e["rows"]) - int(e["deleted"]) for e in entries)
         cats = set(prev.manifest.get("categories") or ()) | _categories(table)
         kinds_all = set(prev.manifest.get("kinds") or ()) | _kinds(table)
@@ -337,7 +339,7 @@ def update_index(home: Path, prev: LoadedIndex, encode: Encode, model: str, fact
         docs=prev.n_live - len(old) + table.num_rows, added=table.num_rows - updated, updated=updated,
         removed=max(0, len(old) - updated), embedded=embedded, seconds=round(time.perf_counter() - t0, 3),
         bytes=version_bytes(index_root(home) / version), version=version, embed_seconds=round(embed_s, 3),
-        segments=len(read_manifest(index_root(home) / version)["segments"]), merged=merged,
+        segments=segments, merged=merged,
     )
 
 
