@@ -182,6 +182,7 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--messages", type=int, default=100)
     parser.add_argument("--budget", type=int, default=8192)
     args = parser.parse_args(argv)
+    started = datetime.now(UTC)
     env, load = machine(), load_average()
     rows, breakdowns = [], []
     for n in [int(s) for s in args.sizes.split(",") if s]:
@@ -205,5 +206,5 @@ def main(argv: list[str]) -> None:
     )
     body += ("\n\nBreakdown per message, mean / p95 ms (wrappers around the functions the compiler calls; search is "
              "its P3 searches; assembly is the rest): " + "; ".join(breakdowns) + ".\n")
-    body += f"\nStarted {datetime.now(UTC):%H:%M} UTC.\n"
+    body += f"\nStarted {started:%H:%M} UTC.\n"
     append_results("context: compile latency with 20 topics", body, env, load)

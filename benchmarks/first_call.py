@@ -89,6 +89,7 @@ def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks first-call", description=__doc__)
     parser.add_argument("--calls", type=int, default=20)
     args = parser.parse_args(argv)
+    started = datetime.now(UTC)
     env, load = machine(), load_average()
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)
@@ -103,5 +104,5 @@ def main(argv: list[str]) -> None:
             f"at a time, {args.calls} calls of each tool (the second and later queries differ from the first). "
             "Target: first call ≤ 150 ms.\n\n")  # fmt: skip
     body += table(["tool", "first call ms", "later calls median ms", "later calls max ms"], rows)
-    body += f"\n\nStarted {datetime.now(UTC):%H:%M} UTC.\n"
+    body += f"\n\nStarted {started:%H:%M} UTC.\n"
     append_results("first call through a persistent MCP stdio session (issue 31)", body, env, load)

@@ -312,6 +312,7 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--queries", type=int, default=200, help="per size; at most 50 at 1M and above")
     parser.add_argument("--nights", type=int, default=12, help="+1 %% updates after the first, then p95 again")
     args = parser.parse_args(argv)
+    started = datetime.now(UTC)
     env, load = machine(), load_average()
     rows, targets = [], []
     for n in [int(s) for s in args.sizes.split(",") if s]:
@@ -372,7 +373,7 @@ def main(argv: list[str]) -> None:
     )  # fmt: skip
     body += "\n\nTargets (issue 31): " + "; ".join(targets) + "\n"
     body += f"\nMiniLM query embedding (timed apart, one query): p50 {q50:.1f} ms, p95 {q95:.1f} ms.\n"
-    body += f"\nStarted {datetime.now(UTC):%H:%M} UTC; queries of 3-6 words from stored text.\n"
+    body += f"\nStarted {started:%H:%M} UTC; queries of 3-6 words from stored text.\n"
     append_results("search at scale (issue 31): segmented index vs the seed's SQLite FTS5 + sqlite-vec", body, env,
                    load)  # fmt: skip
 
