@@ -50,12 +50,10 @@ def run_ours(path: str, tile_rows: int = 0, tile_cols: int = 0, workers: int = 0
     from memory_pipeline.similarity import clustering
 
     v = _load(path)
-    kw: dict[str, int] = {"tile_rows": tile_rows, "tile_cols": tile_cols} if tile_rows else {}
-    if workers:
-        kw["workers"] = workers
+    tiles = (tile_rows, tile_cols) if tile_rows else (clustering.TILE_ROWS, clustering.TILE_COLS)
 
     def go() -> tuple[int, np.ndarray]:
-        rows, cols = clustering.threshold_edges(v, THRESHOLD, **kw)
+        rows, cols = clustering.threshold_edges(v, THRESHOLD, *tiles, workers=workers or None)
         graph = coo_matrix((np.ones(rows.size, dtype=np.int8), (rows, cols)), shape=(len(v), len(v)))
         return rows.size, connected_components(graph, directed=False)[1]
 
@@ -230,7 +228,7 @@ def screening_probe(rows: int = 2048, cols: int = 4096, dim: int = DIM) -> str:
     rng = np.random.default_rng(0)
     a32 = rng.standard_normal((rows, dim), dtype=np.float32)
     b32 = rng.standard_normal((cols, dim), dtype=np.float32)
-    kinds = {
+    kinds: dict[str, tuple[np.ndarray, np.ndarray]] = {
         "float32 (BLAS sgemm)": (a32, b32),
         "float16 (numpy, no BLAS)": (a32.astype(np.float16), b32.astype(np.float16)),
         "int8 → int32 (numpy, no BLAS)": (

@@ -36,7 +36,7 @@ def machine() -> dict[str, str]:
     from threadpoolctl import threadpool_info
 
     cpu = platform.processor() or platform.machine()
-    vendor, flags = "unknown", set()
+    vendor, flags = "unknown", set[str]()
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             key, _, value = line.partition(":")

@@ -87,12 +87,14 @@ class Breakdown:
         return wrapper
 
     def install(self, patch: Any) -> None:
-        from memory_pipeline.context import compiler, service
+        from memory_pipeline.context import compiler, service, watchers
+        from memory_pipeline.context.topics import load_topics
 
-        patch(service, "load_topics", self.timed("topics", service.load_topics))
-        patch(compiler, "tier1_matches", self.timed("watchers", compiler.tier1_matches))
-        patch(compiler, "output_corrections", self.timed("watchers", compiler.output_corrections))
-        real_scorer = compiler.scorer_for
+        # wrapped where the compiler and the service look them up
+        patch(service, "load_topics", self.timed("topics", load_topics))
+        patch(compiler, "tier1_matches", self.timed("watchers", watchers.tier1_matches))
+        patch(compiler, "output_corrections", self.timed("watchers", watchers.output_corrections))
+        real_scorer = watchers.scorer_for
 
         def scorer_for(topics: Any) -> Any:
             t = time.perf_counter()

@@ -23,6 +23,7 @@ import statistics
 import tempfile
 import time
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +42,7 @@ def build_fleet(root: Path, agents: int, memories: int) -> None:
 
     for i in range(agents):
         registry.add_agent(root, f"agent-{i:04d}", datetime.now(UTC),  # as `memory-pipeline agents add --import`
-                           fill=lambda tmp, i=i: build_store(tmp, memories, seed=i))  # fmt: skip
+                           fill=partial(build_store, n=memories, seed=i))  # fmt: skip
 
 
 def _verdict(home: Path, run_id: str) -> str:

@@ -103,7 +103,7 @@ def run(n: int, new: int, seed: int = 1) -> dict[str, Any]:
     peak = common.peak_rss_mib() - base
 
     # exactness of the seeded graph: every new edge (exact, 10k × 1M) lies inside a generated cluster
-    new_pairs = update.stats["edges_added"]
+    new_pairs = int(update.stats["edges_added"])
     a_rows, b_rows = update.rows[-new_pairs:], update.cols[-new_pairs:]
     crossing = int((owners[a_rows] != owners[b_rows]).sum()) if new_pairs else 0
     r_exp, c_exp = within_cluster_edges(vectors, owners, np.arange(n))

@@ -422,10 +422,10 @@ def results_section(
     for t in args.thresholds:
         for link in args.linkages:
             c = index.get(("turns", "all", t, link, "1-4", "context", 2000))
-            s = index.get(("turns", "all", t, link, "1-4", "cosine", 2000))
-            if c is None or s is None:
+            cos = index.get(("turns", "all", t, link, "1-4", "cosine", 2000))
+            if c is None or cos is None:
                 continue
-            gap = (float(c["support_after"]) - float(s["support_after"])) * 100
+            gap = (float(c["support_after"]) - float(cos["support_after"])) * 100
             lines.append(f"| {t:.2f} | {link} | {float(c['reduction_pct']):.1f} | "
                          f"{float(c['support_ratio']):.3f} | {float(c['support_after']):.3f} | {gap:+.1f} pts |")
     return "\n".join(lines)

@@ -119,8 +119,8 @@ def run_night(home: str, job_name: str = "nightly_consolidation") -> dict[str, A
     meta = {}
     for entry in instance.all_logs(result.run_id):
         ev = entry.dagster_event
-        if ev is not None and ev.event_type_value == "ASSET_MATERIALIZATION" and ev.step_key == "clusters":
-            md = ev.event_specific_data.materialization.metadata
+        if ev is not None and ev.is_step_materialization and ev.step_key == "clusters":
+            md = ev.step_materialization_data.materialization.metadata
             meta = {k: getattr(md[k], "value", md[k]) for k in ("graph_build", "graph_rows_computed", "graph_edges")}
     return {
         "success": result.success,

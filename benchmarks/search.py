@@ -13,6 +13,7 @@ import gc
 import hashlib
 import tempfile
 import time
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -39,7 +40,7 @@ def _vector(text: str) -> np.ndarray:
     return v / np.linalg.norm(v)
 
 
-def encode(texts: list[str]) -> np.ndarray:
+def encode(texts: Sequence[str]) -> np.ndarray:
     """One text: its own deterministic vector (queries); a batch: one seeded draw (documents)."""
     if len(texts) <= 1:
         return np.vstack([_vector(t) for t in texts]) if texts else np.zeros((0, DIM), np.float32)
@@ -200,7 +201,7 @@ def baseline(folder: Path, texts: list[str], qs: list[str]) -> dict[str, Any]:
     import sqlite_vec
 
     try:  # the standard library's sqlite3 may be built without extension loading (pyenv's is)
-        import pysqlite3.dbapi2 as sqlite3  # type: ignore[import-not-found]
+        import pysqlite3.dbapi2 as sqlite3
     except ImportError:
         import sqlite3
 

@@ -3,9 +3,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh dev
-.venv/bin/ruff check memory_pipeline memory_pipeline_tests
+.venv/bin/ruff check memory_pipeline memory_pipeline_tests benchmarks
 # Types: configured in pyproject.toml [tool.mypy] (see docs/decisions/0002-mypy.md); about 30 s cold, a few s with its cache.
-.venv/bin/mypy memory_pipeline
+.venv/bin/mypy memory_pipeline benchmarks
 # Two pytest-xdist workers (MEMORY_PIPELINE_TEST_WORKERS; 0 runs in this process), each taking a whole file at a
 # time, so a file's module fixtures (real servers, shared workspaces) start once.
 workers=(-n "${MEMORY_PIPELINE_TEST_WORKERS:-2}" --dist loadfile --no-loadscope-reorder)
