@@ -194,10 +194,8 @@ def _fts_query(q: str) -> str:
     return " ".join(f'"{w}"' for w in q.split())
 
 
-def baseline(folder: Path, texts: list[str], qs: list[str]) -> dict[str, Any]:
-    """Seed 001 §7.2–7.3: one SQLite file, FTS5 (porter unicode61) + sqlite-vec vec0, hybrid merge. Its timed
-    update inserts the new rows into FTS5 and vec0 in one transaction; `index_file` as written (a commit per
-    memory, with its metadata row) is timed apart, after the queries."""
+def seed_db(path: Path, create: bool = False) -> Any:
+    """A connection to the seed's SQLite file with sqlite-vec loaded; `create`: its §7.2 tables made first."""
     import sqlite_vec
 
     try:  # the standard library's sqlite3 may be built without extension loading (pyenv's is)
@@ -205,14 +203,24 @@ def baseline(folder: Path, texts: list[str], qs: list[str]) -> dict[str, Any]:
     except ImportError:
         import sqlite3
 
-    path = folder / "memory.db"
     db = sqlite3.connect(path)
     db.enable_load_extension(True)
     sqlite_vec.load(db)
-    db.execute("CREATE VIRTUAL TABLE knowledge_fts USING fts5(path, content, category, tokenize='porter unicode61')")
-    db.execute(f"CREATE VIRTUAL TABLE knowledge_vec USING vec0(path TEXT PRIMARY KEY, embedding FLOAT[{DIM}])")
-    db.execute("CREATE TABLE knowledge_meta (path TEXT PRIMARY KEY, category TEXT NOT NULL, modified REAL NOT NULL, "
-               "token_count INTEGER, line_count INTEGER, tags TEXT, last_indexed REAL)")
+    if create:
+        db.execute("CREATE VIRTUAL TABLE knowledge_fts USING fts5(path, content, category, "
+                   "tokenize='porter unicode61')")  # fmt: skip
+        db.execute(f"CREATE VIRTUAL TABLE knowledge_vec USING vec0(path TEXT PRIMARY KEY, embedding FLOAT[{DIM}])")
+        db.execute("CREATE TABLE knowledge_meta (path TEXT PRIMARY KEY, category TEXT NOT NULL, modified REAL NOT "
+                   "NULL, token_count INTEGER, line_count INTEGER, tags TEXT, last_indexed REAL)")  # fmt: skip
+    return db
+
+
+def baseline(folder: Path, texts: list[str], qs: list[str]) -> dict[str, Any]:
+    """Seed 001 §7.2–7.3: one SQLite file, FTS5 (porter unicode61) + sqlite-vec vec0, hybrid merge. Its timed
+    update inserts the new rows into FTS5 and vec0 in one transaction; `index_file` as written (a commit per
+    memory, with its metadata row) is timed apart, after the queries."""
+    path = folder / "memory.db"
+    db = seed_db(path, create=True)
     gc.collect()
     t = time.perf_counter()
     vecs = encode(texts)  # embedding is timed apart, as it is for ours
@@ -264,7 +272,7 @@ def baseline(folder: Path, texts: list[str], qs: list[str]) -> dict[str, Any]:
                 scores[p] = scores.get(p, 0) + 0.6 * (1 - d / top)
         sorted(scores.items(), key=lambda x: -x[1])[:limit]
         lat.append(time.perf_counter() - t)
-    as_written = _index_file_each(db, corpus(max(1, len(texts) // 100), seed=98), len(texts) + len(new))
+    as_written = index_file_each(db, corpus(max(1, len(texts) // 100), seed=98), len(texts) + len(new))
     db.close()
     return {
         "build_s": build,
@@ -278,7 +286,7 @@ def baseline(folder: Path, texts: list[str], qs: list[str]) -> dict[str, Any]:
     }
 
 
-def _index_file_each(db: Any, texts: list[str], start: int) -> float:
+def index_file_each(db: Any, texts: list[str], start: int) -> float:
     """Seconds to add `texts` as §7.3's `index_file` does: its three statements and a commit per memory (the
     baseline's timed update batches its inserts into one transaction, a stronger bar than this)."""
     vecs = encode(texts)
@@ -347,7 +355,7 @@ def main(argv: list[str]) -> None:
             ]
         )
         print(rows[-1], flush=True)
-        targets.append(_verdicts(n, mine, seed))
+        targets.append(verdicts(n, mine, seed))
     q50, q95 = minilm_query_ms(queries(corpus(1000), 60))
     body = (
         "Ours (segments: BM25 postings + float32 vectors, memory-mapped; an int8 scan with float32 rescoring for "
@@ -379,7 +387,7 @@ def main(argv: list[str]) -> None:
                    load)  # fmt: skip
 
 
-def _verdicts(n: int, mine: dict[str, Any], seed: dict[str, Any]) -> str:
+def verdicts(n: int, mine: dict[str, Any], seed: dict[str, Any]) -> str:
     """Issue 31's targets: the update at every size; p95 and the speed-up at 100k and 1M; build and RSS at 1M."""
     q = mine["query"]
     parts = [f"update {'met' if mine['inc_s'] <= seed['inc_s'] else 'missed'} ({mine['inc_s'] * 1000:.1f} vs "
