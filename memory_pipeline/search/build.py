@@ -128,8 +128,8 @@ def store_vectors(
 
 
 def unit_vectors(column: pa.ChunkedArray | pa.Array, dim: int | None) -> dict[int, np.ndarray]:
-    """Row → unit vector of a column of stored vectors; a null, or one of another width than `dim` (or than the
-    first one's), is left out."""
+    """Row → unit vector of a column of stored vectors; a null, or one of another width than `dim` (without `dim`,
+    than the widest), is left out."""
     if len(column) == 0:
         return {}
     lengths = np.asarray(pc.list_value_length(column).fill_null(0).to_numpy(zero_copy_only=False))

@@ -493,7 +493,7 @@ def merge_step(tmp: Path, idx: LoadedIndex, entries: list[dict[str, Any]], extra
     by_name = {seg.name: (seg, a) for seg, a in zip(idx.segments, idx.alive, strict=True)}
     planned = {name for plan in plans for name in plan}
     by_name.update({f.name: (load_segment(f, idx.dim or None), None) for f in extra if f.name in planned})
-    deleted = {e["name"]: e for e in entries}  # segments merged away stay until no kept version names them
+    deleted = {e["name"]: e for e in entries}
     merged_away = 0
     out = [e for e in entries if not any(e["name"] in p for p in plans)]
     for plan in plans:
@@ -508,7 +508,7 @@ def merge_step(tmp: Path, idx: LoadedIndex, entries: list[dict[str, Any]], extra
             parts.append((seg, mask))
         name = segment_name()
         rows = merge_into(segment_folder(tmp, name), parts)
-        for old in plan:
+        for old in plan:  # its segment folder stays until no kept version names it (`_prune`)
             (tmp / f"{old}.deleted.npy").unlink(missing_ok=True)
         out.append(new_entry(segment_folder(tmp, name), rows))
         merged_away += len(plan)
