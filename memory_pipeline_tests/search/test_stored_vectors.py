@@ -8,12 +8,17 @@ from pathlib import Path
 import numpy as np
 
 from memory_pipeline.search import build_index, search
+from memory_pipeline.search.scoring import load_ranking
 from memory_pipeline.store import MemoryStore
 from memory_pipeline.store import repository as repo
 from memory_pipeline.store.records import MemoryRecord
 
 MODEL = "test-stored-16"
 NOW = datetime(2026, 11, 1, 3, 30)
+# without the abstention gate: it reads each memory's likeness to everyday questions through the embedder, which
+# these one-vector test embedders make meaningless (and the process caches per model, so one test's would decide
+# another's); what is tested here is which vector the index holds
+NO_GATE = load_ranking().with_(background_gate=0.0)
 
 
 def _store(home: Path, n: int) -> np.ndarray:
@@ -41,7 +46,7 @@ def test_a_full_build_uses_the_stored_vectors_and_embeds_nothing(tmp_path: Path)
 
     stats = build_index(tmp_path, encode, MODEL, full=True)
     assert stats.embedded == 0 and asked == [] and stats.docs == 30
-    hits = search("ferry", 3, home=tmp_path, embedder=(lambda texts: vectors[[5]], MODEL), floor=0.0)
+    hits = search("ferry", 3, home=tmp_path, embedder=(lambda texts: vectors[[5]], MODEL), floor=0.0, ranking=NO_GATE)
     assert hits[0].id == "m-005"  # the stored vector of m-005 is what the index holds
 
 
@@ -63,5 +68,6 @@ def test_an_update_reads_the_new_rows_stored_vectors_with_them_and_embeds_the_re
         repo.upsert_embeddings(con, "another-model", ["n-4"], fresh[4:], NOW)
     stats = build_index(tmp_path, encode, MODEL)
     assert (stats.added, stats.embedded, asked) == (5, 2, [2])
-    hits = search("unrelated words", 1, home=tmp_path, embedder=(lambda texts: fresh[[2]] * 3, MODEL), floor=0.0)
+    hits = search("unrelated words", 1, home=tmp_path, embedder=(lambda texts: fresh[[2]] * 3, MODEL), floor=0.0,
+                  ranking=NO_GATE)
     assert hits[0].id == "n-2"  # its stored vector, made unit length
