@@ -18,6 +18,13 @@ LIFECYCLES = ("active", "pending", "archived", "rolled_back")
 IMPORT_LIFECYCLES = ("active", "archived", "rolled_back")
 KIND_PATTERN = re.compile(r"^[a-z][a-z0-9_.:-]{0,39}$")  # observation, summary, decision, lesson, fact, …
 MAX_REPORTED_ERRORS = 20
+# Bounds on what one record may hold, the same for `import` and an agent's `remember`: a store is read back into
+# prompts, file names and terminals, so a value outside them is refused naming the field, never stored.
+MAX_IMPORTANCE = 100.0  # importance is a weight (1.0 by default, 2.5 and above critical): 1e308 is not one
+MAX_ID_CHARS = 256
+MAX_LABEL_CHARS = 128  # one category, tag or nexus key
+MAX_CATEGORIES = 32
+MAX_LABELS = 256  # tags, nexus keys
 DETAIL_LINES = 5  # errors listed under the headline of a rejected import
 
 
@@ -116,6 +123,29 @@ def _string_list(value: Any, where: str, name: str) -> list[str]:
     return [v.strip() for v in value if v.strip()]
 
 
+def _printable(value: str, where: str, name: str, max_chars: int) -> str:
+    """`value` if it is at most `max_chars` long and holds no control or format character (a newline, a tab, an
+    ANSI escape would break the lines and terminals it is shown in)."""
+    if len(value) > max_chars:
+        raise RecordError(where, name, f"{len(value):,} characters, at most {max_chars:,}")
+    if not value.isprintable():
+        bad = next(ch for ch in value if not ch.isprintable())
+        raise RecordError(where, name, f"holds the control character {bad!r}; use printable characters only")
+    return value
+
+
+def _labels(value: Any, where: str, name: str, max_items: int) -> list[str]:
+    """A list of short printable labels; a category also names a folder of its own, so no path in it."""
+    labels = _string_list(value, where, name)
+    if len(labels) > max_items:
+        raise RecordError(where, name, f"{len(labels):,} values, at most {max_items:,}")
+    for label in labels:
+        _printable(label, where, name, MAX_LABEL_CHARS)
+        if name == "categories" and ("/" in label or "\\" in label or label.startswith(".")):
+            raise RecordError(where, name, f"{label[:40]!r} looks like a path: a category is a word such as 'travel'")
+    return labels
+
+
 def _number(value: Any, where: str, name: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float | str):
         raise RecordError(where, name, f"expected a number, got {value!r}")
@@ -174,6 +204,7 @@ def parse_record(obj: Any, where: str, embedding_dim: int | None = None) -> Memo
     rid = obj.get("id")
     if not isinstance(rid, str) or not rid.strip():
         raise RecordError(where, "id", f"required non-empty string, got {rid!r}")
+    _printable(rid.strip(), where, "id", MAX_ID_CHARS)
     content = obj.get("content")
     if not isinstance(content, str) or not content.strip():
         raise RecordError(where, "content", "required non-empty string")
@@ -181,8 +212,8 @@ def parse_record(obj: Any, where: str, embedding_dim: int | None = None) -> Memo
         raise RecordError(where, "content", "contains a NUL character")
     raw_importance = obj.get("importance")  # null (a Parquet or SQLite NULL) means absent, as a missing key does
     importance = _number(1.0 if raw_importance is None else raw_importance, where, "importance")
-    if importance < 0:
-        raise RecordError(where, "importance", f"must be ≥ 0, got {importance}")
+    if not 0 <= importance <= MAX_IMPORTANCE:
+        raise RecordError(where, "importance", f"must be from 0 to {MAX_IMPORTANCE:g}, got {importance:g}")
     if "created_at" not in obj:
         raise RecordError(where, "created_at", "required")
     created_at = parse_timestamp(obj["created_at"], where, "created_at")
@@ -231,9 +262,9 @@ def parse_record(obj: Any, where: str, embedding_dim: int | None = None) -> Memo
         content=content,
         importance=importance,
         created_at=created_at,
-        categories=_string_list(obj.get("categories", obj.get("category")), where, "categories"),
-        tags=_string_list(obj.get("tags"), where, "tags"),
-        nexus_keys=_string_list(obj.get("nexus_keys"), where, "nexus_keys"),
+        categories=_labels(obj.get("categories", obj.get("category")), where, "categories", MAX_CATEGORIES),
+        tags=_labels(obj.get("tags"), where, "tags", MAX_LABELS),
+        nexus_keys=_labels(obj.get("nexus_keys"), where, "nexus_keys", MAX_LABELS),
         kind=kind,
         source=_optional_str(obj.get("source"), where, "source"),
         session_id=_optional_str(obj.get("session_id"), where, "session_id"),

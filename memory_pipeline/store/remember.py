@@ -1,30 +1,27 @@
-"""Agents' own writes (issue 30): `remember` a memory and `forget` one, over MCP, without becoming a second
-writer beside the night.
+"""Agents' own writes: `remember` a memory and `forget` one, over MCP, without becoming a second writer beside
+the night.
 
-Every write is made durable first: one JSON line appended to `<workspace>/spool/writes/*.jsonl` and fsynced
-before the call answers, so a killed server never loses an acknowledged write. The spool is then imported into
-the store at once when the store is free (`ingest_writes`), or later — by the next write, or by the
-`memory_writes` asset — while a night holds DuckDB's single write lock. Search reads what is still spooled
-(`pending`), so a remembered memory is searchable at once and a forgotten one hidden at once.
+Every write is made durable first in the spool (`store.spool`), then imported into the store at once when the
+store is free (`ingest_writes`), or later — by the next write, or by the `memory_writes` asset — while a night
+holds DuckDB's single write lock. Search reads what is still spooled, so a remembered memory is searchable at
+once and a forgotten one hidden at once.
 
 `remember` validates its record exactly as `import` does (`parse_record`) and is idempotent on the id: the same
-id with the same text is a no-op; the same id with other text is an error naming both. `forget` moves an active
-memory to lifecycle `forgotten` (read by nothing: search, context and the night's invariants see only active
-and archived rows), stamps `archived_by`/`archived_at`, and writes a tombstone holding the reason. Nothing is
-deleted; `restore` (the operator's `memory-pipeline forgotten restore ID`) makes it active again and marks the
-tombstone reverted. Pure logic: no Dagster."""
+id with the same text is a no-op; the same id with other text is an error naming both; the same text for an id
+that was forgotten makes it active again (an agent that re-learns a fact keeps it), marking the tombstone
+reverted as `restore` does. `forget` moves an active memory to lifecycle `forgotten` (read by nothing: search,
+context and the night's invariants see only active and archived rows), stamps `archived_by`/`archived_at`, and
+writes a tombstone holding the reason. Nothing is deleted; `restore` (the operator's `memory-pipeline forgotten
+restore ID`) makes it active again. Pure logic: no Dagster."""
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
-import json
 import os
 import threading
 import time
 import uuid
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -36,8 +33,21 @@ from memory_pipeline.store.changes import note_changed
 from memory_pipeline.store.db import MemoryStore, StoreError, atomic, utcnow
 from memory_pipeline.store.durable import fsync_path
 from memory_pipeline.store.records import MemoryRecord, RecordError, parse_record
+from memory_pipeline.store.spool import (
+    Pending,
+    append,
+    claim,
+    log_rejected,
+    now_iso,
+    parse_entry,
+    pending,
+    spool_dir,
+    spool_files,
+)
 
-SPOOL = Path("spool") / "writes"
+__all__ = ["Pending", "WriteError", "build_record", "forget", "ingest_writes", "pending", "remember", "restore",
+           "spool_dir"]  # fmt: skip
+
 FORGOTTEN = "forgotten"  # the lifecycle; `archived_by` is "forgotten:<event>", the tombstone's cluster_id too
 SOURCE = "mcp:remember"
 MAX_TEXT_CHARS = 65_536  # one memory; import's limit is a line, this is one agent's note
@@ -59,6 +69,7 @@ class Remembered:
     id: str
     created: bool  # false: the same id with the same text was already there (nothing written)
     stored: bool  # true: in the store now; false: spooled while the store is busy (searchable all the same)
+    revived: bool = False  # it had been forgotten: active again (created is false: the memory is not new)
 
 
 @dataclass(frozen=True)
@@ -68,21 +79,9 @@ class Forgotten:
     stored: bool
 
 
-@dataclass
-class Pending:
-    """What the spool holds that the store does not have yet."""
-
-    records: dict[str, MemoryRecord] = field(default_factory=dict)
-    forgotten: dict[str, str] = field(default_factory=dict)  # id -> reason
-
-
 def _lock(home: Path) -> threading.Lock:
     with _LOCKS_GUARD:
         return _LOCKS.setdefault(str(Path(home).resolve()), threading.Lock())
-
-
-def spool_dir(home: Path) -> Path:
-    return Path(home) / SPOOL
 
 
 def default_id(text: str) -> str:
@@ -136,110 +135,6 @@ def _record_json(r: MemoryRecord) -> dict[str, Any]:
             "tags": r.tags, "created_at": r.created_at.isoformat(), "kind": r.kind, "source": r.source}  # fmt: skip
 
 
-# ------------------------------------------------------------------ the spool
-
-
-def _append(home: Path, entry: dict[str, Any]) -> None:
-    """One line, fsynced. Under an flock, and only into the file still at the path: an ingest that moved the
-    file away (to claim it) never misses a line written into it afterwards."""
-    folder = spool_dir(home)
-    if not folder.is_dir():
-        folder.mkdir(parents=True, exist_ok=True)
-        fsync_path(folder.parent)
-    path = folder / f"{utcnow():%Y%m%d}-{os.getpid()}.jsonl"
-    data = (json.dumps(entry, ensure_ascii=False) + "\n").encode("utf-8")
-    while True:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            try:
-                same = os.stat(path).st_ino == os.fstat(fd).st_ino
-            except FileNotFoundError:
-                same = False
-            if not same:
-                continue  # claimed meanwhile: write into a new file
-            os.write(fd, data)
-            os.fsync(fd)
-            if os.fstat(fd).st_size == len(data):
-                fsync_path(folder)  # a new file: its name is durable too
-            return
-        finally:
-            os.close(fd)
-
-
-def _spool_files(home: Path) -> list[Path]:
-    folder = spool_dir(home)
-    if not folder.is_dir():
-        return []
-    return sorted(folder.glob("claimed/*.jsonl")) + sorted(folder.glob("*.jsonl"))
-
-
-def _entries(paths: list[Path]) -> Iterator[dict[str, Any]]:
-    for path in paths:
-        try:
-            raw = path.read_bytes()
-        except OSError:
-            continue  # claimed and moved while listed: the ingest has it
-        for line in raw.decode("utf-8", "replace").splitlines():
-            try:
-                entry = json.loads(line)
-            except json.JSONDecodeError:
-                continue  # a torn last line of a killed writer: never acknowledged
-            if isinstance(entry, dict):
-                yield entry
-
-
-def _when(entry: dict[str, Any]) -> str:
-    return str(entry.get("at", ""))  # ISO with microseconds: sorts as time does
-
-
-def _now_iso() -> str:
-    return utcnow().isoformat(timespec="microseconds")
-
-
-def _parse_entry(entry: dict[str, Any]) -> MemoryRecord | None:
-    try:
-        return parse_record(entry.get("record"), "spool")
-    except RecordError:
-        return None
-
-
-_PENDING: dict[str, tuple[tuple[tuple[str, int, int, int], ...], Pending]] = {}
-
-
-def pending(home: Path) -> Pending:
-    """Spooled writes, in order (a forget after a remember hides it). Entries the store already has are
-    filtered by the caller (search dedupes by id against the store's rows). Read again only when a spool file
-    changed (every search asks; a gateway's spool holds up to a batch of writes)."""
-    files, stamp = [], []
-    for path in _spool_files(home):
-        try:
-            st = path.stat()
-        except FileNotFoundError:
-            continue  # claimed or imported meanwhile
-        files.append(path)
-        stamp.append((str(path), st.st_size, st.st_mtime_ns, st.st_ino))
-    key = tuple(stamp)
-    with _LOCKS_GUARD:
-        cached = _PENDING.get(str(home))
-    if cached is not None and cached[0] == key:
-        return Pending(dict(cached[1].records), dict(cached[1].forgotten))
-    out = _read_pending(files)
-    with _LOCKS_GUARD:
-        _PENDING[str(home)] = (key, out)
-    return Pending(dict(out.records), dict(out.forgotten))
-
-
-def _read_pending(files: list[Path]) -> Pending:
-    out = Pending()
-    for entry in sorted(_entries(files), key=_when):
-        if entry.get("op") == "remember" and (record := _parse_entry(entry)) is not None:
-            out.records.setdefault(record.id, record)
-        elif entry.get("op") == "forget" and isinstance(entry.get("id"), str):
-            out.forgotten[entry["id"]] = str(entry.get("reason", ""))
-    return out
-
-
 # ------------------------------------------------------------------ the store
 
 
@@ -282,15 +177,21 @@ def _forget_reason(con: duckdb.DuckDBPyConnection, memory_id: str) -> str:
 
 
 def _apply(con: duckdb.DuckDBPyConnection, entry: dict[str, Any]) -> str:
-    """One spooled write into the store (the caller's transaction): 'inserted', 'same', 'conflict',
-    'forgotten', 'skipped'."""
+    """One spooled write into the store (the caller's transaction): 'inserted', 'same', 'revived', 'conflict',
+    'forgotten', 'not active' (a forget whose memory is not active now), 'skipped'."""
     if entry.get("op") == "remember":
-        record = _parse_entry(entry)
+        record = parse_entry(entry)
         if record is None:
             return "skipped"
-        row = con.execute("SELECT content FROM memories WHERE id = ?", [record.id]).fetchone()
+        row = con.execute("SELECT content, lifecycle, archived_by FROM memories WHERE id = ?",
+                          [record.id]).fetchone()  # fmt: skip
         if row is not None:
-            return "same" if row[0] == record.content else "conflict"
+            if row[0] != record.content:
+                return "conflict"
+            if row[1] != FORGOTTEN:
+                return "same"
+            _revive(con, record.id, str(row[2]), datetime.fromisoformat(str(entry.get("at"))), "remember")
+            return "revived"
         from memory_pipeline.store.repository import insert_memories  # pandas: only when a memory is written
 
         insert_memories(con, [record])
@@ -304,7 +205,7 @@ def _apply(con: duckdb.DuckDBPyConnection, entry: dict[str, Any]) -> str:
             [FORGOTTEN, f"{FORGOTTEN}:{event}", at, mid],
         ).fetchone()
         if row is None:
-            return "skipped"
+            return "not active"
         note_changed(con, [mid])
         con.execute(
             "INSERT INTO tombstones (memory_id, replaced_by_summary_id, cluster_id, run_id, archived_at, tags, "
@@ -313,6 +214,18 @@ def _apply(con: duckdb.DuckDBPyConnection, entry: dict[str, Any]) -> str:
         )
         return "forgotten"
     return "skipped"
+
+
+def _revive(con: duckdb.DuckDBPyConnection, memory_id: str, archived_by: str, at: datetime, by: str) -> None:
+    """A forgotten memory active again; its tombstone kept and marked reverted (the caller's transaction)."""
+    con.execute(
+        "UPDATE tombstones SET reverted_at = ?, reverted_by = ? WHERE memory_id = ? AND cluster_id = ? "
+        "AND reverted_at IS NULL",
+        [at, by, memory_id, archived_by],
+    )
+    con.execute("UPDATE memories SET lifecycle = 'active', archived_by = NULL, archived_at = NULL WHERE id = ?",
+                [memory_id])  # fmt: skip
+    note_changed(con, [memory_id])
 
 
 def _migrated_key(path: Path) -> tuple[str, int, int] | None:
@@ -348,46 +261,32 @@ def _open_writer(home: Path, lock_timeout_s: float = 0.0) -> duckdb.DuckDBPyConn
             time.sleep(0.02)
 
 
-def _claim(home: Path) -> tuple[list[Path], list[dict[str, Any]]]:
-    """Every spool file moved to `claimed/` (a writer that opened one before the move finishes first) and their
-    entries, oldest first."""
-    folder = spool_dir(home)
-    claimed = folder / "claimed"
-    claimed.mkdir(exist_ok=True)
-    for path in sorted(folder.glob("*.jsonl")):
-        os.replace(path, claimed / f"{time.time_ns()}-{path.stem}.{uuid.uuid4().hex[:8]}.jsonl")
-    files = sorted(claimed.glob("*.jsonl"))
-    entries: list[dict[str, Any]] = []
-    for path in files:
-        with open(path, "rb") as fh:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
-            entries.extend(_entries([path]))
-    entries.sort(key=_when)  # stable: one file's lines keep their order; files interleave by time
-    return files, entries
+def _no_writes() -> dict[str, int]:
+    return {"files": 0, "inserted": 0, "revived": 0, "forgotten": 0, "conflicts": 0, "rejected": 0}
 
 
 def _ingest_locked(home: Path, con: duckdb.DuckDBPyConnection) -> dict[str, int]:
     """The spool into the store over `con` (this process holds `_lock(home)`), in one transaction; then the files
-    to `done/`. A `remember` whose id the store meanwhile holds with other text goes to `rejected.jsonl`."""
+    to `done/`. A write the store refuses now (a `remember` whose id it meanwhile holds with other text, a
+    `forget` of a memory no longer active) goes to `spool/rejected.jsonl` with why."""
+    counts = _no_writes()
     folder = spool_dir(home)
-    if not folder.is_dir() or not _spool_files(home):
-        return {"files": 0, "inserted": 0, "forgotten": 0, "conflicts": 0}
-    files, entries = _claim(home)
-    counts = {"files": len(files), "inserted": 0, "forgotten": 0, "conflicts": 0}
-    conflicts: list[dict[str, Any]] = []
+    if not folder.is_dir() or not spool_files(home):
+        return counts
+    files, entries = claim(home)
+    counts["files"] = len(files)
+    rejected: list[dict[str, Any]] = []
     with atomic(con):
         for entry in entries:
             outcome = _apply(con, entry)
-            if outcome in ("inserted", "forgotten"):
+            if outcome in ("inserted", "revived", "forgotten"):
                 counts[outcome] += 1
-            elif outcome == "conflict":
-                counts["conflicts"] += 1
-                conflicts.append(entry)
-    if conflicts:
-        with open(folder / "rejected.jsonl", "a", encoding="utf-8") as fh:
-            fh.writelines(json.dumps(e, ensure_ascii=False) + "\n" for e in conflicts)
-            fh.flush()
-            os.fsync(fh.fileno())
+            elif outcome in ("conflict", "not active"):
+                counts["conflicts" if outcome == "conflict" else "rejected"] += 1
+                why = ("the id is stored with other text" if outcome == "conflict" else
+                       "no active memory with this id when the store was free")  # fmt: skip
+                rejected.append({**entry, "rejected": why})
+    log_rejected(home, rejected)
     done = folder / "done"
     done.mkdir(exist_ok=True)
     for path in files:
@@ -399,12 +298,12 @@ def _ingest_locked(home: Path, con: duckdb.DuckDBPyConnection) -> dict[str, int]
 def ingest_writes(home: Path, lock_timeout_s: float = 0.0) -> dict[str, int] | None:
     """Import every spooled write into the store, oldest first, in one transaction, then move the files to
     `done/`. None when the store is busy (the files stay spooled; the next call imports them). A `remember`
-    whose id the store meanwhile holds with other text is kept in `rejected.jsonl` beside the spool."""
+    the store refuses then is kept in `spool/rejected.jsonl`."""
     home = Path(home)
     with _lock(home):
-        if not spool_dir(home).is_dir() or not _spool_files(home):
-            return {"files": 0, "inserted": 0, "forgotten": 0, "conflicts": 0}
-        _claim(home)  # claimed before the store is tried: a busy store leaves them claimed, as a later call finds
+        if not spool_dir(home).is_dir() or not spool_files(home):
+            return _no_writes()
+        claim(home)  # claimed before the store is tried: a busy store leaves them claimed, as a later call finds
         con = _open_writer(home, lock_timeout_s)
         if con is None:
             return None
@@ -439,37 +338,51 @@ def remember(home: Path, record: MemoryRecord, import_at: int = 1) -> Remembered
             row = None
             if con is not None:
                 try:
-                    row = con.execute("SELECT content FROM memories WHERE id = ?", [record.id]).fetchone()
+                    row = con.execute("SELECT content, lifecycle FROM memories WHERE id = ?",
+                                      [record.id]).fetchone()  # fmt: skip
                 except duckdb.Error:  # e.g. a store file replaced since it was migrated: checked again next time
                     _MIGRATED.discard(_migrated_key(home / "memory.duckdb") or ("", 0, 0))
                     con.close()
                     con = None
-            if (known := _already_held(record, row, pending(home))) is not None:
+            spool = pending(home)
+            if (known := _already_held(record, row, spool)) is not None:
                 return known
-            _append(home, {"op": "remember", "record": _record_json(record), "at": _now_iso()})
+            revived = _is_forgotten(record.id, row, spool)
+            append(home, {"op": "remember", "record": _record_json(record), "at": now_iso()})
             if con is None and not store_exists:
                 con = _open_writer(home, OTHER_PROCESS_WAIT_S)  # the first write creates the store
-            if con is None:
-                return Remembered(record.id, created=True, stored=False)  # busy: spooled, searchable already
+            if con is None:  # busy: spooled, searchable already
+                return Remembered(record.id, created=not revived, stored=False, revived=revived)
             try:
                 _ingest_locked(home, con)
-            except duckdb.Error:
-                return Remembered(record.id, created=True, stored=False)  # rolled back: still spooled
-            return Remembered(record.id, created=True, stored=True)
+            except duckdb.Error:  # rolled back: still spooled
+                return Remembered(record.id, created=not revived, stored=False, revived=revived)
+            return Remembered(record.id, created=not revived, stored=True, revived=revived)
         finally:
             if con is not None:
                 con.close()
 
 
+def _is_forgotten(memory_id: str, row: tuple[Any, ...] | None, spool: Pending) -> bool:
+    """Forgotten now: in the spool (a forget waiting for the store), or in the store with no remember spooled
+    since (`row`: content, lifecycle)."""
+    if memory_id in spool.forgotten:
+        return True
+    return row is not None and row[1] == FORGOTTEN and memory_id not in spool.records
+
+
 def _already_held(record: MemoryRecord, row: tuple[Any, ...] | None, spool: Pending) -> Remembered | None:
-    """The answer when the id is taken — in the store (`row`, its content first) or in the spool: nothing to
-    write for the same text, an error naming both for another; None when the id is free."""
+    """The answer when the id is taken — in the store (`row`: content, lifecycle) or in the spool: nothing to
+    write for the same text, an error naming both for another; None when the id is free, or holds this text but
+    was forgotten (the remember makes it active again)."""
     held = row[0] if row is not None else None
     if held is None and (spooled := spool.records.get(record.id)) is not None:
         held = spooled.content
     if held is None:
         return None
     if held == record.content:
+        if _is_forgotten(record.id, row, spool):
+            return None
         return Remembered(record.id, created=False, stored=row is not None)
     raise WriteError(
         f"remember: id {record.id!r} is already stored with other text: {_short(held)} (stored) vs "
@@ -485,11 +398,11 @@ def _remember_batched(home: Path, record: MemoryRecord, import_at: int) -> Remem
         spool = pending(home)
         if (known := _already_held(record, row, spool)) is not None:
             return known
-        _append(home, {"op": "remember", "record": _record_json(record), "at": _now_iso()})
+        revived = _is_forgotten(record.id, row, spool)
+        append(home, {"op": "remember", "record": _record_json(record), "at": now_iso()})
         waiting = len(spool.records) + len(spool.forgotten) + 1
-    if readable and waiting >= import_at:
-        return Remembered(record.id, created=True, stored=ingest_writes(home, OTHER_PROCESS_WAIT_S) is not None)
-    return Remembered(record.id, created=True, stored=False)
+    stored = readable and waiting >= import_at and ingest_writes(home, OTHER_PROCESS_WAIT_S) is not None
+    return Remembered(record.id, created=not revived, stored=stored, revived=revived)
 
 
 def forget(home: Path, memory_id: Any, reason: Any) -> Forgotten:
@@ -512,16 +425,16 @@ def forget(home: Path, memory_id: Any, reason: Any) -> Forgotten:
             raise WriteError(f"forget: memory {memory_id!r} is already forgotten ({pend.forgotten[memory_id]}); "
                              f"{NOTHING_WRITTEN}")  # fmt: skip
         readable, row = _stored(home, memory_id)
-        if row is None and memory_id not in pend.records:
-            if not readable and (home / "memory.duckdb").exists():
-                raise WriteError(f"forget: the store is busy (a night is running) and memory {memory_id!r} is not "
-                                 f"among the writes waiting for it; try again later; {NOTHING_WRITTEN}")  # fmt: skip
+        # While a night holds the store its rows cannot be read: the forget is spooled all the same (hidden from
+        # search at once) and checked when the store is free; one that names no active memory then is logged in
+        # spool/rejected.jsonl and changes nothing.
+        busy = not readable and (home / "memory.duckdb").exists()
+        if row is None and memory_id not in pend.records and not busy:
             raise WriteError(f"forget: no memory with id {memory_id!r}; {NOTHING_WRITTEN}")
-        if row is not None:
+        if row is not None and memory_id not in pend.records:  # a remember spooled since decides, not the row
             _check_forgettable(home, memory_id, row)
         event = uuid.uuid4().hex[:12]
-        _append(home, {"op": "forget", "id": memory_id, "reason": reason, "event": event,
-                       "at": _now_iso()})  # fmt: skip
+        append(home, {"op": "forget", "id": memory_id, "reason": reason, "event": event, "at": now_iso()})
     done = ingest_writes(home, OTHER_PROCESS_WAIT_S) if readable else None
     return Forgotten(memory_id, reason, stored=done is not None)
 

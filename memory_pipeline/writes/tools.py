@@ -12,12 +12,16 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 
+from memory_pipeline.store.records import MAX_ID_CHARS, MAX_IMPORTANCE, MAX_LABEL_CHARS, MAX_LABELS
 from memory_pipeline.store.remember import MAX_TEXT_CHARS, WriteError, build_record, forget, remember
 
 
 class RememberResponse(BaseModel):
     id: str = Field(description="the memory's id: yours, or one derived from the text")
-    created: bool = Field(description="false when this id already held this text (nothing written)")
+    created: bool = Field(description="false when this id already held this text (nothing written), or when it "
+                                      "had been forgotten (see revived)")
+    revived: bool = Field(default=False, description="true: this memory had been forgotten; remembering it again "
+                                                     "made it active again")
     stored: bool = Field(description="true: in the store; false: kept durably until the store is free or "
                                      "the next batch of writes is imported (searchable already)")
     note: str = ""
@@ -46,10 +50,13 @@ def _remember(home: Path | None, import_at: int, text: str, category: str | None
     except WriteError as exc:
         raise ToolError(str(exc)) from None
     note = "" if done.created else "already remembered with this text: nothing written"
-    if done.created and not done.stored:
+    if done.revived:
+        note = ("it had been forgotten: active again" if done.stored else "it had been forgotten: active again "
+                "once the store is free (a night holds it); kept durably until then")
+    elif done.created and not done.stored:
         note = ("kept durably and searchable already; stored with the next batch of writes" if import_at > 1 else
                 "the store is busy (a night holds it): kept durably and searchable already; stored when it is free")
-    return RememberResponse(id=done.id, created=done.created, stored=done.stored, note=note)
+    return RememberResponse(id=done.id, created=done.created, revived=done.revived, stored=done.stored, note=note)
 
 
 def _forget(home: Path | None, memory_id: str, reason: str) -> ForgetResponse:
@@ -57,7 +64,8 @@ def _forget(home: Path | None, memory_id: str, reason: str) -> ForgetResponse:
         done = forget(_home(home), memory_id, reason)
     except WriteError as exc:
         raise ToolError(str(exc)) from None
-    note = "" if done.stored else "the store is busy: kept durably and hidden; archived when it is free"
+    note = "" if done.stored else ("the store is busy (a night holds it): kept durably and hidden from search "
+                                   "now; applied when the store is free")
     return ForgetResponse(id=done.id, reason=done.reason, stored=done.stored, note=note)
 
 
@@ -66,23 +74,29 @@ def register_write_tools(server: MCPServer, home: Path | None = None, import_at:
         name="remember",
         description="Store a memory now: searchable at once, consolidated by the next night. Give your own `id` "
         "to make retries safe (the same id and text again writes nothing; the same id with other text is an "
-        f"error). Text up to {MAX_TEXT_CHARS:,} characters.",
+        "error). Remembering a forgotten memory again (same id, or same text without an id) makes it active "
+        f"again. Text up to {MAX_TEXT_CHARS:,} characters.",
         annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
                                     open_world_hint=False),  # fmt: skip
     )
     async def remember_tool(
         text: Annotated[str, Field(description="what to remember, in words")],
         category: Annotated[str | None, Field(description="one category, e.g. 'travel'")] = None,
-        importance: Annotated[float | None, Field(description="≥ 0; 1.0 when left out")] = None,
-        tags: Annotated[list[str] | None, Field(description="free-form tags")] = None,
-        id: Annotated[str | None, Field(description="your id for this memory (idempotency key)")] = None,  # noqa: A002
+        importance: Annotated[float | None, Field(description=f"from 0 to {MAX_IMPORTANCE:g}; 1.0 when left out; "
+                                                             "2.5 and above is never consolidated")] = None,
+        tags: Annotated[list[str] | None, Field(description=f"free-form tags, at most {MAX_LABELS} of up to "
+                                                            f"{MAX_LABEL_CHARS} printable characters")] = None,
+        id: Annotated[str | None, Field(description=f"your id for this memory (idempotency key): up to "
+                                                    f"{MAX_ID_CHARS} printable characters")] = None,  # noqa: A002
     ) -> RememberResponse:
         return await anyio.to_thread.run_sync(_remember, home, import_at, text, category, importance, tags, id)
 
     @server.tool(
         name="forget",
         description="Forget a memory by id: it is archived with your reason and no longer found by search or "
-        "put in context. Nothing is deleted; an operator can restore it.",
+        "put in context. Nothing is deleted; an operator can restore it, and remembering it again makes it active "
+        "again. While a night holds the store the forget is kept durably and hidden from search at once, and "
+        "applied when the store is free.",
         annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False,
                                     open_world_hint=False),  # fmt: skip
     )

@@ -139,7 +139,7 @@ CASES = [
     Case("jsonl_missing_created_at", J([mem("n-1"), {"id": "n-2", "content": "c"}]), 2, 0,
          f"{X}:2: field 'created_at': required"),
     Case("jsonl_not_an_object", J(["[1, 2]"]), 2, 0, f"{X}:1: field '<record>': expected a JSON object, got list"),
-    Case("jsonl_negative_importance", J([mem("n-1", importance=-1)]), 2, 0, f"{X}:1: field 'importance': must be ≥ 0"),
+    Case("jsonl_negative_importance", J([mem("n-1", importance=-1)]), 2, 0, f"{X}:1: field 'importance': must be from 0 to 100, got -1"),
     Case("jsonl_nan_importance", J([NAN]), 2, 0, f"{X}:1: field 'importance': must be a finite number"),
     Case("jsonl_nul_in_content", J([mem("n-1", content="a\x00b")]), 2, 0,
          f"{X}:1: field 'content': contains a NUL character"),

@@ -103,7 +103,7 @@ def agent_writes(context: dg.AssetExecutionContext, store: MemoryStoreResource) 
     if result is None:
         raise dg.Failure("the store stayed busy for 5 minutes; the writes stay spooled for the next run")
     context.log.info(f"agent writes: {result['inserted']} remembered, {result['forgotten']} forgotten, "
-                     f"{result['conflicts']} conflicting id(s) kept in spool/writes/rejected.jsonl")  # fmt: skip
+                     f"{result['conflicts']} conflicting id(s) kept in spool/rejected.jsonl")  # fmt: skip
     return dg.MaterializeResult(metadata=result)
 
 

@@ -1,0 +1,169 @@
+"""The agents' write spool: `<workspace>/spool/writes/*.jsonl`, one JSON line per `remember` or `forget`,
+fsynced before the call answers, so a killed server never loses an acknowledged write. `store.remember` imports
+it into the store; search reads what it still holds (`pending`), so a remembered memory is found at once and a
+forgotten one hidden at once. Pure logic: no Dagster, no store connection."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memory_pipeline.store.db import utcnow
+from memory_pipeline.store.durable import fsync_path
+from memory_pipeline.store.records import MemoryRecord, RecordError, parse_record
+
+SPOOL = Path("spool") / "writes"
+REJECTED = Path("spool") / "rejected.jsonl"  # outside the spool's folder, so it is never read as writes to make
+_GUARD = threading.Lock()
+
+
+@dataclass
+class Pending:
+    """What the spool holds that the store does not have yet."""
+
+    records: dict[str, MemoryRecord] = field(default_factory=dict)
+    forgotten: dict[str, str] = field(default_factory=dict)  # id -> reason
+
+
+def spool_dir(home: Path) -> Path:
+    return Path(home) / SPOOL
+
+
+def append(home: Path, entry: dict[str, Any]) -> None:
+    """One line, fsynced. Under an flock, and only into the file still at the path: an ingest that moved the
+    file away (to claim it) never misses a line written into it afterwards."""
+    folder = spool_dir(home)
+    if not folder.is_dir():
+        folder.mkdir(parents=True, exist_ok=True)
+        fsync_path(folder.parent)
+    path = folder / f"{utcnow():%Y%m%d}-{os.getpid()}.jsonl"
+    data = (json.dumps(entry, ensure_ascii=False) + "\n").encode("utf-8")
+    while True:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                same = os.stat(path).st_ino == os.fstat(fd).st_ino
+            except FileNotFoundError:
+                same = False
+            if not same:
+                continue  # claimed meanwhile: write into a new file
+            os.write(fd, data)
+            os.fsync(fd)
+            if os.fstat(fd).st_size == len(data):
+                fsync_path(folder)  # a new file: its name is durable too
+            return
+        finally:
+            os.close(fd)
+
+
+def spool_files(home: Path) -> list[Path]:
+    folder = spool_dir(home)
+    if not folder.is_dir():
+        return []
+    return sorted(folder.glob("claimed/*.jsonl")) + sorted(folder.glob("*.jsonl"))
+
+
+def _entries(paths: list[Path]) -> Iterator[dict[str, Any]]:
+    for path in paths:
+        try:
+            raw = path.read_bytes()
+        except OSError:
+            continue  # claimed and moved while listed: the ingest has it
+        for line in raw.decode("utf-8", "replace").splitlines():
+            try:
+                entry = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a torn last line of a killed writer: never acknowledged
+            if isinstance(entry, dict):
+                yield entry
+
+
+def _when(entry: dict[str, Any]) -> str:
+    return str(entry.get("at", ""))  # ISO with microseconds: sorts as time does
+
+
+def now_iso() -> str:
+    return utcnow().isoformat(timespec="microseconds")
+
+
+def parse_entry(entry: dict[str, Any]) -> MemoryRecord | None:
+    try:
+        return parse_record(entry.get("record"), "spool")
+    except RecordError:
+        return None
+
+
+_PENDING: dict[str, tuple[tuple[tuple[str, int, int, int], ...], Pending]] = {}
+
+
+def pending(home: Path) -> Pending:
+    """Spooled writes, in order (a forget after a remember hides it; a remember after a forget shows it again).
+    Entries the store already has are filtered by the caller (search dedupes by id against the store's rows).
+    Read again only when a spool file changed (every search asks; a gateway's spool holds up to a batch of
+    writes)."""
+    files, stamp = [], []
+    for path in spool_files(home):
+        try:
+            st = path.stat()
+        except FileNotFoundError:
+            continue  # claimed or imported meanwhile
+        files.append(path)
+        stamp.append((str(path), st.st_size, st.st_mtime_ns, st.st_ino))
+    key = tuple(stamp)
+    with _GUARD:
+        cached = _PENDING.get(str(home))
+    if cached is not None and cached[0] == key:
+        return Pending(dict(cached[1].records), dict(cached[1].forgotten))
+    out = _read_pending(files)
+    with _GUARD:
+        _PENDING[str(home)] = (key, out)
+    return Pending(dict(out.records), dict(out.forgotten))
+
+
+def _read_pending(files: list[Path]) -> Pending:
+    out = Pending()
+    for entry in sorted(_entries(files), key=_when):
+        if entry.get("op") == "remember" and (record := parse_entry(entry)) is not None:
+            out.records.setdefault(record.id, record)
+            out.forgotten.pop(record.id, None)
+        elif entry.get("op") == "forget" and isinstance(entry.get("id"), str):
+            out.forgotten[entry["id"]] = str(entry.get("reason", ""))
+    return out
+
+
+def claim(home: Path) -> tuple[list[Path], list[dict[str, Any]]]:
+    """Every spool file moved to `claimed/` (a writer that opened one before the move finishes first) and their
+    entries, oldest first."""
+    folder = spool_dir(home)
+    claimed = folder / "claimed"
+    claimed.mkdir(exist_ok=True)
+    for path in sorted(folder.glob("*.jsonl")):
+        os.replace(path, claimed / f"{time.time_ns()}-{path.stem}.{uuid.uuid4().hex[:8]}.jsonl")
+    files = sorted(claimed.glob("*.jsonl"))
+    entries: list[dict[str, Any]] = []
+    for path in files:
+        with open(path, "rb") as fh:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+            entries.extend(_entries([path]))
+    entries.sort(key=_when)  # stable: one file's lines keep their order; files interleave by time
+    return files, entries
+
+
+def log_rejected(home: Path, entries: list[dict[str, Any]]) -> None:
+    """Spooled writes the store refused when they were imported (an id meanwhile taken with other text, a forget
+    of a memory no longer active), kept beside the spool with why, fsynced."""
+    if not entries:
+        return
+    with open(Path(home) / REJECTED, "a", encoding="utf-8") as fh:
+        fh.writelines(json.dumps(e, ensure_ascii=False) + "\n" for e in entries)
+        fh.flush()
+        os.fsync(fh.fileno())
