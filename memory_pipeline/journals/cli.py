@@ -479,6 +479,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     mo.add_argument("--month", help="YYYY-MM (default: the last closed month)")
     mo.add_argument("--dry-run", action="store_true", help="list the plan; write nothing")
     mo.set_defaults(fn=cmd_monthly)
+    from memory_pipeline.journals.imports.cli import register as register_transcripts
+
+    register_transcripts(sub)  # `transcripts import PATH…`
 
 
 def install_demo_transcripts(home: Path, sample_root: Path) -> None:

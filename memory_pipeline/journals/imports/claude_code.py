@@ -1,0 +1,155 @@
+"""Claude Code session files (`~/.claude/projects/<project>/<session id>.jsonl`) → source sessions.
+
+Each line is one JSON object tagged by `type` (see docs/transcript-imports.md for the references). Read here:
+`user` and `assistant` lines — `sessionId`, `uuid`, `timestamp`, `isSidechain`, `isMeta`, `agentId`, `cwd`,
+`gitBranch`, `version` and `message` (an Anthropic Messages API message: `role`, `id`, `model`, `content` as a
+string or blocks `text`, `thinking`, `tool_use` {id, name, input}, `tool_result` {tool_use_id, content, is_error})
+— and `summary` lines (`summary`: the session's title). Other line types (`system`, `file-history-snapshot`, …)
+are bookkeeping and left out, as are `isMeta` user lines (notices Claude Code injects, not the user's words).
+Lines are grouped by `sessionId`; a sub-agent's own file (every message line `isSidechain` with an `agentId`)
+is a session of its own, `<parent>_<agentId>`, naming its parent; sidechain lines in a main file stay in that
+session as `[sidechain]` turns.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from memory_pipeline.journals.imports.model import (
+    SIDECHAIN,
+    THINKING,
+    Entry,
+    SourceError,
+    SourceSession,
+    ToolUse,
+    compact_json,
+    jsonl_records,
+    safe_id,
+    timestamp,
+    title_from,
+)
+
+PREFIX = "cc_"
+MESSAGE_TYPES = ("user", "assistant")
+
+
+def looks_like(record: Any) -> bool:
+    """A Claude Code line: a `user`/`assistant` line with `sessionId` and `message`, or a `summary` line."""
+    if not isinstance(record, dict):
+        return False
+    kind = record.get("type")
+    if kind in MESSAGE_TYPES:
+        return "sessionId" in record and isinstance(record.get("message"), dict)
+    return kind == "summary" and "leafUuid" in record
+
+
+def _result_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for block in content:
+            if isinstance(block, dict) and block.get("type") == "text":
+                parts.append(str(block.get("text") or ""))
+            elif isinstance(block, dict):
+                parts.append(f"[{block.get('type', 'block')}]")
+        return "\n".join(parts)
+    return "" if content is None else compact_json(content)
+
+
+class _Session:
+    def __init__(self, source_id: str, path: Path) -> None:
+        self.out = SourceSession("claude-code", source_id, "", path)
+        self.calls: dict[str, ToolUse] = {}
+        self.sidechain_only = True
+        self.agent_id: str | None = None
+
+
+def parse(path: Path, text: str) -> list[SourceSession]:
+    sessions: dict[str, _Session] = {}
+    summaries: list[str] = []
+    for number, record in jsonl_records(path, text):
+        if not isinstance(record, dict):
+            raise SourceError(f"{path}:{number}: expected a JSON object, got {type(record).__name__}")
+        kind = record.get("type")
+        if kind == "summary" and isinstance(record.get("summary"), str):
+            summaries.append(record["summary"])
+            continue
+        if kind not in MESSAGE_TYPES:
+            continue
+        sid, message = record.get("sessionId"), record.get("message")
+        if not isinstance(sid, str) or not sid or not isinstance(message, dict):
+            raise SourceError(f"{path}:{number}: a '{kind}' line without 'sessionId' or 'message'")
+        at = timestamp(record.get("timestamp"))
+        if at is None:
+            shown = record.get("timestamp")
+            raise SourceError(f"{path}:{number}: field 'timestamp' is not an ISO-8601 time: {shown!r}")
+        state = sessions.setdefault(sid, _Session(sid, path))
+        side = record.get("isSidechain") is True
+        state.sidechain_only &= side
+        if side and isinstance(record.get("agentId"), str):
+            state.agent_id = state.agent_id or record["agentId"]
+        extra = state.out.extra
+        if isinstance(record.get("cwd"), str) and "project" not in extra:
+            extra["project"] = Path(record["cwd"]).name
+        if isinstance(record.get("gitBranch"), str) and record["gitBranch"] and "git_branch" not in extra:
+            extra["git_branch"] = record["gitBranch"]
+        if isinstance(message.get("model"), str) and "model" not in extra:
+            extra["model"] = message["model"]
+        if isinstance(record.get("version"), str) and "claude_code_version" not in extra:
+            extra["claude_code_version"] = record["version"]
+        if kind == "user" and record.get("isMeta") is True:
+            continue
+        _add(state, kind, message, at, SIDECHAIN if side else None, number, path)
+    out = []
+    for sid, state in sessions.items():
+        session = state.out
+        session.session_id = PREFIX + safe_id(sid)
+        if state.sidechain_only and state.agent_id:  # a sub-agent's own file
+            session.session_id += "_" + safe_id(state.agent_id)
+            session.source_id = f"{sid}/{state.agent_id}"
+            session.extra["parent_session"] = PREFIX + safe_id(sid)
+        first_user = next((e.text for e in session.entries if e.role == "user" and e.text.strip()), "")
+        session.title = title_from(summaries[0] if summaries else first_user) or session.session_id
+        if session.entries:
+            out.append(session)
+    return out
+
+
+def _add(state: _Session, kind: str, message: dict[str, Any], at: Any, side: str | None, number: int,
+         path: Path) -> None:  # fmt: skip
+    content = message.get("content")
+    role = "user" if kind == "user" else "agent"
+    key = message.get("id") if isinstance(message.get("id"), str) else None
+    if isinstance(content, str):
+        state.out.entries.append(Entry(at, role, content, kind=side, key=key))
+        return
+    if not isinstance(content, list):
+        raise SourceError(f"{path}:{number}: field 'message.content' must be a string or a list of blocks")
+    entry = Entry(at, role, kind=side, key=key)
+    texts = []
+    for block in content:
+        if not isinstance(block, dict):
+            continue
+        btype = block.get("type")
+        if btype == "text":
+            texts.append(str(block.get("text") or ""))
+        elif btype == "thinking" and isinstance(block.get("thinking"), str):
+            state.out.entries.append(Entry(at, "agent", block["thinking"], kind=THINKING, key=key))
+        elif btype == "tool_use":
+            tool = ToolUse(str(block.get("name") or "tool"), compact_json(block.get("input", "")), block.get("id"))
+            entry.tools.append(tool)
+            if isinstance(tool.call_id, str):
+                state.calls[tool.call_id] = tool
+        elif btype == "tool_result":
+            call = state.calls.get(str(block.get("tool_use_id")))
+            result = _result_text(block.get("content"))
+            if call is None:  # its call is not in this file: keep the result on a marker of its own
+                entry.tools.append(ToolUse("tool_result", str(block.get("tool_use_id") or ""), None, result))
+            else:
+                call.result, call.error = result, block.get("is_error") is True
+        elif btype == "image":
+            texts.append("[image]")
+    entry.text = "\n\n".join(t for t in texts if t.strip())
+    state.out.entries.append(entry)

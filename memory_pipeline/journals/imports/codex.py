@@ -1,0 +1,158 @@
+"""Codex CLI rollout files (`~/.codex/sessions/YYYY/MM/DD/rollout-<time>-<id>.jsonl`) → one source session each.
+
+Every line is a `RolloutLine`: `{"timestamp", "type", "payload"}` with `type` one of `session_meta`,
+`response_item`, `compacted`, `turn_context`, `event_msg` (codex-rs/protocol/src/protocol.rs; references in
+docs/transcript-imports.md). Read here: `session_meta` (`id`, `timestamp`, `cwd`, `cli_version`, `source` —
+`{"subagent": …}` for a sub-agent's session), `turn_context` (`model`) and the `response_item`s
+(codex-rs/protocol/src/models.rs `ResponseItem`): `message` {role, content: [{type: input_text | output_text,
+text}]}, `reasoning` {summary: [{text}]} (thinking), `function_call` {name, arguments, call_id} and
+`function_call_output` {call_id, output}, `custom_tool_call` {name, input, call_id} and `custom_tool_call_output`,
+`local_shell_call` {call_id, action: {command}}, `web_search_call` {action: {query}}. `event_msg` lines repeat
+the messages for the UI and are left out, as are `developer`/`system` messages and the user messages Codex
+injects (`<user_instructions>`, `<environment_context>`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from memory_pipeline.journals.imports.model import (
+    SIDECHAIN,
+    THINKING,
+    Entry,
+    SourceError,
+    SourceSession,
+    ToolUse,
+    compact_json,
+    jsonl_records,
+    safe_id,
+    timestamp,
+    title_from,
+)
+
+PREFIX = "cx_"
+LINE_TYPES = ("session_meta", "response_item", "compacted", "turn_context", "event_msg")
+INJECTED = ("<user_instructions>", "<environment_context>")  # protocol.rs USER_INSTRUCTIONS/ENVIRONMENT_CONTEXT
+
+
+def looks_like(record: Any) -> bool:
+    return isinstance(record, dict) and record.get("type") in LINE_TYPES and "payload" in record
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    parts = []
+    for item in content:
+        if isinstance(item, dict) and isinstance(item.get("text"), str):
+            parts.append(item["text"])
+        elif isinstance(item, dict) and item.get("type") == "input_image":
+            parts.append("[image]")
+    return "\n\n".join(p for p in parts if p.strip())
+
+
+def _output(output: Any) -> tuple[str, bool]:
+    """`function_call_output.output`: a string, content items, or (older files) {content, success}."""
+    if isinstance(output, dict):
+        return _text(output.get("content")) or compact_json(output.get("content", "")), output.get("success") is False
+    if isinstance(output, list):
+        return _text(output), False
+    return ("" if output is None else str(output)), False
+
+
+def parse(path: Path, text: str) -> list[SourceSession]:
+    session = SourceSession("codex", "", "", path)
+    calls: dict[str, ToolUse] = {}
+    side: str | None = None
+    for number, record in jsonl_records(path, text):
+        if not looks_like(record):
+            raise SourceError(f"{path}:{number}: not a Codex rollout line (expected 'timestamp', 'type', 'payload')")
+        at = timestamp(record.get("timestamp"))
+        if at is None:
+            shown = record.get("timestamp")
+            raise SourceError(f"{path}:{number}: field 'timestamp' is not an ISO-8601 time: {shown!r}")
+        kind, payload = record["type"], record["payload"]
+        if not isinstance(payload, dict):
+            raise SourceError(f"{path}:{number}: field 'payload' must be an object")
+        if kind == "session_meta":
+            if not session.source_id:
+                if not isinstance(payload.get("id"), str) or not payload["id"]:
+                    raise SourceError(f"{path}:{number}: session_meta without 'id'")
+                session.source_id = payload["id"]
+                side = _meta(session, payload)
+            continue
+        if kind == "turn_context" and isinstance(payload.get("model"), str):
+            session.extra.setdefault("model", payload["model"])
+        if kind != "response_item":
+            continue
+        if not session.source_id:
+            raise SourceError(f"{path}:{number}: a response_item before the session_meta line")
+        _item(session, calls, payload, at, side)
+    if not session.source_id:
+        raise SourceError(f"{path}:1: no session_meta line (not a Codex rollout, or an empty one)")
+    session.session_id = PREFIX + safe_id(session.source_id)
+    first_user = next((e.text for e in session.entries if e.role == "user" and e.text.strip()), "")
+    session.title = title_from(first_user) or session.session_id
+    return [session] if session.entries else []
+
+
+def _meta(session: SourceSession, payload: dict[str, Any]) -> str | None:
+    if isinstance(payload.get("cwd"), str):
+        session.extra["project"] = Path(payload["cwd"]).name
+    if isinstance(payload.get("cli_version"), str):
+        session.extra["codex_version"] = payload["cli_version"]
+    source = payload.get("source")
+    if isinstance(source, dict) and "subagent" in source:  # SessionSource::SubAgent(SubAgentSource)
+        sub = source["subagent"]
+        session.extra["subagent"] = sub if isinstance(sub, str) else compact_json(sub)
+        return SIDECHAIN
+    return None
+
+
+def _item(session: SourceSession, calls: dict[str, ToolUse], item: dict[str, Any], at: Any, side: str | None) -> None:
+    itype = item.get("type")
+    entries = session.entries
+    if itype == "message":
+        role, text = item.get("role"), _text(item.get("content"))
+        if role == "user" and not text.lstrip().startswith(INJECTED):
+            entries.append(Entry(at, "user", text, kind=side))
+        elif role == "assistant":
+            entries.append(Entry(at, "agent", text, kind=side))
+    elif itype == "reasoning":
+        summary = item.get("summary") if isinstance(item.get("summary"), list) else []
+        entries.append(Entry(at, "agent", _text(summary), kind=THINKING))
+    elif itype in ("function_call", "custom_tool_call", "local_shell_call", "web_search_call"):
+        tool = _call(item)
+        if isinstance(tool.call_id, str):
+            calls[tool.call_id] = tool
+        last = entries[-1] if entries else None
+        if last is not None and last.role == "agent" and last.kind == side and last.key == "tools":
+            last.tools.append(tool)  # the calls of one agent step are one turn
+        else:
+            entries.append(Entry(at, "agent", tools=[tool], kind=side, key="tools"))
+    elif itype in ("function_call_output", "custom_tool_call_output"):
+        result, error = _output(item.get("output"))
+        call = calls.get(str(item.get("call_id")))
+        if call is None:
+            entries.append(Entry(at, "agent", tools=[ToolUse("tool_result", str(item.get("call_id") or ""), None,
+                                                             result, error)], kind=side))  # fmt: skip
+        else:
+            call.result, call.error = result, error
+
+
+def _call(item: dict[str, Any]) -> ToolUse:
+    itype = item["type"]
+    call_id = item.get("call_id") if isinstance(item.get("call_id"), str) else None
+    if itype == "function_call":
+        return ToolUse(str(item.get("name") or "function"), str(item.get("arguments") or ""), call_id)
+    if itype == "custom_tool_call":
+        return ToolUse(str(item.get("name") or "custom_tool"), str(item.get("input") or ""), call_id)
+    action: dict[str, Any] = item["action"] if isinstance(item.get("action"), dict) else {}
+    if itype == "local_shell_call":
+        command = action.get("command")
+        shown = " ".join(map(str, command)) if isinstance(command, list) else compact_json(command or "")
+        return ToolUse("local_shell", shown, call_id)
+    return ToolUse("web_search", str(action.get("query") or compact_json(action)), call_id)

@@ -1,0 +1,251 @@
+"""Source files → transcripts under `raw/conversations/`: detect, parse, write once, update when the source grew.
+
+Idempotent: each session is rendered from its whole source file and compared with its transcript — the same text
+writes nothing. Incremental: a session whose transcript exists (found by session id, whatever its day folder)
+and whose source grew gets a new version of that transcript at the same path (frontmatter `version` + 1, title
+and file name kept), after checking that every turn of the old version is still there (prose may only grow, tool
+calls only gain their results); otherwise the file is reported and nothing is written. A file is planned whole
+before anything of it is written, and each transcript is written atomically (temp file, fsync, rename), so a bad
+file leaves nothing half-written and the other files still import.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from pathlib import Path
+
+from memory_pipeline.journals.imports import claude_code, codex, messages
+from memory_pipeline.journals.imports.model import SourceError, SourceSession, jsonl_records, render
+from memory_pipeline.journals.transcript import (
+    FILENAME,
+    Transcript,
+    TranscriptError,
+    parse_transcript,
+    slugify,
+    transcript_path,
+)
+
+FORMATS = ("claude-code", "codex", "messages")
+SUFFIXES = (".jsonl", ".json")
+DETECT_LINES = 50  # JSONL lines looked at to recognise a format (bookkeeping lines may come first)
+
+
+@dataclass(frozen=True)
+class Options:
+    format: str = "auto"  # auto | claude-code | codex | messages
+    since: date | None = None  # sessions that started before this day are skipped
+    started: datetime | None = None  # messages: the session's start when the messages carry no timestamp
+    keep_thinking: bool = False
+
+
+@dataclass(frozen=True)
+class Written:
+    path: Path
+    session_id: str
+    day: date  # the transcript's day folder: the journal partition it feeds
+    version: int
+    turns: int
+    added: int  # turns more than the previous version (all of them for a new transcript)
+
+    @property
+    def new(self) -> bool:
+        return self.version == 1
+
+
+@dataclass
+class ImportReport:
+    files: int = 0
+    written: list[Written] = field(default_factory=list)
+    unchanged: int = 0  # sessions whose transcript already says the same
+    before_since: int = 0
+    errors: list[str] = field(default_factory=list)  # one line each, naming the file (and line)
+
+    @property
+    def days(self) -> list[date]:
+        return sorted({w.day for w in self.written})
+
+
+def source_files(paths: Iterable[Path]) -> tuple[list[Path], list[str]]:
+    """Files named, and every *.jsonl / *.json under folders named (recursively, sorted); missing paths as errors."""
+    files: list[Path] = []
+    errors: list[str] = []
+    for p in paths:
+        if p.is_file():
+            files.append(p)
+        elif p.is_dir():
+            files += sorted(f for f in p.rglob("*") if f.suffix.lower() in SUFFIXES and f.is_file())
+        else:
+            errors.append(f"{p}: no such file or folder")
+    return list(dict.fromkeys(files)), errors
+
+
+def detect(path: Path, text: str) -> str:
+    """The format of one file, from its first records; a `SourceError` naming the file when none fits."""
+    if path.suffix.lower() == ".json":
+        messages.load(path, text)  # raises naming the file when it is not a message list
+        return "messages"
+    for seen, (_number, record) in enumerate(jsonl_records(path, text)):
+        if codex.looks_like(record):
+            return "codex"
+        if claude_code.looks_like(record):
+            return "claude-code"
+        if messages.looks_like(record):
+            return "messages"
+        if seen >= DETECT_LINES:
+            break
+    raise SourceError(f"{path}: unknown format (not a Claude Code session, a Codex rollout or a message log); "
+                      "give --format claude-code|codex|messages")  # fmt: skip
+
+
+def parse_file(path: Path, text: str, options: Options) -> list[SourceSession]:
+    fmt = detect(path, text) if options.format == "auto" else options.format
+    if fmt == "claude-code":
+        return claude_code.parse(path, text)
+    if fmt == "codex":
+        return codex.parse(path, text)
+    if fmt == "messages":
+        return messages.parse(path, text, options.started)
+    raise SourceError(f"unknown --format {fmt!r}: use auto, {', '.join(FORMATS)}")
+
+
+def transcript_index(raw_root: Path) -> dict[str, Path]:
+    """session id → transcript path, over every day folder (the first by path wins, as the intake decides)."""
+    index: dict[str, Path] = {}
+    if raw_root.is_dir():
+        for p in sorted(raw_root.glob("*/*/*/*.md")):
+            if m := FILENAME.match(p.name):
+                index.setdefault(m.group("session_id"), p)
+    return index
+
+
+def _naive_utc(ts: datetime) -> datetime:
+    return ts.astimezone(UTC).replace(tzinfo=None)
+
+
+def _tools_kept(old: Transcript, new: Transcript, i: int) -> bool:
+    a_tools, b_tools = old.turns[i].tools, new.turns[i].tools
+    if len(b_tools) < len(a_tools):
+        return False
+    return all((a.tool, a.summary) == (b.tool, b.summary) and a.result in (None, b.result)
+               for a, b in zip(a_tools, b_tools, strict=False))  # fmt: skip
+
+
+def nothing_lost(old: Transcript, new: Transcript) -> int | None:
+    """The first turn (1-based) of `old` that `new` loses or rewrites, or None when `new` only adds."""
+    for i, ot in enumerate(old.turns):
+        nt = new.turns[i] if i < len(new.turns) else None
+        if nt is None or (nt.hhmm, nt.role, nt.kind) != (ot.hhmm, ot.role, ot.kind) or not nt.text.startswith(ot.text):
+            return i + 1
+        if not _tools_kept(old, new, i):
+            return i + 1
+    return None
+
+
+@dataclass(frozen=True)
+class _Plan:
+    path: Path
+    text: str
+    written: Written
+
+
+def plan_session(session: SourceSession, raw_root: Path, index: dict[str, Path], keep_thinking: bool) -> _Plan | None:
+    """What to write for one session (None: its transcript already says this); `SourceError` when it cannot be."""
+    existing = index.get(session.session_id)
+    if existing is None:
+        text = render(session, session.title, 1, keep_thinking)
+        started = datetime.fromisoformat(str(parse_transcript(text).frontmatter["started"]).replace("Z", "+00:00"))
+        path = transcript_path(raw_root, _naive_utc(started), session.session_id, slugify(session.title))
+        parsed = _parsed(text, path, session)
+        return _Plan(path, text, Written(path, session.session_id, started.date(), 1, len(parsed.turns),
+                                         len(parsed.turns)))  # fmt: skip
+    try:
+        old_text = existing.read_text(encoding="utf-8")
+        old = parse_transcript(old_text, existing)
+    except (OSError, UnicodeDecodeError, TranscriptError) as exc:
+        raise SourceError(f"{session.path}: its session's transcript {existing} cannot be read: {exc}") from None
+    version = old.frontmatter.get("version")
+    version = version if isinstance(version, int) and not isinstance(version, bool) and version > 0 else 1
+    if (text := render(session, old.title, version, keep_thinking)) == old_text:
+        return None
+    new = _parsed(text, existing, session)
+    if (lost := nothing_lost(old, new)) is not None:
+        raise SourceError(
+            f"{session.path}: session {session.source_id} changed other than by growing: turn {lost} of {existing} "
+            "would be lost or rewritten (a different --keep-thinking, or an edited source?); not updated"
+        )
+    text = render(session, old.title, version + 1, keep_thinking)
+    day = date(*(int(part) for part in existing.relative_to(raw_root).parts[:3]))
+    return _Plan(existing, text, Written(existing, session.session_id, day, version + 1, len(new.turns),
+                                         len(new.turns) - len(old.turns)))  # fmt: skip
+
+
+def _parsed(text: str, path: Path, session: SourceSession) -> Transcript:
+    try:
+        return parse_transcript(text, path)
+    except TranscriptError as exc:  # the importer wrote something the format rejects: say which session
+        raise SourceError(f"{session.path}: session {session.source_id} does not make a valid transcript: "
+                          f"{exc.problem}") from None  # fmt: skip
+
+
+def write_atomically(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def import_file(path: Path, raw_root: Path, index: dict[str, Path], options: Options, report: ImportReport) -> None:
+    """One source file: every session planned first, then each transcript written; a problem is one error line."""
+    try:
+        text = path.read_text(encoding="utf-8")
+        sessions = parse_file(path, text, options)
+        plans = []
+        for session in sessions:
+            if options.since is not None and session.started.astimezone(UTC).date() < options.since:
+                report.before_since += 1
+                continue
+            plan = plan_session(session, raw_root, index, options.keep_thinking)
+            if plan is None:
+                report.unchanged += 1
+            else:
+                plans.append(plan)
+    except SourceError as exc:
+        report.errors.append(f"{exc}; file not imported")
+        return
+    except UnicodeDecodeError as exc:
+        report.errors.append(f"{path}: not UTF-8 (byte {exc.start}); file not imported")
+        return
+    except OSError as exc:
+        report.errors.append(f"{path}: cannot be read: {exc.strerror or exc}; file not imported")
+        return
+    for plan in plans:
+        write_atomically(plan.path, plan.text)
+        index[plan.written.session_id] = plan.path
+        report.written.append(plan.written)
+
+
+def import_paths(
+    paths: Sequence[Path], raw_root: Path, options: Options | None = None,
+    progress: Callable[[Path], object] | None = None,
+) -> ImportReport:  # fmt: skip
+    """Import every source file under `paths` into `raw_root` (a workspace's `raw/conversations`)."""
+    options = options or Options()
+    if options.format != "auto" and options.format not in FORMATS:
+        raise SourceError(f"unknown --format {options.format!r}: use auto, {', '.join(FORMATS)}")
+    files, errors = source_files(paths)
+    report = ImportReport(files=len(files), errors=errors)
+    index = transcript_index(raw_root)
+    for f in files:
+        if progress is not None:
+            progress(f)
+        import_file(f, raw_root, index, options, report)
+    return report
