@@ -72,7 +72,8 @@ def one_line(text: str) -> str:
 
 
 def cap(text: str, limit: int) -> str:
-    """`text` cut at `limit` characters, noting the original size: `… [cut: 2000 of 18234 chars]`."""
+    """`text` cut at `limit` characters (before its line breaks become ⏎), noting its size: `… [cut: 2000 of 18234
+    chars]`."""
     if len(text) <= limit:
         return text
     return f"{text[:limit].rstrip()} … [cut: {limit} of {len(text)} chars]"
@@ -80,10 +81,10 @@ def cap(text: str, limit: int) -> str:
 
 def tool_line(tool: ToolUse) -> str:
     name = _TOOL_NAME.sub("_", tool.name).strip("_") or "tool"
-    summary = cap(one_line(tool.input), TOOL_INPUT_CAP).replace(" → ", " -> ")  # the first ` → ` ends the input
+    summary = one_line(cap(tool.input, TOOL_INPUT_CAP)).replace(" → ", " -> ")  # the first ` → ` ends the input
     line = f"> [tool:{name}]" + (f" {summary}" if summary else "")
     if tool.result is not None:
-        result = cap(one_line(tool.result), TOOL_RESULT_CAP) or "(empty)"
+        result = one_line(cap(tool.result.strip(), TOOL_RESULT_CAP)) or "(empty)"
         line += f" → {'error: ' if tool.error else ''}{result}"
     return line
 
