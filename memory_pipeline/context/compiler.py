@@ -173,12 +173,12 @@ class _Budget:
         self.manifest.append(Entry(f"P{priority}", label, 0, False, reason, **where))
 
 
-def _read(path: Path, b: _Budget) -> str | None:
+def _read(path: Path, b: _Budget, home: Path) -> str | None:
     """The file's text, or None when it is missing, empty or unreadable. A file that is not a regular file
-    (a named pipe would block the read forever) is None too, and is recorded in `b.not_regular` and reported
-    in `b.warnings`."""
+    (a named pipe would block the read forever) or leads outside the workspace `home` (a symlink to
+    /etc/hostname) is None too, and is recorded in `b.not_regular` and reported once in `b.warnings`."""
     try:
-        text = read_regular_text(path)
+        text = read_regular_text(path, root=home)
     except NotRegularFile as exc:
         if path not in b.not_regular:
             b.not_regular[path] = exc.problem
@@ -221,12 +221,12 @@ def compile_context(
 
     # P0: identity, never dropped: a budget below it is the caller's error.
     identity = sorted((knowledge / "identity").glob("*.md")) if (knowledge / "identity").is_dir() else []
-    read0 = [(p, _read(p, b)) for p in identity]
+    read0 = [(p, _read(p, b, home)) for p in identity]
     p0 = [(p, t) for p, t in read0 if t is not None]
     need = sum(section_tokens(f"identity:{p.name}", t) for p, t in p0)
     if need > budget_tokens:
         raise ContextError(f"budget {budget_tokens} is smaller than the identity files ({need} tokens, "
-                           f"{knowledge / 'identity'}): raise the budget to at least {need}")
+                           f"{(knowledge / 'identity').relative_to(home)}): raise the budget to at least {need}")
     for p, t in p0:
         b.offer(0, f"identity:{p.name}", t, path=str(p.relative_to(home)))
     for p in identity:
@@ -250,7 +250,7 @@ def compile_context(
         if label == "memory" and not main_session:
             b.skip(1, label, "not the main session: MEMORY.md is private to it", path=rel)
             continue
-        text = _read(path, b)
+        text = _read(path, b, home)
         if text is None:
             b.skip(1, label, _skipped_why(path, b, "missing file"), path=rel)
             continue
@@ -290,7 +290,7 @@ def compile_context(
         used = 0
         items = [(f"topic:{topic.name}", topic.instructions, str(topic.path.relative_to(home)))]
         for sub in topic.subscriptions:
-            text = _read(home / sub, b)
+            text = _read(home / sub, b, home)
             if text is None:
                 b.skip(2, f"sub:{sub}", _skipped_why(home / sub, b, "missing subscription file"), path=sub)
                 continue
@@ -440,7 +440,7 @@ def read_history(path: Path) -> list[Turn]:
     """Session history from JSONL: one `{"role": …, "content": …[, "tool": …, "id": …]}` per line."""
     turns: list[Turn] = []
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = read_regular_text(path, errors="strict").splitlines()  # a FIFO, a link out of the workspace: refused
     except (OSError, UnicodeDecodeError) as exc:
         raise ContextError(f"{path}: cannot read the history file ({exc})") from None
     for n, line in enumerate(lines, 1):

@@ -187,7 +187,7 @@ def parse_topic(path: Path, text: str, knowledge_home: Path | None = None) -> To
 _PARSED: dict[tuple[str, int, int], Topic | TopicError] = {}
 
 
-def _parse_cached(path: Path) -> Topic | TopicError:
+def _parse_cached(path: Path, home: Path) -> Topic | TopicError:
     try:
         st = path.stat()
     except OSError as exc:
@@ -195,8 +195,8 @@ def _parse_cached(path: Path) -> Topic | TopicError:
     key = (str(path), st.st_mtime_ns, st.st_size)
     if key not in _PARSED:
         try:
-            _PARSED[key] = parse_topic(path, read_regular_text(path))
-        except NotRegularFile as exc:  # a named pipe would block the read forever
+            _PARSED[key] = parse_topic(path, read_regular_text(path, root=home))
+        except NotRegularFile as exc:  # a named pipe would block the read forever; a link out of the workspace
             _PARSED[key] = TopicError(path, "file", f"{exc.problem}: skipped; a topic must be a regular .md file")
         except (OSError, UnicodeDecodeError) as exc:
             _PARSED[key] = TopicError(path, "file", f"cannot be read as UTF-8 text: {exc}")
@@ -212,7 +212,7 @@ def load_topics(home: Path) -> tuple[list[Topic], list[TopicError]]:
     errors: list[TopicError] = []
     folder = home / "topics"
     for path in sorted(folder.glob("*.md")) if folder.is_dir() else []:
-        parsed = _parse_cached(path)
+        parsed = _parse_cached(path, home)
         if isinstance(parsed, TopicError):
             errors.append(parsed)
             continue

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from memory_pipeline.journals.gitlog import CommitOutcome
 from memory_pipeline.store.file_usage import references
+from memory_pipeline.store.workspace_files import NotRegularFile, read_regular_text
 
 EXEMPT = ("journal", "memory", "identity")  # under knowledge/: their own lifecycle (archive, cap, P0)
 
@@ -74,7 +75,10 @@ def score_files(home: Path, today: date, settings: DecaySettings, warn: Callable
         if path.relative_to(knowledge).parts[0] in EXEMPT or not path.is_file():
             continue
         try:
-            text = path.read_text(encoding="utf-8")
+            text = read_regular_text(path, root=home, errors="strict")
+        except NotRegularFile as exc:  # a symlink out of the workspace is not the workspace's to score or move
+            warn(f"{rel} {exc.problem}: left where it is")
+            continue
         except (OSError, UnicodeDecodeError) as exc:
             warn(f"{rel}: unreadable ({exc.__class__.__name__}); left where it is")
             continue

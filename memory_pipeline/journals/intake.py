@@ -21,6 +21,7 @@ import pyarrow as pa
 from memory_pipeline.journals import tables
 from memory_pipeline.journals.transcript import Rejected, Transcript, TranscriptError, day_folder, parse_transcript
 from memory_pipeline.store.db import MemoryStore, atomic, utcnow
+from memory_pipeline.store.workspace_files import NotRegularFile, read_regular_text
 
 DUPLICATES = "duplicate_transcripts"  # the sessions asset's per-day metadata key that `reconstruct` counts as failed
 DATE_MISMATCHES = "date_mismatches"
@@ -71,9 +72,12 @@ def read_day_checked(
         try:
             if not file.is_file():
                 raise TranscriptError(shown, 1, "not a file (a directory named like a transcript)")
-            parsed.append(parse_transcript(file.read_text(encoding="utf-8"), shown))
+            text = read_regular_text(file, root=workspace or raw_root, errors="strict")
+            parsed.append(parse_transcript(text, shown))
         except TranscriptError as exc:
             out.rejected.append(Rejected(exc.path, exc.line, exc.problem))
+        except NotRegularFile as exc:  # a named pipe; a symlink out of the workspace (to /etc/passwd)
+            out.rejected.append(Rejected(shown, 1, f"{exc.problem}: not read"))
         except UnicodeDecodeError as exc:
             out.rejected.append(Rejected(shown, 1, f"not UTF-8 (byte {exc.start}); save the transcript as UTF-8"))
         except OSError as exc:

@@ -15,6 +15,7 @@ from memory_pipeline.journals.extractors import EXTRACTORS, category_of
 from memory_pipeline.journals.gitlog import commit_knowledge
 from memory_pipeline.journals.llm_extractors import llm_extractor
 from memory_pipeline.store.db import MemoryStore
+from memory_pipeline.store.workspace_files import NotRegularFile, read_regular_text
 
 
 def raw_root(home: Path) -> Path:
@@ -69,6 +70,17 @@ class WeekRollup(Written):
     sections: dict[str, int] = field(default_factory=dict)
 
 
+def _workspace_text(home: Path, path: Path, log: Any) -> str | None:
+    """A knowledge file's text; None, with a warning, when it is not a regular file inside the workspace (a
+    symlink to /etc/passwd is never merged into MEMORY.md; a MEMORY.md that links out is written anew)."""
+    try:
+        return read_regular_text(path, root=home, errors="strict")
+    except NotRegularFile as exc:
+        if log is not None:
+            log.warning(f"{path.relative_to(home).as_posix()} {exc.problem}: not read")
+        return None
+
+
 def rollup_week(home: Path, key: str, days: list[date], path: Path, log: Any) -> WeekRollup:
     """Merge one week's journals (live or archived) into MEMORY.md; the tag names the ISO week of its Saturday."""
     root = knowledge_root(home)
@@ -77,9 +89,12 @@ def rollup_week(home: Path, key: str, days: list[date], path: Path, log: Any) ->
         for folder in (root / "journal", home / "archive" / "journal"):
             p = folder / f"{d.isoformat()}.md"
             if p.exists():
-                found.append(knowledge.parse_journal(p.read_text(encoding="utf-8")))
+                text = _workspace_text(home, p, log)
+                if text is not None:
+                    found.append(knowledge.parse_journal(text))
                 break
-    existing = knowledge.parse_memory_md(path.read_text(encoding="utf-8")) if path.exists() else []
+    memory_text = _workspace_text(home, path, log) if path.exists() else None
+    existing = knowledge.parse_memory_md(memory_text) if memory_text is not None else []
     merged = knowledge.merge_memory(existing, knowledge.week_entries(found), days[-1])
     text = knowledge.memory_md_text(merged, max([days[-1], *(e.day for s in merged.values() for e in s)]))
     changed = knowledge.write_atomic(path, text)

@@ -34,6 +34,7 @@ from typing import Any, Protocol
 
 from memory_pipeline.faults import crash_point
 from memory_pipeline.journals import knowledge, repeats
+from memory_pipeline.store.workspace_files import NotRegularFile, read_regular_text
 
 REVIEWED = ("projects", "people")  # folders under knowledge/ whose files are reviewed
 MONTH = re.compile(r"^(\d{4})-(\d{2})$")
@@ -274,7 +275,10 @@ def reviewed_files(home: Path, warn: Callable[[str], None]) -> list[tuple[str, s
         for path in sorted(root.rglob("*.md")) if root.is_dir() else []:
             rel = path.relative_to(home).as_posix()
             try:
-                text = path.read_text(encoding="utf-8")
+                text = read_regular_text(path, root=home, errors="strict")
+            except NotRegularFile as exc:  # a symlink out of the workspace (to /etc/passwd) is never reviewed
+                warn(f"{rel} {exc.problem}: not reviewed")
+                continue
             except (OSError, UnicodeDecodeError) as exc:
                 warn(f"{rel}: unreadable ({exc.__class__.__name__}); not reviewed")
                 continue
@@ -317,8 +321,13 @@ def plan(home: Path, month: str, as_of: date, reviewer: Reviewer | None = None,
         if change.new != change.old:
             p.changes.append(change)
     memory = home / MEMORY_REL
-    if memory.exists():
-        text = memory.read_text(encoding="utf-8")
+    try:
+        memory_text = read_regular_text(memory, root=home, errors="strict") if memory.exists() else None
+    except NotRegularFile as exc:  # MEMORY.md linking out of the workspace: not trimmed, never rewritten
+        warn(f"{MEMORY_REL} {exc.problem}: not trimmed")
+        memory_text = None
+    if memory_text is not None:
+        text = memory_text
         new, removed = trim_memory(text, as_of)
         p.memory_lines_before, p.memory_lines_after = knowledge.line_count(text), knowledge.line_count(new)
         if removed:

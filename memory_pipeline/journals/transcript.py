@@ -16,6 +16,8 @@ from typing import Any
 
 import yaml
 
+from memory_pipeline.store.workspace_files import NotRegularFile, read_regular_text
+
 ROLES = ("user", "agent", "system")
 FILENAME = re.compile(r"^(?P<hhmm>\d{4})-(?P<session_id>[A-Za-z0-9_]+)-(?P<slug>[a-z0-9][a-z0-9-]*)\.md$")
 _HEADING = re.compile(r"^## (?P<hh>\d{2}):(?P<mm>\d{2}) — (?P<role>[^\[\]]+?)(?: \[(?P<kind>[a-z_]+)\])?$")
@@ -378,9 +380,12 @@ def read_day(raw_root: Path, day: date, workspace: Path | None = None) -> tuple[
     for file in sorted(folder.glob("*.md")):
         shown = str(file.relative_to(workspace)) if workspace is not None else str(file)
         try:
-            parsed.append(parse_transcript(file.read_text(encoding="utf-8"), shown))
+            text = read_regular_text(file, root=workspace or raw_root, errors="strict")
+            parsed.append(parse_transcript(text, shown))
         except TranscriptError as exc:
             rejected.append(Rejected(exc.path, exc.line, exc.problem))
+        except NotRegularFile as exc:  # a named pipe; a symlink out of the workspace (to /etc/passwd)
+            rejected.append(Rejected(shown, 1, f"{exc.problem}: not read"))
         except UnicodeDecodeError as exc:
             rejected.append(Rejected(shown, 1, f"not UTF-8: {exc}"))
     seen: dict[str, str] = {}

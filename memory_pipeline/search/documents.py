@@ -16,6 +16,9 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+from memory_pipeline.search.junk import not_text, say_once
+from memory_pipeline.store.workspace_files import Containment, NotRegularFile, read_regular_text
+
 # Store rows an agent may read: active ones, and archived sources (retrievable, ranked lower: seed 000 §9.2).
 READABLE_LIFECYCLES = ("active", "archived")
 CHUNK_CHARS = 1200
@@ -241,12 +244,14 @@ FILE_SOURCES: tuple[tuple[str, str, str, str], ...] = (
 
 
 def iter_files(home: Path) -> Iterator[tuple[Path, str, str]]:
-    """(path, kind, tier) of every readable file, each once."""
+    """(path, kind, tier) of every readable file, each once. A file whose real location is outside the workspace
+    (a symlink to /etc/passwd, or in a folder that links out) is skipped, and said once."""
     seen: set[Path] = set()
     try:  # one listing of the workspace rather than a stat per source (every query asks, most sources are absent)
         tops = {e.name for e in os.scandir(home) if e.is_dir()}
     except OSError:
         return
+    inside = Containment(home)
     for folder, pattern, kind, tier in FILE_SOURCES:
         if folder.split("/", 1)[0] not in tops:
             continue
@@ -254,10 +259,17 @@ def iter_files(home: Path) -> Iterator[tuple[Path, str, str]]:
         if not base.is_dir():
             continue
         for path in sorted(base.glob(pattern)):
-            if path in seen or not path.is_file() or path.name.startswith("."):
+            if path in seen or path.name.startswith("."):
                 continue
             seen.add(path)
-            yield path, kind, tier
+            target = inside.outside(path)
+            if target is not None:
+                rel = path.relative_to(home).as_posix()
+                say_once(("outside", str(home), rel, target),
+                         f"search: {rel} leads outside the workspace (to {target}): not indexed")  # fmt: skip
+                continue
+            if path.is_file():
+                yield path, kind, tier
 
 
 def file_signature(home: Path) -> dict[str, tuple[float, int]]:
@@ -290,18 +302,45 @@ def _strip_frontmatter(text: str) -> str:
     return text
 
 
-def chunk_text(text: str, limit: int = CHUNK_CHARS) -> list[str]:
-    """Split at headings, then paragraphs, into chunks of at most ~`limit` characters (a long paragraph is cut)."""
+def _text_head(block: str, limit: int) -> tuple[str, ...]:
+    """A paragraph whose start is mostly not text, as its lines of text before the first that is not (junk
+    appended to a file without a blank line before it) and the rest; any other paragraph as it is."""
+    if not not_text(block[:limit]):
+        return (block,)
+    lines = block.split("\n")
+    n = next((i for i, line in enumerate(lines) if not_text(line)), len(lines))
+    head = "\n".join(lines[:n]).strip()
+    rest = "\n".join(lines[n:]).strip()
+    return tuple(part for part in (head, rest) if part)
+
+
+def _drop(dropped: list[str] | None, piece: str) -> None:
+    if dropped is not None:
+        dropped.append(piece)
+
+
+def chunk_text(text: str, limit: int = CHUNK_CHARS, dropped: list[str] | None = None) -> list[str]:
+    """Split at headings, then paragraphs, into chunks of at most ~`limit` characters (a long paragraph is cut).
+    A paragraph, or a cut piece of one, that is mostly not text (`junk.not_text`) is left out, and appended to
+    `dropped` when given."""
     blocks = [b.strip() for b in re.split(r"\n(?=#{1,6} )|\n\s*\n", text) if b.strip()]
     chunks: list[str] = []
     current = ""
-    for block in blocks:
+    for block in (part for b in blocks for part in _text_head(b, limit)):
         while len(block) > limit:
             if current:
                 chunks.append(current)
                 current = ""
-            chunks.append(block[:limit])
-            block = block[limit:]
+            piece, block = block[:limit], block[limit:]
+            if not_text(piece):
+                _drop(dropped, piece)
+            else:
+                chunks.append(piece)
+        if not block:
+            continue
+        if not_text(block):
+            _drop(dropped, block)
+            continue
         if current and len(current) + len(block) + 2 > limit:
             chunks.append(current)
             current = ""
@@ -312,8 +351,14 @@ def chunk_text(text: str, limit: int = CHUNK_CHARS) -> list[str]:
 
 
 def file_docs(home: Path, rel: str, kind: str, tier: str) -> list[Doc]:
+    """A workspace file's chunks as documents; none when it is not a regular file inside the workspace (said once)
+    and without its pieces that are mostly not text (said once per file and size)."""
     path = home / rel
-    raw = path.read_text(encoding="utf-8", errors="replace")
+    try:
+        raw = read_regular_text(path, root=home)
+    except NotRegularFile as exc:
+        say_once(("not-read", str(home), rel, exc.problem), f"search: {rel} {exc.problem}: not indexed")
+        return []
     if path.suffix == ".json":
         try:
             text = "\n\n".join(_json_text(json.loads(raw)))
@@ -324,9 +369,16 @@ def file_docs(home: Path, rel: str, kind: str, tier: str) -> list[Doc]:
     head = raw[: raw.find("\n---", 4)] if raw.startswith("---\n") else ""
     date = file_date(rel, head) or os.stat(path).st_mtime
     cats = [kind] if tier in ("knowledge", "raw") else [kind, tier]
+    dropped: list[str] = []
+    chunks = chunk_text(text, dropped=dropped)
+    if dropped:
+        size = sum(len(p) for p in dropped)
+        say_once(("not-text", str(home), rel, str(len(raw))),
+                 f"search: {rel}: {size:,} characters in {len(dropped)} piece(s) are not text (control characters, "
+                 "bytes that are not UTF-8, no words): not indexed")  # fmt: skip
     return [
         Doc(key=f"{rel}#{i}", text=chunk, kind=kind, source="file", tier=tier, date=date, categories=cats, path=rel)
-        for i, chunk in enumerate(chunk_text(text))
+        for i, chunk in enumerate(chunks)
     ]
 
 
