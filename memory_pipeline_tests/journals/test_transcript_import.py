@@ -214,3 +214,40 @@ def test_import_rebuilds_the_journals_of_the_affected_days_through_the_journal_j
                         for r in daily)  # fmt: skip
         assert ranges == [("2026-10-14", "2026-10-14"), ("2026-10-14", "2026-10-15")]
         assert all(r.status == dg.DagsterRunStatus.SUCCESS for r in instance.get_runs())
+
+
+def test_the_sensor_imports_new_and_grown_files_and_requests_their_days(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memory_pipeline.defs.journals.transcript_sources import transcript_sources_sensor
+    from memory_pipeline.resources import MemoryStoreResource
+
+    home, watched = tmp_path / "ws", tmp_path / "sessions"
+    watched.mkdir()
+    lines = CC_MAIN.read_text(encoding="utf-8").splitlines(keepends=True)
+    live = watched / CC_MAIN.name
+    live.write_text("".join(lines[:5]), encoding="utf-8")
+    shutil.copyfile(CODEX, watched / CODEX.name)
+    monkeypatch.setenv("MEMORY_PIPELINE_JOURNAL_GIT", "0")
+    resources = {"store": MemoryStoreResource(home=str(home))}
+    instance = dg.DagsterInstance.ephemeral()
+
+    def tick(cursor: str | None) -> dg.SensorResult:
+        with dg.build_sensor_context(instance=instance, resources=resources, cursor=cursor) as context:
+            result = transcript_sources_sensor(context)
+        assert isinstance(result, dg.SensorResult)
+        return result
+
+    monkeypatch.delenv("MEMORY_PIPELINE_TRANSCRIPT_SOURCES", raising=False)
+    assert "is not set" in str(tick(None).skip_reason)
+    monkeypatch.setenv("MEMORY_PIPELINE_TRANSCRIPT_SOURCES", str(watched))
+    first = tick(None)
+    assert sorted(r.partition_key or "" for r in first.run_requests or []) == ["2026-10-14", "2026-10-15"]
+    assert len(transcripts(home / "raw")) == 2
+    quiet = tick(first.cursor)
+    assert quiet.run_requests == [] and "no new or grown session files" in str(quiet.skip_reason)
+    live.write_text("".join(lines), encoding="utf-8")  # the live session grew
+    grown = tick(quiet.cursor)
+    assert [r.partition_key for r in grown.run_requests or []] == ["2026-10-14"]
+    versions = {t.session_id: t.frontmatter["version"] for t in transcripts(home / "raw").values()}
+    assert versions == {"cc_3f2a9c1e7b4d4e8a9c2f5d6e7f8a9b0c": 2, "cx_0199e0d24c1b7a30b5e42f8d9c6a1e57": 1}

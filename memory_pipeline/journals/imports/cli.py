@@ -12,7 +12,7 @@ import sys
 from datetime import date, datetime, timedelta
 from pathlib import Path
 
-from memory_pipeline.journals.imports.importer import FORMATS, ImportReport, Options, import_paths
+from memory_pipeline.journals.imports.importer import FORMATS, ImportReport, Options, commit_imported, import_paths
 from memory_pipeline.journals.imports.model import TOOL_RESULT_CAP, SourceError, timestamp
 from memory_pipeline.settings import workspace_home
 
@@ -76,15 +76,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def _commit(home: Path, report: ImportReport) -> bool:
-    """The new and updated transcripts as one `conversation:` commit (when git is on): every version is kept."""
-    from memory_pipeline.journals.commit_messages import KnowledgeChange, template
-    from memory_pipeline.journals.gitlog import commit_knowledge
-
-    files = tuple(sorted(w.path.relative_to(home).as_posix() for w in report.written))
-    new = sum(1 for w in report.written if w.new)
-    change = KnowledgeChange("conversation", f"import {new} new, {len(files) - new} updated transcript(s)", files=files,
-                             sessions=tuple(sorted({w.session_id for w in report.written})))  # fmt: skip
-    outcome = commit_knowledge(home, template(change), tag=None, paths=files)
+    outcome = commit_imported(home, report)
     for note in outcome.notes:
         print(note, file=sys.stderr)
     if outcome.error:

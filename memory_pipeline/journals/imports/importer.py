@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
 
+from memory_pipeline.journals.commit_messages import KnowledgeChange, template
+from memory_pipeline.journals.gitlog import CommitOutcome, commit_knowledge
 from memory_pipeline.journals.imports import claude_code, codex, messages
 from memory_pipeline.journals.imports.model import SourceError, SourceSession, jsonl_records, render
 from memory_pipeline.journals.transcript import (
@@ -249,3 +251,12 @@ def import_paths(
             progress(f)
         import_file(f, raw_root, index, options, report)
     return report
+
+
+def commit_imported(home: Path, report: ImportReport) -> CommitOutcome:
+    """The new and updated transcripts as one `conversation:` commit when git is on (so every version is kept)."""
+    files = tuple(sorted(w.path.relative_to(home).as_posix() for w in report.written))
+    new = sum(1 for w in report.written if w.new)
+    change = KnowledgeChange("conversation", f"import {new} new, {len(files) - new} updated transcript(s)",
+                             files=files, sessions=tuple(sorted({w.session_id for w in report.written})))  # fmt: skip
+    return commit_knowledge(home, template(change), tag=None, paths=files)
