@@ -251,3 +251,23 @@ def test_the_sensor_imports_new_and_grown_files_and_requests_their_days(
     assert [r.partition_key for r in grown.run_requests or []] == ["2026-10-14"]
     versions = {t.session_id: t.frontmatter["version"] for t in transcripts(home / "raw").values()}
     assert versions == {"cc_3f2a9c1e7b4d4e8a9c2f5d6e7f8a9b0c": 2, "cx_0199e0d24c1b7a30b5e42f8d9c6a1e57": 1}
+
+
+def test_a_codex_sub_agent_session_and_grouped_message_logs(tmp_path: Path) -> None:
+    sub = tmp_path / "src" / CODEX.name
+    sub.parent.mkdir()
+    sub.write_text(CODEX.read_text(encoding="utf-8").replace('"source": "cli"', '"source": {"subagent": "review"}'))
+    log = tmp_path / "src" / "two-sessions.jsonl"
+    log.write_text("\n".join([
+        '{"session_id": "a-1", "role": "user", "content": "Deploy on Fridays?", "timestamp": 1792147200}',
+        '{"session_id": "b-2", "role": "user", "content": "Which region?", "timestamp": "2026-10-16T10:00:00+02:00"}',
+        '{"session_id": "a-1", "role": "assistant", "content": "No: we decided to freeze deploys on Fridays."}',
+    ]) + "\n")  # fmt: skip
+    report = import_paths([tmp_path / "src"], tmp_path / "raw")
+    assert report.errors == []
+    found = transcripts(tmp_path / "raw")
+    codex = found["cx_0199e0d24c1b7a30b5e42f8d9c6a1e57"]
+    assert codex.frontmatter["subagent"] == "review" and {t.kind for t in codex.turns} == {"sidechain"}
+    assert [t.role for t in found["msg_a1"].turns] == ["user", "agent"]  # a message without a time takes the last
+    # epoch seconds and an offset, both read as UTC
+    assert found["msg_a1"].started == datetime(2026, 10, 16, 10, 40) and found["msg_b2"].started.hour == 8
