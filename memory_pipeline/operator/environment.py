@@ -101,6 +101,9 @@ CHECKS: dict[str, Check] = {
     "MEMORY_PIPELINE_PLUGIN_BATCH": _number(int, 1),
     "MEMORY_PIPELINE_PLUGIN_TIMEOUT": _number(float, 0.001, what=" (seconds)"),
     "MEMORY_PIPELINE_WEBHOOK_URL": _url,
+    "MEMORY_PIPELINE_SEARCH_UPDATE_SECONDS": _number(float, 0, what=" (seconds)"),
+    "MEMORY_PIPELINE_HTTP_HEADER_TIMEOUT": _number(float, 0.001, what=" (seconds)"),
+    "MEMORY_PIPELINE_HTTP_BODY_TIMEOUT": _number(float, 0.001, what=" (seconds)"),
 }
 
 
