@@ -21,10 +21,19 @@ _TYPE_WORDS = {"string": "text", "integer": "a whole number", "number": "a numbe
 
 def argument_error(tool: str, schema: Mapping[str, Any], error: ValidationError, given: Iterable[str] = ()) -> str:
     """One line for every argument `error` rejects (joined by "; "), plus any argument name the tool does not
-    take (a misspelt name is otherwise silently ignored and surfaces only as "required")."""
+    take, named with the ones it does (the tools' argument models forbid extra arguments, so a misspelt name is
+    an error, never silently ignored). A value of the wrong JSON type (`k: true`, `k: "3"`) is rejected, not
+    converted: the models are strict."""
     lines: dict[str, str] = {}
     for e in error.errors():
         path, prop = _locate(schema, e["loc"])
+        if e["type"] == "extra_forbidden":
+            if "." in path or (path and path in schema.get("properties", {})):  # a nested object's unknown field
+                field = str(e["loc"][-1])
+                takes = ", ".join(_resolve(schema, prop).get("properties", {})) if prop is not None else ""
+                lines.setdefault(f"{path}.{field}", f"argument '{path}' has no field {field!r}"
+                                                    + (f" (it takes: {takes})" if takes else ""))  # fmt: skip
+            continue  # an unknown argument: named below with the ones the tool takes
         if not path or path in lines:
             continue
         allowed = _allowed(schema, prop) if prop is not None else ""
@@ -33,14 +42,47 @@ def argument_error(tool: str, schema: Mapping[str, Any], error: ValidationError,
             lines[path] = f"argument '{path}' is required: {allowed or 'a value'}{about}"
         else:
             lines[path] = f"argument '{path}' must be {allowed or _reason(e)}{about}; got {_shown(e.get('input'))}"
+    unknown = unknown_arguments(schema, given)
+    if unknown:
+        lines["*"] = unknown
     if not lines:  # nothing in the schema to name: pydantic's own first message, still one line
         first = error.errors()[0]
         lines["?"] = " ".join(_reason(first).split())
+    return f"{tool}: " + "; ".join(lines.values())
+
+
+def unknown_arguments(schema: Mapping[str, Any], given: Iterable[str]) -> str:
+    """The line naming the arguments in `given` the tool does not take — `unknown argument 'home' (this tool
+    takes: query, k, …)` — or "" when it takes them all."""
     known = list(schema.get("properties", {}))
     unknown = [name for name in given if name not in known]
-    if unknown:
-        lines["*"] = f"unknown argument {', '.join(repr(u) for u in unknown)} (this tool takes: {', '.join(known)})"
-    return f"{tool}: " + "; ".join(lines.values())
+    if not unknown:
+        return ""
+    plural = "s" if len(unknown) > 1 else ""
+    return f"unknown argument{plural} {', '.join(repr(u) for u in unknown)} (this tool takes: {', '.join(known)})"
+
+
+_PARAM_WORDS = {"dict_type": "an object", "model_type": "an object", "string_type": "text",
+                "int_type": "a whole number", "list_type": "a list", "bool_type": "true or false",
+                "float_type": "a number"}  # fmt: skip
+
+
+def params_error(method: str, error: ValidationError) -> str:
+    """A request's params the protocol rejects, in one line naming them (the SDK answers only "Invalid request
+    parameters"): `Invalid params for tools/call: 'arguments' must be an object (argument names to values);
+    got "TIA"`."""
+    parts: list[str] = []
+    for e in error.errors()[:3]:
+        loc = [str(p) for p in e["loc"]]
+        name = ".".join(loc[1:] if loc[:1] == ["params"] else loc) or "params"
+        if e["type"] == "missing":
+            parts.append(f"'{name}' is required")
+            continue
+        want = _PARAM_WORDS.get(e["type"]) or _reason(e)
+        if name == "arguments" and e["type"] == "dict_type":
+            want += " (argument names to values)"
+        parts.append(f"'{name}' must be {want}; got {_shown(e.get('input'))}")
+    return f"Invalid params for {method}: " + "; ".join(parts)
 
 
 def titled(schema: dict[str, Any] | None, title: str) -> dict[str, Any] | None:

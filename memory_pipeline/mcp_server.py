@@ -1,9 +1,16 @@
-"""`memory-pipeline mcp`: the MCP server (official `mcp` SDK, MCPServer) exposing `search`, `context` and
-`flush` over stdio or streamable HTTP on 127.0.0.1. `search` and `context` are read-only apart from usage
-events, which go to the spool in the background, and the gate log `context` appends to; `flush` writes a
-transcript and rebuilds that day's journal (and MEMORY.md), committed to the workspace's git. Resources, all
-read-only: `memory://MEMORY.md`, `memory://journal/{day}`, `memory://identity/{name}`. No prompts, and none
-advertised. A rejected argument is one line naming it and what is allowed (`memory_pipeline.mcp_arguments`).
+"""`memory-pipeline mcp`: the MCP server (official `mcp` SDK, MCPServer) exposing the tools `search`, `context`,
+`flush`, `remember` and `forget` over stdio or streamable HTTP on 127.0.0.1. `search` and `context` are
+read-only apart from usage events, which go to the spool in the background, and the gate log `context` appends
+to; `flush` writes a transcript and rebuilds that day's journal (and MEMORY.md), committed to the workspace's
+git; `remember` and `forget` are memory_pipeline.writes.tools. Resources, all read-only: `memory://MEMORY.md`,
+`memory://journal/{day}`, `memory://identity/{name}`. No prompts, and none advertised.
+
+Arguments are checked strictly: an argument a tool does not take is refused with the list of those it does, and
+a value of the wrong JSON type (`k: true`, `k: "3"`) is refused, not converted; the refusal is one line naming
+the argument and what is allowed (`memory_pipeline.mcp_arguments`). A tool's error names workspace files by
+their path in the workspace, never the server's absolute path. Malformed protocol params (`"arguments": "TIA"`)
+get a one-line -32602 naming them, and an HTTP body that is not one JSON-RPC message (a batch) a one-line
+JSON-RPC error (`memory_pipeline.mcp_frames`).
 
 Every tool is async and runs its blocking work on a worker thread (`anyio.to_thread.run_sync`), so a slow call
 (a large history, a slow disk) never holds up the calls that come after it; over stdio every line gets an
@@ -17,17 +24,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import anyio
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError, UnexpectedToolError
-from mcp.types import CallToolResult, InputRequiredResult, Tool, ToolAnnotations
-from pydantic import BaseModel, Field, ValidationError
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS, CallToolResult, InputRequiredResult, Tool, ToolAnnotations
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from memory_pipeline.mcp_arguments import argument_error, titled
+from memory_pipeline.mcp_arguments import argument_error, params_error, titled
 from memory_pipeline.search.engine import SearchInputError, search
 from memory_pipeline.search.index import Encode
 from memory_pipeline.search.usage_spool import append_later
 
 if TYPE_CHECKING:
+    from starlette.applications import Starlette
+
     from memory_pipeline.context.gate import Gate
     from memory_pipeline.search.hits import Hits
 
@@ -99,6 +110,8 @@ class ContextResponse(BaseModel):
 
 
 class HistoryTurn(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid")
+
     role: Literal["user", "assistant", "agent", "system", "tool"]
     content: str
     tool: str = ""
@@ -122,8 +135,21 @@ def package_version() -> str:
 
 
 class MemoryServer(MCPServer):
-    """MCPServer whose rejected arguments are one line naming the argument and what is allowed, and whose tool
-    schemas are titled for people (`search arguments`, `search result`) rather than after Python names."""
+    """MCPServer whose tools take their arguments strictly (no unknown names, no type coercion) and refuse them
+    in one line naming the argument and what is allowed, whose tool errors name workspace files relative to the
+    workspace, and whose tool schemas are titled for people (`search arguments`, `search result`) rather than
+    after Python names. `workspace`: the workspace the tools read (None: MEMORY_PIPELINE_HOME at call time)."""
+
+    def __init__(self, *args: Any, workspace: Path | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.workspace = workspace
+        self._lowlevel_server.middleware.append(_params_in_words)
+
+    def add_tool(self, fn: Callable[..., Any], name: str | None = None, *args: Any, **kwargs: Any) -> None:
+        super().add_tool(fn, name, *args, **kwargs)
+        tool = self._tool_manager.get_tool(name or fn.__name__)
+        if tool is not None:
+            strict_arguments(tool)
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
@@ -138,8 +164,23 @@ class MemoryServer(MCPServer):
             if isinstance(cause, ValidationError):  # `from cause`: the SDK still logs argument names only
                 raise ToolError(argument_error(name, tool.parameters, cause, arguments)) from cause
             if type(cause) is ToolError:  # a tool's own one-line refusal: "search: unknown kind 'x' (known: …)"
-                raise ToolError(f"{name}: {cause}") from cause
+                text = str(cause) if str(cause).startswith(f"{name}: ") else f"{name}: {cause}"
+                raise ToolError(workspace_relative(text, self._home())) from cause
             raise
+
+    def _home(self) -> Path:
+        from memory_pipeline.settings import workspace_home
+
+        return Path(self.workspace) if self.workspace else workspace_home()
+
+    def streamable_http_app(self, *args: Any, **kwargs: Any) -> Starlette:
+        """The SDK's app, behind `CheckedFrames`: a body that is not one JSON-RPC message is answered in one
+        line (the SDK's own answer to a batch is pydantic's multi-line dump)."""
+        from memory_pipeline.mcp_frames import CheckedFrames
+
+        app = super().streamable_http_app(*args, **kwargs)
+        app.add_middleware(CheckedFrames)
+        return app
 
     async def list_tools(self) -> list[Tool]:
         return [
@@ -149,10 +190,44 @@ class MemoryServer(MCPServer):
         ]
 
 
+def strict_arguments(tool: Any) -> None:
+    """`tool`'s argument model made strict (a wrong JSON type is refused, not converted: `k: "3"`, `k: true`)
+    and closed (an argument it does not take is refused), and its schema regenerated from it, so the schema a
+    client reads says so (`additionalProperties: false`)."""
+    base = tool.fn_metadata.arg_model
+    config = ConfigDict(strict=True, extra="forbid")
+    model: type[BaseModel] = type(base.__name__, (base,), {"__module__": base.__module__, "model_config": config})
+    tool.fn_metadata.arg_model = model
+    tool.parameters = model.model_json_schema(by_alias=True)
+
+
+async def _params_in_words(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+    """Params the protocol rejects (`tools/call` with `"arguments": "TIA"`) answered with -32602 and one line
+    naming them; the SDK's own answer is "Invalid request parameters" with empty data."""
+    try:
+        return await call_next(ctx)
+    except ValidationError as exc:
+        fields = sorted({".".join(str(p) for p in e["loc"][1:] or e["loc"]) for e in exc.errors()})
+        raise MCPError(INVALID_PARAMS, params_error(ctx.method, exc), {"fields": fields}) from None
+
+
+def workspace_relative(text: str, home: Path) -> str:
+    """`text` with the workspace's absolute path taken out of the paths it names (`/srv/ws/knowledge/identity`
+    → `knowledge/identity`): the client is told where a file is in the workspace, not on the server's disk."""
+    import re
+
+    for root in dict.fromkeys((str(home).rstrip("/"), str(home.resolve()).rstrip("/"))):
+        if root:
+            text = re.sub(re.escape(root) + r"/+", "", text)
+            text = re.sub(re.escape(root) + r"(?![\w.-])", "the workspace", text)
+    return text
+
+
 KIND_HELP = (
     "only this kind: one of the kinds the workspace holds (`memory` is any stored memory but a summary); an "
     "unknown one is refused with the known list"
 )
+DEFAULT_BUDGET = 8192
 CATEGORY_HELP = "only this category: one of the workspace's categories; an unknown one is refused with the known list"
 
 
@@ -162,7 +237,7 @@ def build_server(
 ) -> MCPServer:
     """The server object; `home`/`embedder` default to MEMORY_PIPELINE_HOME and the configured embedder.
     `import_at`: `remember` imports the spooled writes once this many wait (1: at once)."""
-    server = MemoryServer("memory-pipeline", instructions=INSTRUCTIONS, version=package_version())
+    server = MemoryServer("memory-pipeline", instructions=INSTRUCTIONS, version=package_version(), workspace=home)
     # No prompts to offer: the SDK registers prompts/list regardless, which advertises an empty capability.
     for method in ("prompts/list", "prompts/get"):
         server._lowlevel_server._request_handlers.pop(method, None)
@@ -204,12 +279,19 @@ def build_server(
     )
     async def compile_prompt(
         message: Annotated[str, Field(description="the message just received", min_length=1, max_length=65536)],
-        budget_tokens: Annotated[int, Field(description="token budget", ge=1, le=1_000_000)] = 8192,
+        budget: Annotated[int | None, Field(description=f"token budget (default {DEFAULT_BUDGET}), as the CLI's "
+                                            "--budget", ge=1, le=1_000_000)] = None,  # fmt: skip
+        budget_tokens: Annotated[int | None, Field(description="the same as budget (its older name)", ge=1,
+                                                   le=1_000_000)] = None,  # fmt: skip
         history: Annotated[list[HistoryTurn], Field(description="session history, oldest first")] = [],  # noqa: B006
         agent_output: Annotated[str, Field(description="the agent's last reply, for output watchers")] = "",
         main_session: Annotated[bool, Field(description="include MEMORY.md (main session only)")] = True,
     ) -> ContextResponse:
-        work = partial(_context_work, home, embedder, gate, record_usage, message, budget_tokens, history,
+        if budget is not None and budget_tokens is not None and budget != budget_tokens:
+            raise ToolError(f"'budget' ({budget}) and 'budget_tokens' ({budget_tokens}) are the same argument: "
+                            "give one of them")  # fmt: skip
+        tokens = budget or budget_tokens or DEFAULT_BUDGET
+        work = partial(_context_work, home, embedder, gate, record_usage, message, tokens, history,
                        agent_output, main_session)
         return await anyio.to_thread.run_sync(work)
 
@@ -286,7 +368,7 @@ def _context_work(
         budget=out.budget,
         manifest=[ContextSection(**vars(e)) for e in out.manifest],
         corrections=[f"{topic}: {hint}" for topic, hint in out.corrections],
-        warnings=[str(e) for e in errors] + out.warnings,
+        warnings=[workspace_relative(w, where) for w in [str(e) for e in errors] + out.warnings],
     )
 
 
@@ -439,5 +521,7 @@ def serve(transport: str, host: str = "127.0.0.1", port: int = 8765) -> int:
 
         anyio.run(run_stdio, server)
     else:
-        server.run("streamable-http", host=host, port=port)
+        from memory_pipeline.mcp_http import serve_http
+
+        serve_http(server, host, port)  # the SDK's app, its request headers and body read within bounds
     return 0

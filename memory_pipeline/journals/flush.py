@@ -97,6 +97,12 @@ def existing(raw_root: Path, session_id: str) -> Path | None:
     return next(iter(sorted(raw_root.glob(f"*/*/*/*-{session_id}-{SLUG}.md"))), None) if raw_root.is_dir() else None
 
 
+def _speaker(role: str) -> str:
+    """The transcript's name for a turn's speaker: the assistant's turns are the agent's (transcripts say
+    `agent`; a role the extractors do not know as a speaker is quoted in what they extract: `assistant: …`)."""
+    return "agent" if role == "assistant" else role
+
+
 def write_flush(raw_root: Path, turns: Sequence[FlushTurn], now: datetime | None = None) -> FlushOutcome:
     """The turns as an immutable transcript dated `now` (temp file + rename); nothing when already flushed."""
     sid = session_id_of(turns)
@@ -109,10 +115,10 @@ def write_flush(raw_root: Path, turns: Sequence[FlushTurn], now: datetime | None
         "started": when.strftime("%Y-%m-%dT%H:%M:%SZ"),
         "ended": when.strftime("%Y-%m-%dT%H:%M:%SZ"),
         "channel": "flush",
-        "participants": sorted({t.role for t in turns}),
+        "participants": sorted({_speaker(t.role) for t in turns}),
         "tags": ["pre-compaction-flush"],
     }
-    body = [Turn(hhmm=f"{when:%H:%M}", role=t.role, lines=tuple(escape_body(t.content))) for t in turns]
+    body = [Turn(hhmm=f"{when:%H:%M}", role=_speaker(t.role), lines=tuple(escape_body(t.content))) for t in turns]
     text = format_transcript(meta, "Turns flushed before a context compaction", body)
     path = transcript_path(raw_root, when, sid, SLUG)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -64,6 +64,13 @@ def _clip(text: str) -> str:
     return text if len(text) <= MAX_BULLET else text[: MAX_BULLET - 1].rstrip() + "…"
 
 
+def _labelled(kind: str, content: str) -> str:
+    """`Decided: …`/`Lesson: …` before a decision or lesson, unless its text already starts so (`Decided: we
+    will …` as it was said)."""
+    prefix = _BULLET_PREFIX.get(kind, "")
+    return content if content.lower().startswith(prefix.lower()) else prefix + content
+
+
 def journal_text(day: date, session_ids: Sequence[str], items: Iterable[JournalItem]) -> str:
     """The seed's journal: frontmatter (`type: journal`, date, sessions), `## date`, `### topic` groups, bullets.
     People notes go under `### people`; topics sorted, people last."""
@@ -77,7 +84,7 @@ def journal_text(day: date, session_ids: Sequence[str], items: Iterable[JournalI
         lines += ["", f"### {topic}"]
         bullets: list[str] = []
         for item in groups[topic]:
-            bullet = _clip(_BULLET_PREFIX.get(item.kind, "") + item.content)
+            bullet = _clip(_labelled(item.kind, item.content))
             if bullet not in bullets:
                 bullets.append(bullet)
         lines += [f"- {_clip(b)}" for b in repeats.collapse_bullets(bullets)]  # a reworded repeat said once

@@ -51,7 +51,8 @@ def test_the_same_turns_are_one_transcript_that_parses_back(tmp_path: Path) -> N
     assert first.written and not again.written and again.path == first.path
     assert len(list(tmp_path.rglob("*.md"))) == 1 and first.day == "2026-11-20"
     parsed = parse_transcript(first.path.read_text(encoding="utf-8"), first.path)
-    assert parsed.session_id == first.session_id and [t.role for t in parsed.turns] == ["user", "assistant", "user"]
+    # the assistant's turns are the agent's in a transcript, so the extractors quote no role name
+    assert parsed.session_id == first.session_id and [t.role for t in parsed.turns] == ["user", "agent", "user"]
     assert "## not a heading" in parsed.turns[2].text  # escaped in the file, prose again when read
     other = write_flush(tmp_path, [*turns, FlushTurn("user", "one more")], NOW)
     assert other.written and other.session_id != first.session_id
