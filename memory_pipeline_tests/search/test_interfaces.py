@@ -1,7 +1,9 @@
 import json
 import os
 import re
+import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from importlib.metadata import version
 from pathlib import Path
@@ -210,18 +212,26 @@ def test_mcp_server_keeps_alembic_and_dagster_info_off_stderr(tmp_path: Path, ca
             logging.getLogger(name).setLevel(level)
 
 
-def test_mcp_stdio_subprocess(workspace: Path) -> None:
-    env = {
+WAIT_S = 300  # every wait on a server process: minutes, far above the seconds each step needs
+
+
+def _server_env(workspace: Path) -> dict[str, str]:
+    return {
         **os.environ,
         "MEMORY_PIPELINE_HOME": str(workspace),
         "MEMORY_PIPELINE_EMBEDDER": MINILM,
         "PYTHONPATH": os.pathsep.join(p for p in sys.path if p),
     }
-    params = StdioServerParameters(command=sys.executable, args=["-m", "memory_pipeline.cli", "mcp"], env=env)
+
+
+def test_mcp_stdio_subprocess(workspace: Path) -> None:
+    params = StdioServerParameters(command=sys.executable, args=["-m", "memory_pipeline.cli", "mcp"],
+                                   env=_server_env(workspace))  # fmt: skip
 
     async def run() -> None:
-        async with Client(params, read_timeout_seconds=120) as client:
-            await _exercise(client)
+        with anyio.fail_after(WAIT_S):  # the client stops the server when it leaves, however it leaves
+            async with Client(params, read_timeout_seconds=WAIT_S) as client:
+                await _exercise(client)
 
     anyio.run(run)
 
@@ -234,42 +244,49 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """Stop the server whatever happened: SIGTERM, minutes to exit, then SIGKILL (a wait that ran out used to
+    leave it serving)."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=WAIT_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=WAIT_S)
+
+
 @pytest.mark.slow
-def test_mcp_streamable_http_on_loopback(workspace: Path) -> None:
-    import subprocess
-    import time
+def test_mcp_streamable_http_on_loopback(workspace: Path, tmp_path: Path) -> None:
+    import socket
 
     port = _free_port()
-    env = {
-        **os.environ,
-        "MEMORY_PIPELINE_HOME": str(workspace),
-        "MEMORY_PIPELINE_EMBEDDER": MINILM,
-        "PYTHONPATH": os.pathsep.join(p for p in sys.path if p),
-    }
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "memory_pipeline.cli", "mcp", "--transport", "http", "--port", str(port)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
+    log = tmp_path / "server.log"  # a file, not a pipe nobody reads: a full pipe would block the server's logging
+    with log.open("wb") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "memory_pipeline.cli", "mcp", "--transport", "http", "--port", str(port)],
+            env=_server_env(workspace),
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+        )
     try:
-        import socket
-
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
+        deadline = time.monotonic() + WAIT_S
+        while True:
+            assert proc.poll() is None, f"the server exited {proc.returncode}: {log.read_text()[-2000:]}"
             with socket.socket() as s:
                 if s.connect_ex(("127.0.0.1", port)) == 0:
                     break
+            assert time.monotonic() < deadline, f"nothing listened on {port} within {WAIT_S} s: {log.read_text()}"
             time.sleep(0.2)
 
         async def run() -> None:
-            async with Client(f"http://127.0.0.1:{port}/mcp", read_timeout_seconds=120) as client:
-                await _exercise(client)
+            with anyio.fail_after(WAIT_S):
+                async with Client(f"http://127.0.0.1:{port}/mcp", read_timeout_seconds=WAIT_S) as client:
+                    await _exercise(client)
 
         anyio.run(run)
     finally:
-        proc.terminate()
-        proc.wait(timeout=20)
+        _stop(proc)
 
 
 def test_usage_batches_queued_together_are_all_written_with_unique_event_ids(tmp_path: Path) -> None:
