@@ -114,8 +114,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--fusion", choices=("rrf", "linear"), default=None, help="override the default fusion")
     p.add_argument("--rebuild", action="store_true", help="rebuild the index from scratch first")
     p.set_defaults(fn=cmd_search)
-    m = sub.add_parser("mcp", help="MCP server exposing `search` and `context` (stdio, or HTTP on 127.0.0.1)")
-    m.add_argument("--transport", choices=("stdio", "http"), default="stdio")
+    about = ("MCP server: the tools search, context, flush, remember and forget, and read-only resources "
+             "(MEMORY.md, journals, identity files); stdio, or HTTP on 127.0.0.1")
+    m = sub.add_parser("mcp", help=about, description=about + ". Tool arguments: docs/reading-memory.md.")
+    m.add_argument("--transport", choices=("stdio", "http"), default="stdio", help="stdio (default) or http")
     m.add_argument("--host", default="127.0.0.1", help="HTTP only; loopback unless you mean otherwise")
     m.add_argument("--port", type=int, default=8765)
     m.set_defaults(fn=cmd_mcp)

@@ -393,3 +393,19 @@ def test_flushed_turns_become_journal_lines_without_a_doubled_label_or_a_role_na
     assert "- Lesson: Always check the disk quota before the backup starts." in journal, journal
     assert "Decided: Decided:" not in journal and "assistant:" not in journal, journal
     assert write_flush(tmp_path / "raw", turns).written is False  # the same turns are still the same flush
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Point 15: what the help and the docs say about the server.
+
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+
+
+def test_mcp_help_names_every_tool_and_the_resources(capsys: pytest.CaptureFixture[str]) -> None:
+    from memory_pipeline.cli import main
+
+    with pytest.raises(SystemExit) as done:
+        main(["mcp", "--help"])
+    assert done.value.code == 0
+    said = " ".join(capsys.readouterr().out.split())
+    assert "the tools search, context, flush, remember and forget, and read-only resources" in said, said
