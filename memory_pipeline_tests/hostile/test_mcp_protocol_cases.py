@@ -401,9 +401,12 @@ def test_flushed_turns_become_journal_lines_without_a_doubled_label_or_a_role_na
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
-def test_mcp_help_names_every_tool_and_the_resources(capsys: pytest.CaptureFixture[str]) -> None:
+def test_mcp_help_names_every_tool_and_the_resources(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     from memory_pipeline.cli import main
 
+    monkeypatch.setenv("COLUMNS", "400")  # argparse wraps at the terminal's width, hyphenated words too
     with pytest.raises(SystemExit) as done:
         main(["mcp", "--help"])
     assert done.value.code == 0
