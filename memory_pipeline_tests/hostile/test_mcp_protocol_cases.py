@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -412,3 +413,22 @@ def test_mcp_help_names_every_tool_and_the_resources(
     assert done.value.code == 0
     said = " ".join(capsys.readouterr().out.split())
     assert "the tools search, context, flush, remember and forget, and read-only resources" in said, said
+
+
+def _documented_arguments(page: str) -> set[tuple[str, str]]:
+    """(tool, argument) for every row of the page's table of tool arguments (the paragraph **Tool arguments.**)."""
+    text = page.split("**Tool arguments.**", 1)[1]
+    rows = [line for line in text.splitlines() if line.startswith("|")]
+    out: set[tuple[str, str]] = set()
+    tool = ""
+    for row in rows[2:]:  # the header and its rule
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        tool = cells[0].strip("`") or tool
+        out |= {(tool, name) for name in re.findall(r"`([a-z_]+)`", cells[1])}
+    return out
+
+
+def test_reading_memory_lists_every_argument_of_every_tool(home: Path) -> None:
+    schemas = {(t.name, arg) for t in anyio.run(_tools, home) for arg in t.input_schema["properties"]}
+    documented = _documented_arguments((DOCS / "reading-memory.md").read_text(encoding="utf-8"))
+    assert documented == schemas, (sorted(schemas - documented), sorted(documented - schemas))
