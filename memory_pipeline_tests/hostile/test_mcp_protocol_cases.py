@@ -432,3 +432,9 @@ def test_reading_memory_lists_every_argument_of_every_tool(home: Path) -> None:
     schemas = {(t.name, arg) for t in anyio.run(_tools, home) for arg in t.input_schema["properties"]}
     documented = _documented_arguments((DOCS / "reading-memory.md").read_text(encoding="utf-8"))
     assert documented == schemas, (sorted(schemas - documented), sorted(documented - schemas))
+
+
+def test_the_fleet_page_says_serving_needs_neither_postgresql_nor_redis() -> None:
+    page = (DOCS / "fleet.md").read_text(encoding="utf-8")
+    serving = " ".join(page.split("## Serving a fleet", 1)[1].split("\n## ", 1)[0].split())
+    assert "It needs neither PostgreSQL nor Redis" in serving
