@@ -151,7 +151,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from memory_pipeline.fleet import serving
     from memory_pipeline.fleet.gateway import GatewayConfig
     from memory_pipeline.fleet.registry import fleet_root, list_agents
+    from memory_pipeline.operator.http_timeouts import HTTP_PROTOCOL, read_timeouts
 
+    read_timeouts()  # a malformed bound is one line now, not an error in every worker
     root = fleet_root()
     try:
         config = GatewayConfig(max_body_bytes=args.max_body_bytes, rate_per_s=args.rate, burst=args.burst,
@@ -167,8 +169,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
           f"{workers} worker process(es) (probes: /healthz, /readyz; audit: {root / 'gateway' / 'audit.jsonl'})",
           flush=True)  # fmt: skip
     try:
+        # http: uvicorn's protocol with read-time bounds on each request's headers and body (a stalled client's
+        # connection is closed; MEMORY_PIPELINE_HTTP_HEADER_TIMEOUT / _BODY_TIMEOUT, read by each worker)
         uvicorn.run("memory_pipeline.fleet_ops.cli:gateway_app", factory=True, host=args.host, port=args.port,
-                    workers=workers, log_level="warning")  # fmt: skip
+                    workers=workers, log_level="warning", http=HTTP_PROTOCOL)  # fmt: skip
     finally:
         if rate_dir is not None:
             shutil.rmtree(rate_dir, ignore_errors=True)
