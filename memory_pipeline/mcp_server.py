@@ -279,8 +279,8 @@ def build_server(
     )
     async def compile_prompt(
         message: Annotated[str, Field(description="the message just received", min_length=1, max_length=65536)],
-        budget: Annotated[int | None, Field(description=f"token budget (default {DEFAULT_BUDGET}), as the CLI's "
-                                            "--budget", ge=1, le=1_000_000)] = None,  # fmt: skip
+        budget: Annotated[int | None, Field(description=f"token budget, as the CLI's --budget; {DEFAULT_BUDGET} when "
+                                            "left out", ge=1, le=1_000_000)] = None,  # fmt: skip
         budget_tokens: Annotated[int | None, Field(description="the same as budget (its older name)", ge=1,
                                                    le=1_000_000)] = None,  # fmt: skip
         history: Annotated[list[HistoryTurn], Field(description="session history, oldest first")] = [],  # noqa: B006
