@@ -46,6 +46,7 @@ ENV_NAMES: dict[str, tuple[str, type]] = {
     "hub_policy": ("COMPRESSION_HUB_POLICY", str),
     "external_indexes": ("MEMORY_PIPELINE_EXTERNAL_INDEXES", str),
     "outbox_critical": ("MEMORY_PIPELINE_OUTBOX_CRITICAL", int),
+    "max_superseded_share": ("MEMORY_PIPELINE_MAX_SUPERSEDED_SHARE", float),
 }
 
 # Text settings and their allowed values (None: free text).
@@ -78,6 +79,7 @@ _MINIMA: dict[str, float] = {
     "usage_decay": 1e-9,
     "rollup_max_keys": 1,
     "outbox_critical": 1,
+    "max_superseded_share": 0,
 }
 
 
@@ -103,7 +105,7 @@ def env_overrides(environ: Mapping[str, str] | None = None) -> dict[str, int | f
             raise SettingsError(f"{var}={raw!r}: must be finite")
         if value < _MINIMA[field_name]:
             raise SettingsError(f"{var}={raw!r}: must be ≥ {_MINIMA[field_name]:g}")
-        if field_name in ("similarity_threshold", "usage_decay") and value > 1:
+        if field_name in ("similarity_threshold", "usage_decay", "max_superseded_share") and value > 1:
             raise SettingsError(f"{var}={raw!r}: must be ≤ 1")
         values[field_name] = value
     return values

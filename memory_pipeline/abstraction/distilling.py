@@ -5,8 +5,12 @@ seed's failure table says. The `distillations` asset picks the clusters, calls t
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
+import pandas as pd
+
+from memory_pipeline.abstraction import versions
 from memory_pipeline.abstraction.outcomes import ClusterOutcome, stage_error
 from memory_pipeline.llm.distill import Distillation, DistillationRejected, Member, validate_abstraction
 from memory_pipeline.similarity.clustering import MemoryCluster
@@ -23,16 +27,32 @@ def requests(db: MemoryStore, todo: list[MemoryCluster]) -> list[DistillRequest]
 
     with db.connect() as con:
         rows = repo.fetch_members(con, [m for c in todo for m in c.member_ids])
-    by_id = {r.id: Member(r.id, r.content, float(r.importance)) for r in rows.itertuples()}
+    by_id = {r.id: r for r in rows.itertuples()}
     return [
         llm_runs.DistillRequest(
             c.cluster_id,
-            [by_id[m] for m in c.member_ids if m in by_id],
+            _present_first([by_id[m] for m in c.member_ids if m in by_id]),
             c.dominant_category,
             (c.oldest_member_at, c.newest_member_at),
         )
         for c in todo
     ]
+
+
+def _present_first(rows: list[Any]) -> list[Member]:
+    """Members as the distiller sees them: versions of one fact as one line, the current value first."""
+    texts = versions.present_first([
+        versions.Dated(r.id, r.content, r.created_at, _time(r.valid_until), _text(r.superseded_by)) for r in rows
+    ])
+    return [Member(r.id, text, float(r.importance)) for r in rows if (text := texts[r.id]) is not None]
+
+
+def _time(value: Any) -> datetime | None:
+    return None if value is None or pd.isna(value) else pd.Timestamp(value).to_pydatetime()
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None or (isinstance(value, float) and pd.isna(value)) else str(value)
 
 
 def judged(

@@ -62,8 +62,15 @@ class Distillation:
 def build_user_message(members: Sequence[Member], category: str) -> str:
     lines = [f"MEMORIES TO COMPRESS (cluster of {len(members)} related entries, category: {category}):", ""]
     lines += [f"[{i}] importance={m.importance:g} | {m.content}" for i, m in enumerate(members, start=1)]
+    if any(VERSION_LINE.search(m.content) for m in members):
+        lines += ["", "A memory marked (since DATE; was VALUE DATE → DATE, …) holds the current value of a fact and "
+                      "its earlier values: state the current value first with its date, then the earlier values with "
+                      "their date ranges, never as a bare list of values."]
     lines += ["", "Produce a single compressed abstraction."]
     return "\n".join(lines)
+
+
+VERSION_LINE = re.compile(r"\(since \d{4}-\d{2}-\d{2}; was ")  # written by abstraction.versions.present_first
 
 
 class DistillationRejected(ValueError):

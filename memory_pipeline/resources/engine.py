@@ -58,6 +58,8 @@ class EngineConfig(dg.ConfigurableResource):
     external_indexes: str = ""  # comma-separated names of external indexes kept in step through the outbox
     outbox_critical: int = 10_000  # open outbox actions at which compaction pauses
     summary_rollup_min_sources: int = 6  # explicit summary-of-summary only: higher than min_cluster_size
+    # a night that would supersede more than this share of the facts it reads is stopped (a runaway rule)
+    max_superseded_share: float = 0.25
 
     @field_validator("as_of")
     @classmethod

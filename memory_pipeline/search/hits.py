@@ -31,6 +31,9 @@ class Hit:
     sources: list[Hit] = field(default_factory=list)
     text: str = ""  # the whole text (the context compiler packs whole items); not in to_dict's output
     members: list[str] = field(default_factory=list)  # a summary's source ids (lineage); not in to_dict's output
+    # a memory a later value of the same fact replaced: which one, and when it stopped holding (ISO); "" if current
+    superseded_by: str = ""
+    valid_until: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)

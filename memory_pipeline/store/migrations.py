@@ -335,4 +335,27 @@ MIGRATIONS: tuple[Migration, ...] = (
             """,
         ),
     ),
+    Migration(
+        38,
+        "facts: validity — a memory superseded by a later value of the same fact, until when, and the log of "
+        "supersessions (a night's, undone by its rollback; an operator's undo)",
+        (
+            "ALTER TABLE memories ADD COLUMN IF NOT EXISTS superseded_by VARCHAR",
+            "ALTER TABLE memories ADD COLUMN IF NOT EXISTS valid_until TIMESTAMP",
+            # the last time the memory was stated (a re-stated memory is current again); NULL: its created_at
+            "ALTER TABLE memories ADD COLUMN IF NOT EXISTS stated_at TIMESTAMP",
+            """
+            CREATE TABLE IF NOT EXISTS supersessions (
+                memory_id     VARCHAR NOT NULL,
+                superseded_by VARCHAR NOT NULL,
+                valid_until   TIMESTAMP NOT NULL,
+                fact_key      VARCHAR NOT NULL,
+                run_id        VARCHAR NOT NULL,
+                made_at       TIMESTAMP NOT NULL,
+                reverted_at   TIMESTAMP,
+                reverted_by   VARCHAR
+            )
+            """,
+        ),
+    ),
 )

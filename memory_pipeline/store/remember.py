@@ -29,6 +29,7 @@ from typing import Any
 import duckdb
 
 from memory_pipeline.errors import UserError
+from memory_pipeline.store import validity
 from memory_pipeline.store.changes import note_changed
 from memory_pipeline.store.db import MemoryStore, StoreError, atomic, utcnow
 from memory_pipeline.store.durable import fsync_path
@@ -70,6 +71,7 @@ class Remembered:
     created: bool  # false: the same id with the same text was already there (nothing written)
     stored: bool  # true: in the store now; false: spooled while the store is busy (searchable all the same)
     revived: bool = False  # it had been forgotten: active again (created is false: the memory is not new)
+    restated: bool = False  # another value of its fact had superseded it: current again, stated anew
 
 
 @dataclass(frozen=True)
@@ -149,14 +151,14 @@ def _read_only(home: Path) -> duckdb.DuckDBPyConnection | None:
 
 
 def _stored(home: Path, memory_id: str) -> tuple[bool, tuple[Any, ...] | None]:
-    """(store readable, the row: content, lifecycle, kind, compressed_from, summary_of, archived_by,
-    archived_at)."""
+    """(store readable, the row: content, lifecycle, superseded_by, kind, compressed_from, summary_of,
+    archived_by, archived_at)."""
     con = _read_only(home)
     if con is None:
         return False, None
     try:
         row = con.execute(
-            "SELECT content, lifecycle, kind, compressed_from, summary_of, archived_by, archived_at "
+            "SELECT content, lifecycle, superseded_by, kind, compressed_from, summary_of, archived_by, archived_at "
             "FROM memories WHERE id = ?",
             [memory_id],
         ).fetchone()
@@ -183,14 +185,17 @@ def _apply(con: duckdb.DuckDBPyConnection, entry: dict[str, Any]) -> str:
         record = parse_entry(entry)
         if record is None:
             return "skipped"
-        row = con.execute("SELECT content, lifecycle, archived_by FROM memories WHERE id = ?",
+        row = con.execute("SELECT content, lifecycle, archived_by, superseded_by FROM memories WHERE id = ?",
                           [record.id]).fetchone()  # fmt: skip
         if row is not None:
             if row[0] != record.content:
                 return "conflict"
+            at = datetime.fromisoformat(str(entry.get("at")))
+            if row[3] is not None:  # stated again: the value holds now, and the version after it no longer
+                validity.restate(con, record.id, at)
             if row[1] != FORGOTTEN:
-                return "same"
-            _revive(con, record.id, str(row[2]), datetime.fromisoformat(str(entry.get("at"))), "remember")
+                return "same" if row[3] is None else "restated"
+            _revive(con, record.id, str(row[2]), at, "remember")
             return "revived"
         from memory_pipeline.store.repository import insert_memories  # pandas: only when a memory is written
 
@@ -262,7 +267,7 @@ def _open_writer(home: Path, lock_timeout_s: float = 0.0) -> duckdb.DuckDBPyConn
 
 
 def _no_writes() -> dict[str, int]:
-    return {"files": 0, "inserted": 0, "revived": 0, "forgotten": 0, "conflicts": 0, "rejected": 0}
+    return {"files": 0, "inserted": 0, "revived": 0, "restated": 0, "forgotten": 0, "conflicts": 0, "rejected": 0}
 
 
 def _ingest_locked(home: Path, con: duckdb.DuckDBPyConnection) -> dict[str, int]:
@@ -279,7 +284,7 @@ def _ingest_locked(home: Path, con: duckdb.DuckDBPyConnection) -> dict[str, int]
     with atomic(con):
         for entry in entries:
             outcome = _apply(con, entry)
-            if outcome in ("inserted", "revived", "forgotten"):
+            if outcome in ("inserted", "revived", "restated", "forgotten"):
                 counts[outcome] += 1
             elif outcome in ("conflict", "not active"):
                 counts["conflicts" if outcome == "conflict" else "rejected"] += 1
@@ -338,7 +343,7 @@ def remember(home: Path, record: MemoryRecord, import_at: int = 1) -> Remembered
             row = None
             if con is not None:
                 try:
-                    row = con.execute("SELECT content, lifecycle FROM memories WHERE id = ?",
+                    row = con.execute("SELECT content, lifecycle, superseded_by FROM memories WHERE id = ?",
                                       [record.id]).fetchone()  # fmt: skip
                 except duckdb.Error:  # e.g. a store file replaced since it was migrated: checked again next time
                     _MIGRATED.discard(_migrated_key(home / "memory.duckdb") or ("", 0, 0))
@@ -347,20 +352,26 @@ def remember(home: Path, record: MemoryRecord, import_at: int = 1) -> Remembered
             spool = pending(home)
             if (known := _already_held(record, row, spool)) is not None:
                 return known
-            revived = _is_forgotten(record.id, row, spool)
+            revived, restated = _is_forgotten(record.id, row, spool), _is_superseded(row)
             append(home, {"op": "remember", "record": _record_json(record), "at": now_iso()})
             if con is None and not store_exists:
                 con = _open_writer(home, OTHER_PROCESS_WAIT_S)  # the first write creates the store
-            if con is None:  # busy: spooled, searchable already
-                return Remembered(record.id, created=not revived, stored=False, revived=revived)
-            try:
-                _ingest_locked(home, con)
-            except duckdb.Error:  # rolled back: still spooled
-                return Remembered(record.id, created=not revived, stored=False, revived=revived)
-            return Remembered(record.id, created=not revived, stored=True, revived=revived)
+            stored = False  # busy: spooled, searchable already
+            if con is not None:
+                try:
+                    _ingest_locked(home, con)
+                    stored = True
+                except duckdb.Error:  # rolled back: still spooled
+                    pass
+            return Remembered(record.id, not (revived or restated), stored, revived, restated)
         finally:
             if con is not None:
                 con.close()
+
+
+def _is_superseded(row: tuple[Any, ...] | None) -> bool:
+    """Stored, and superseded by another value of its fact (`row`: content, lifecycle, superseded_by)."""
+    return row is not None and row[2] is not None
 
 
 def _is_forgotten(memory_id: str, row: tuple[Any, ...] | None, spool: Pending) -> bool:
@@ -374,14 +385,14 @@ def _is_forgotten(memory_id: str, row: tuple[Any, ...] | None, spool: Pending) -
 def _already_held(record: MemoryRecord, row: tuple[Any, ...] | None, spool: Pending) -> Remembered | None:
     """The answer when the id is taken — in the store (`row`: content, lifecycle) or in the spool: nothing to
     write for the same text, an error naming both for another; None when the id is free, or holds this text but
-    was forgotten (the remember makes it active again)."""
+    was forgotten or superseded (the remember makes it active, or current, again)."""
     held = row[0] if row is not None else None
     if held is None and (spooled := spool.records.get(record.id)) is not None:
         held = spooled.content
     if held is None:
         return None
     if held == record.content:
-        if _is_forgotten(record.id, row, spool):
+        if _is_forgotten(record.id, row, spool) or _is_superseded(row):
             return None
         return Remembered(record.id, created=False, stored=row is not None)
     raise WriteError(
@@ -398,11 +409,11 @@ def _remember_batched(home: Path, record: MemoryRecord, import_at: int) -> Remem
         spool = pending(home)
         if (known := _already_held(record, row, spool)) is not None:
             return known
-        revived = _is_forgotten(record.id, row, spool)
+        revived, restated = _is_forgotten(record.id, row, spool), _is_superseded(row)
         append(home, {"op": "remember", "record": _record_json(record), "at": now_iso()})
         waiting = len(spool.records) + len(spool.forgotten) + 1
     stored = readable and waiting >= import_at and ingest_writes(home, OTHER_PROCESS_WAIT_S) is not None
-    return Remembered(record.id, created=not revived, stored=stored, revived=revived)
+    return Remembered(record.id, not (revived or restated), stored, revived, restated)
 
 
 def forget(home: Path, memory_id: Any, reason: Any) -> Forgotten:
@@ -440,7 +451,7 @@ def forget(home: Path, memory_id: Any, reason: Any) -> Forgotten:
 
 
 def _check_forgettable(home: Path, memory_id: str, row: tuple[Any, ...]) -> None:
-    _content, lifecycle, kind, compressed_from, summary_of, archived_by, archived_at = row
+    _content, lifecycle, _superseded_by, kind, compressed_from, summary_of, archived_by, archived_at = row
     if lifecycle == FORGOTTEN:
         con = _read_only(home)
         why = ""

@@ -5,6 +5,9 @@ rows marked `rolled_back`; atom confidence changes are reversed (atoms a run cre
 `rolled_back` compression_log entry lets each fingerprint be compressed again. Rolling back twice is a
 no-op: everything it touches is selected by a state that the first rollback changed.
 
+Supersessions the runs made (a fact's older value marked superseded by a newer one) are taken back in the same
+transaction, each memory current again and the record kept, marked reverted.
+
 Seed 004 in the same transaction: the runs' tombstones are marked reverted (kept, with who and when), what
 an exact-dedupe archive carried to its kept twin is taken back, and — when external indexes are configured
 or the runs wrote to one — compensating outbox actions re-upsert each restored source and delete each
@@ -22,7 +25,7 @@ import duckdb
 import pandas as pd
 
 from memory_pipeline.errors import UserError
-from memory_pipeline.store import lease
+from memory_pipeline.store import lease, validity
 from memory_pipeline.store.changes import note_changed
 from memory_pipeline.store.db import MemoryStore, utcnow
 from memory_pipeline.store.invariants import DEDUPE_PREFIX
@@ -44,6 +47,7 @@ _RUN_ID_COLUMNS = (
     ("memories", "archived_by_run"),
     ("atom_sources", "run_id"),
     ("tombstones", "run_id"),
+    ("supersessions", "run_id"),
 )
 
 
@@ -70,6 +74,7 @@ class RollbackPlan:
     twin_additions: list[tuple[str, list[str], list[str]]] = field(default_factory=list)  # (kept twin, tags, keys)
     kept_twins: list[str] = field(default_factory=list)  # what exact dedupe kept: re-upserted with its old keys
     hubs_unpinned: list[str] = field(default_factory=list)  # hubs the runs pinned (hub_policy=pin)
+    supersessions: int = 0  # memories the runs marked superseded: current again
     index_names: list[str] = field(default_factory=list)
     outbox_actions: int = 0
 
@@ -88,6 +93,7 @@ class RollbackPlan:
             or self.fingerprints
             or self.tombstones
             or self.hubs_unpinned
+            or self.supersessions
         )
 
     def describe(self) -> list[str]:
@@ -101,6 +107,7 @@ class RollbackPlan:
             f"tombstones reverted: {len(self.tombstones)}",
             f"dedupe twins reset: {len(self.twin_additions)}",
             f"hubs unpinned:      {len(self.hubs_unpinned)}",
+            f"supersessions undone: {self.supersessions}",
             f"outbox actions:     {self.outbox_actions}"
             + (f" ({', '.join(self.index_names)})" if self.index_names else " (no external index)"),
         ]
@@ -186,6 +193,7 @@ def plan(con: duckdb.DuckDBPyConnection, run_ids: list[str], index_names: Sequen
             run_ids,
         ).fetchall()
     ]
+    p.supersessions = validity.count_for_runs(con, run_ids)
     written = con.execute(f"SELECT DISTINCT index_name FROM outbox WHERE run_id IN ({ph})", run_ids).fetchall()
     p.index_names = sorted({*index_names, *(str(r[0]) for r in written)})
     if p.index_names:
@@ -225,6 +233,7 @@ def apply(con: duckdb.DuckDBPyConnection, p: RollbackPlan, now: datetime, rollba
         f"AND created_by_run IN ({ph})",
         p.run_ids,
     )
+    validity.rollback_runs(con, p.run_ids, now, rollback_id)
     for atom_id, delta in p.atoms_weakened:
         con.execute("UPDATE atoms SET confidence = confidence - ?, updated_at = ? WHERE id = ?", [delta, now, atom_id])
     for atom_id in p.atoms_retired:

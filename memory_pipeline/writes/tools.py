@@ -18,8 +18,8 @@ from memory_pipeline.store.remember import MAX_TEXT_CHARS, WriteError, build_rec
 
 class RememberResponse(BaseModel):
     id: str = Field(description="the memory's id: yours, or one derived from the text")
-    created: bool = Field(description="false when this id already held this text (nothing written), or when it "
-                                      "had been forgotten (see revived)")
+    created: bool = Field(description="false when this id already held this text (nothing written, unless it "
+                                      "had been forgotten or superseded: then it is current again)")
     revived: bool = Field(default=False, description="true: this memory had been forgotten; remembering it again "
                                                      "made it active again")
     stored: bool = Field(description="true: in the store; false: kept durably until the store is free or "
@@ -50,6 +50,8 @@ def _remember(home: Path | None, import_at: int, text: str, category: str | None
     except WriteError as exc:
         raise ToolError(str(exc)) from None
     note = "" if done.created else "already remembered with this text: nothing written"
+    if done.restated and not done.revived:
+        note = "stated again: this value holds again, the one that had replaced it is marked superseded"
     if done.revived:
         note = ("it had been forgotten: active again" if done.stored else "it had been forgotten: active again "
                 "once the store is free (a night holds it); kept durably until then")

@@ -148,12 +148,12 @@ def test_while_a_night_holds_the_store_writes_are_spooled_searchable_and_importe
         lines = [json.loads(x) for p in spool_dir(home).glob("*.jsonl") for x in p.read_text().splitlines()]
         assert [e["op"] for e in lines] == ["remember", "forget"]
         assert ingest_writes(home) is None  # still busy: kept
-    assert ingest_writes(home) == {"files": 1, "inserted": 1, "revived": 0, "forgotten": 1, "conflicts": 0,
-                                   "rejected": 0}  # fmt: skip
+    assert ingest_writes(home) == {"files": 1, "inserted": 1, "revived": 0, "restated": 0, "forgotten": 1,
+                                   "conflicts": 0, "rejected": 0}  # fmt: skip
     assert _row(home, "k-1")[:2] == ("The spare key hangs behind the boiler in the cellar", "forgotten")
     assert pending(home).records == {} and "k-1" not in _ids(home, "spare key boiler cellar")
-    assert ingest_writes(home) == {"files": 0, "inserted": 0, "revived": 0, "forgotten": 0, "conflicts": 0,
-                                   "rejected": 0}  # fmt: skip
+    assert ingest_writes(home) == {"files": 0, "inserted": 0, "revived": 0, "restated": 0, "forgotten": 0,
+                                   "conflicts": 0, "rejected": 0}  # fmt: skip
 
 
 def test_a_summary_or_an_archived_memory_cannot_be_forgotten(home: Path) -> None:
@@ -195,8 +195,8 @@ def test_spooled_writes_are_imported_in_the_order_they_were_made_whatever_their_
         json.dumps({"op": "remember", "record": record, "at": "2026-11-20T09:00:01.000000"}) + "\n"
     )
     assert "o-1" not in _ids(home, "order matters")  # pending: remembered, then forgotten
-    assert ingest_writes(home) == {"files": 2, "inserted": 1, "revived": 0, "forgotten": 1, "conflicts": 0,
-                                   "rejected": 0}  # fmt: skip
+    assert ingest_writes(home) == {"files": 2, "inserted": 1, "revived": 0, "restated": 0, "forgotten": 1,
+                                   "conflicts": 0, "rejected": 0}  # fmt: skip
     row = _row(home, "o-1")
     assert row is not None and row[1] == "forgotten"
 

@@ -11,7 +11,7 @@ from memory_pipeline.abstraction import clusters as clusters_logic
 from memory_pipeline.abstraction.outcomes import EMBED_CHUNK
 from memory_pipeline.defs.abstraction import vector_steps
 from memory_pipeline.defs.abstraction.common import GROUP
-from memory_pipeline.defs.abstraction.cortex_dedupe import exact_duplicates
+from memory_pipeline.defs.abstraction.versioner import validity_updates
 from memory_pipeline.graph import plan as graph_plan
 from memory_pipeline.graph import queries as graph_queries
 from memory_pipeline.operator.metadata import OWNERS, cluster_size_metadata
@@ -37,7 +37,7 @@ class ClusterSelection(dg.Config):
 
 @dg.asset(
     group_name=GROUP, pool=POOL, kinds={"duckdb", "numpy"}, owners=OWNERS, tags={"component": "ClusterFinder"},
-    deps=[exact_duplicates],
+    deps=[validity_updates],
 )
 def memory_embeddings(
     context: dg.AssetExecutionContext, store: MemoryStoreResource, embedder: EmbedderResource, engine: EngineConfig

@@ -13,6 +13,7 @@ from memory_pipeline.defs.abstraction.cortex_dedupe import exact_duplicates
 from memory_pipeline.defs.abstraction.distiller import distillations
 from memory_pipeline.defs.abstraction.memory_writer import compressed_memories
 from memory_pipeline.defs.abstraction.reporter import report
+from memory_pipeline.defs.abstraction.versioner import fact_versions, validity_updates
 
 NIGHTLY_CRON = os.environ.get("NIGHTLY_CONSOLIDATION_CRON", "30 3 * * *")
 NIGHTLY_TZ = os.environ.get("NIGHTLY_CONSOLIDATION_TZ", "America/New_York")
@@ -24,7 +25,8 @@ IN_PROCESS: dict[str, Any] = {"execution": {"config": {"in_process": {}}}}
 nightly_consolidation = dg.define_asset_job(
     "nightly_consolidation",
     selection=dg.AssetSelection.groups(GROUP),
-    description="The nightly consolidation: dedupe, embed, cluster, distil, write summaries (phase 1), archive "
+    description="The nightly consolidation: dedupe, mark superseded values of a fact, embed, cluster, distil, "
+    "write summaries (phase 1), archive "
     "their sources (phase 2), atoms, report. Runs from nightly_consolidation_schedule or `memory-pipeline run`. "
     "On failure read the failed step's log; a re-run takes over what the failed run left, and "
     "`memory-pipeline rollback` undoes a run you do not want.",
@@ -44,6 +46,8 @@ consolidation_dry_run = dg.define_asset_job(
 # Listed so a reader sees the pipeline order in one place.
 PIPELINE = [
     exact_duplicates,
+    fact_versions,
+    validity_updates,
     memory_embeddings,
     eligible_memories,
     clusters,

@@ -1,0 +1,116 @@
+"""Versions of one fact (the night's Versioner): which memories a later value of the same fact supersedes.
+
+Statements are grouped by what they are about once their values are masked (`llm.values.fact_key`); within a
+group, in the order they were stated, a memory is superseded by the first later statement of another value. A
+value stated again is a new statement: "$80, then $95, then $80 again" leaves the last current. A supersession
+an operator undid is never made again. Pure: rows in, a plan out."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from memory_pipeline.llm.values import FactKey, fact_key, stated_values, versions_of
+from memory_pipeline.store.validity import FactRow, Supersession
+
+
+@dataclass
+class VersionPlan:
+    """What a night would supersede, and over how many statements of fact it looked."""
+
+    supersessions: list[Supersession] = field(default_factory=list)
+    facts_read: int = 0  # memories that state a value of a fact
+    groups: int = 0  # facts with two or more statements
+
+    def share(self) -> float:
+        return len(self.supersessions) / self.facts_read if self.facts_read else 0.0
+
+    def largest(self, n: int = 5) -> list[tuple[str, int]]:
+        """The facts with most supersessions tonight: (fact key, count)."""
+        counts: dict[str, int] = defaultdict(int)
+        for s in self.supersessions:
+            counts[s.fact_key] += 1
+        return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:n]
+
+
+def plan(rows: Iterable[FactRow], undone: AbstractSet[tuple[str, str]] = frozenset()) -> VersionPlan:
+    keyed: dict[tuple[str, ...], list[tuple[FactRow, FactKey]]] = defaultdict(list)
+    read = 0
+    for row in rows:
+        key = fact_key(row.content)
+        if key is not None:
+            keyed[key.key].append((row, key))
+            read += 1
+    out = VersionPlan(facts_read=read)
+    for words, group in keyed.items():
+        if len(group) < 2:
+            continue
+        out.groups += 1
+        out.supersessions += _chain(" ".join(words), sorted(group, key=lambda rk: (rk[0].stated_at, rk[0].id)), undone)
+    return out
+
+
+def _chain(
+    name: str, group: Sequence[tuple[FactRow, FactKey]], undone: AbstractSet[tuple[str, str]]
+) -> list[Supersession]:
+    out = []
+    for i, (row, key) in enumerate(group):
+        if row.superseded_by is not None:
+            continue
+        later = next(((r, k) for r, k in group[i + 1 :] if r.stated_at > row.stated_at and versions_of(key, k)), None)
+        if later is not None and (row.id, later[0].id) not in undone:
+            out.append(Supersession(row.id, later[0].id, later[0].stated_at, name))
+    return out
+
+
+@dataclass(frozen=True)
+class Dated:
+    """A cluster member as its validity reads."""
+
+    id: str
+    content: str
+    created_at: datetime
+    valid_until: datetime | None
+    superseded_by: str | None
+
+
+def present_first(members: Sequence[Dated]) -> dict[str, str | None]:
+    """What a distiller is given for each member: the current version of a fact with its earlier values after it
+    ("Per-trade risk cap is 1% (since 2026-10-20; was 1.5% 2026-09-14 → 2026-10-20, 2% 2026-08-01 →
+    2026-09-14)."), None for an earlier version that line already states, a member superseded by a memory
+    outside the cluster marked with when it stopped holding, and every other member as it is."""
+    ids = {m.id for m in members}
+    out: dict[str, str | None] = {}
+    for m in members:
+        if m.superseded_by in ids:
+            out[m.id] = None
+        elif m.superseded_by is not None and m.valid_until is not None:
+            out[m.id] = f"(no longer holds since {m.valid_until:%Y-%m-%d}) {m.content}"
+        else:
+            older = _earlier(m.id, members)
+            out[m.id] = m.content if not older else _version_line(m, older)
+    return out
+
+
+def _earlier(head: str, members: Sequence[Dated]) -> list[Dated]:
+    """Every member the chain ending at `head` superseded, newest first."""
+    found, todo = [], [head]
+    while todo:
+        current = todo.pop()
+        for m in members:
+            if m.superseded_by == current and m not in found:
+                found.append(m)
+                todo.append(m.id)
+    return sorted(found, key=lambda m: (m.created_at, m.id), reverse=True)
+
+
+def _version_line(current: Dated, older: Sequence[Dated]) -> str:
+    was = ", ".join(
+        f"{' / '.join(stated_values(m.content)) or m.content.rstrip('.')} {m.created_at:%Y-%m-%d} → "
+        f"{(m.valid_until or current.created_at):%Y-%m-%d}"
+        for m in older
+    )
+    return f"{current.content.strip().rstrip('.')} (since {current.created_at:%Y-%m-%d}; was {was})."

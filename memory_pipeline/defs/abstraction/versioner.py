@@ -1,0 +1,74 @@
+"""Versioner: versions of one fact, found before anything is embedded or clustered, so that the night's summaries
+state the present first. The plan is checked (a runaway rule stops the night) before `validity_updates` writes."""
+
+from typing import Any
+
+import dagster as dg
+
+from memory_pipeline.abstraction import versions
+from memory_pipeline.defs.abstraction.common import GROUP
+from memory_pipeline.defs.abstraction.cortex_dedupe import exact_duplicates
+from memory_pipeline.operator.metadata import OWNERS
+from memory_pipeline.resources import EngineConfig, MemoryStoreResource
+from memory_pipeline.resources.store import POOL
+from memory_pipeline.store import validity
+
+RUNAWAY_FLOOR = 10  # fewer supersessions than this never count as a runaway, whatever the share
+
+
+@dg.asset(group_name=GROUP, kinds={"duckdb"}, owners=OWNERS, tags={"component": "Versioner"}, deps=[exact_duplicates])
+def fact_versions(context: dg.AssetExecutionContext, store: MemoryStoreResource) -> dg.Output[versions.VersionPlan]:
+    """Memories that state another value of a fact a later memory states: which one supersedes which. Read
+    only: the check below decides whether `validity_updates` may write them."""
+    with store.open().connect() as con:
+        plan = versions.plan(validity.fact_rows(con), validity.undone_pairs(con))
+    context.log.info(f"Versioner: {len(plan.supersessions)} supersession(s) among {plan.facts_read} statements of "
+                     f"fact ({plan.groups} facts stated more than once)")  # fmt: skip
+    return dg.Output(plan, metadata=_metadata(plan))
+
+
+def _metadata(plan: versions.VersionPlan) -> dict[str, Any]:
+    largest = plan.largest()
+    return {
+        "supersessions": len(plan.supersessions),
+        "facts_read": plan.facts_read,
+        "facts_with_versions": plan.groups,
+        "superseded_share": round(plan.share(), 4),
+        "largest": dg.MetadataValue.md("\n".join(f"- `{k}`: {n}" for k, n in largest) or "none"),
+    }
+
+
+@dg.asset_check(
+    asset=fact_versions,
+    blocking=True,
+    description="A night supersedes at most a set share of the facts it reads (MEMORY_PIPELINE_MAX_SUPERSEDED_SHARE, "
+    "default 0.25; ten or fewer supersessions always pass): more is a runaway rule, and the night stops before "
+    "anything is marked superseded.",
+)
+def supersessions_bounded(engine: EngineConfig, fact_versions: versions.VersionPlan) -> dg.AssetCheckResult:
+    count, share = len(fact_versions.supersessions), fact_versions.share()
+    passed = count <= RUNAWAY_FLOOR or share <= engine.max_superseded_share
+    worst = ", ".join(f"'{k}' ({n})" for k, n in fact_versions.largest(3))
+    return dg.AssetCheckResult(
+        passed=passed,
+        severity=dg.AssetCheckSeverity.ERROR,
+        metadata={"supersessions": count, "share": round(share, 4), "max_share": engine.max_superseded_share},
+        description=None if passed else (
+            f"{count} supersessions would mark {share:.0%} of {fact_versions.facts_read} statements of fact superseded"
+            f" (at most {engine.max_superseded_share:.0%}); most in: {worst}. Nothing was marked; raise "
+            "MEMORY_PIPELINE_MAX_SUPERSEDED_SHARE to accept them"
+        ),
+    )
+
+
+@dg.asset(group_name=GROUP, pool=POOL, kinds={"duckdb"}, owners=OWNERS, tags={"component": "Versioner"})
+def validity_updates(
+    context: dg.AssetExecutionContext, store: MemoryStoreResource, engine: EngineConfig,
+    fact_versions: versions.VersionPlan,
+) -> dg.MaterializeResult:
+    """The supersessions, in one transaction: each older value marked superseded by the newer one, valid until
+    the newer was stated; logged with the run, so a rollback takes them back."""
+    with store.open().transaction() as con:
+        written = validity.apply(con, fact_versions.supersessions, context.run.run_id, engine.now())
+    context.log.info(f"Versioner: {written} memorie(s) marked superseded")
+    return dg.MaterializeResult(metadata={"superseded": written})

@@ -1,0 +1,175 @@
+"""The values a fact states, and what is left of it once they are masked: how "same fact, new value" is told
+without an LLM.
+
+"Per-trade risk cap is 2%" and "Per-trade risk cap is now 1.5 percent" are two versions of one fact: masked,
+both read `per-trade risk cap <pct>` (words that say a value changed — "now", "moved to", "raised" — and
+grammar words are not part of it), and their values differ. "Risk cap per day is 3%" is not (its words
+differ), nor is "York pickup is at 9:30" beside "Leeds pickup is at 9:00" (a fact's first word names what it is
+about and is never masked), nor "Closed the TIA long at +$701" beside "+$504" (an event, not a state: a fact
+is a short statement, never opened by a past-tense action). Values are compared in one form: "1%" and
+"1 percent", "16:45" and "4:45 pm", "$1,200" and "1200 USD".
+
+Conservative on purpose: a missed version leaves a stale value readable beside the new one; a wrong one hides a
+true fact. Pure functions."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+MAX_FACT_WORDS = 30  # a fact is a short statement; a paragraph is a story
+_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+_MONTH = (r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sept?(?:ember)?|"
+          r"oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)")  # fmt: skip
+# Ordered: the first pattern to match a span names its type.
+_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("date", re.compile(r"\b\d{4}-\d{2}-\d{2}\b")),
+    ("date", re.compile(rf"\b\d{{1,2}}(?:st|nd|rd|th)?\s+{_MONTH}\b(?:,?\s+\d{{4}})?", re.I)),
+    ("date", re.compile(rf"\b{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?\b(?:,?\s+\d{{4}})?", re.I)),
+    ("time", re.compile(r"\b(?:[01]?\d|2[0-3])[:h][0-5]\d(?:\s*[ap]\.?m\.?)?(?!\w|\.\d)", re.I)),
+    ("time", re.compile(r"\b(?:1[0-2]|0?[1-9])\s*[ap]\.?m\b\.?", re.I)),
+    ("pct", re.compile(r"(?<![\w.])\d+(?:\.\d+)?\s*(?:%|percent\b|per\s+cent\b|pct\b)", re.I)),
+    ("money", re.compile(r"[$€£]\s?\d[\d,]*(?:\.\d+)?\s*[kKmM]?\b")),
+    ("money", re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?\s*(?:usd|eur|gbp|dollars?|euros?|pounds?)\b", re.I)),
+    ("id", re.compile(r"(?<![\w.-])(?=[\w.-]*\d)(?=[\w.-]*[a-zA-Z])[a-zA-Z0-9][\w.-]*[a-zA-Z0-9](?![\w-])")),
+    ("id", re.compile(r"(?<![\w.-])[a-z0-9-]+(?:\.[a-z0-9-]+){2,}(?![\w-])", re.I)),
+    ("num", re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?(?![\w])")),
+)
+_WORD = re.compile(r"[A-Za-z][\w'-]*")
+# Words that say a value changed, or are grammar: not part of what the fact is about.
+_IGNORED = frozenset(
+    """a an the is are was were be been being am it its this that to at from of on in by for with as now new
+    currently current moved move moves changed change changes updated update set raised lowered increased
+    decreased reduced cut tightened loosened bumped dropped went goes up down switched migrated became becomes
+    will from henceforth onwards forward anymore instead no longer than again today still our my your their his
+    her has have had then starting starts start since effective""".split()
+)
+_EVENT_OPENERS = frozenset(
+    """set closed opened bought sold paid ran met took got made saw spent sent won lost left went did had
+    booked called emailed texted visited finished started tried noticed learned heard told asked fixed deployed
+    shipped merged released found moved""".split()
+)  # "Moved the standup to 10:15" is told as an action; "Standup moved to 10:15" states the new time
+# A statement of state: a copula, or a phrase that says a value now holds.
+_STATE = re.compile(
+    r"\b(?:is|are|=|now|moved to|changed to|set to|updated to|raised to|lowered to|cut to|increased to|reduced to|"
+    r"tightened to|loosened to|migrated to|switched to|went (?:up|down) to|costs?|lives in|runs on|starts at)\b",
+    re.I,
+)
+_LABELLED = re.compile(r"^[^:]{3,60}(:) *\S+(?: +\S+){0,3}[.!]?$")  # "Per-trade risk cap: 1%": a short value
+_CAPITALISED = re.compile(r"\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*\b")
+_SENTENCE_OPENING = re.compile(r"(?:^|[.!?:]\s+|[\"'(]\s*)$")
+_NOT_NAMES = frozenset("i monday tuesday wednesday thursday friday saturday sunday".split())
+
+
+@dataclass(frozen=True)
+class FactKey:
+    """What a fact is about (its masked words) and the values it states, each in one normalised form."""
+
+    key: tuple[str, ...]
+    values: tuple[str, ...]
+
+
+def _normal(kind: str, text: str) -> str:
+    t = text.strip().lower()
+    if kind == "pct":
+        number = re.match(r"\d+(?:\.\d+)?", t)
+        return f"{float(number.group(0)):g}%" if number else t
+    if kind == "money":
+        digits = re.sub(r"[^\d.km]", "", t.replace(",", ""))
+        scale = 1e3 if digits.endswith("k") else 1e6 if digits.endswith("m") else 1.0
+        try:
+            return f"{float(digits.rstrip('km')) * scale:g}"
+        except ValueError:
+            return t
+    if kind == "time":
+        m = re.match(r"(\d{1,2})(?:[:.h](\d{2}))?\s*([ap])?", t)
+        if m:
+            hour, minute, half = int(m.group(1)), int(m.group(2) or 0), m.group(3)
+            hour = (hour % 12) + (12 if half == "p" else 0) if half else hour
+            return f"{hour:02d}:{minute:02d}"
+    if kind == "date" and not re.match(r"\d{4}-", t):
+        month = next((i for i, name in enumerate(_MONTHS, 1) if re.search(rf"\b{name}", t)), 0)
+        day = re.search(r"\b(\d{1,2})(?:st|nd|rd|th)?\b", t)
+        return f"{month:02d}-{int(day.group(1)):02d}" if month and day else t
+    if kind == "num":
+        try:
+            return f"{float(t.replace(',', '')):g}"
+        except ValueError:
+            return t
+    return t
+
+
+def stated_values(text: str) -> list[str]:
+    """The values of `text` as written ("1.5%", "4:45 pm", "db-stage-7"), in order."""
+    return [v.raw for v in _values(text)]
+
+
+@dataclass(frozen=True)
+class _Value:
+    kind: str
+    normal: str
+    raw: str
+    start: int
+    end: int
+
+
+def _values(text: str) -> list[_Value]:
+    spans: list[tuple[int, int, str]] = []
+    for kind, pattern in _PATTERNS:
+        for m in pattern.finditer(text):
+            if not any(m.start() < e and s < m.end() for s, e, _ in spans):
+                spans.append((m.start(), m.end(), kind))
+    for m in _CAPITALISED.finditer(text):  # names: capitalised words not opening a sentence
+        if _SENTENCE_OPENING.search(text[: m.start()]) or m.group(0).lower() in _NOT_NAMES:
+            continue
+        if not any(m.start() < e and s < m.end() for s, e, _ in spans):
+            spans.append((m.start(), m.end(), "name"))
+    out = []
+    for start, end, kind in sorted(spans):
+        raw = text[start:end]
+        out.append(_Value(kind, _normal(kind, raw) if kind != "name" else raw.lower(), raw.strip(), start, end))
+    return out
+
+
+def fact_key(text: str) -> FactKey | None:
+    """The key and values of a short statement of fact; None for anything else (a story, an event, a fact with
+    no value). A value written before the statement's verb ("Alice's bill is …", "Leeds pickup is …",
+    "cache-02: …") names what the fact is about: it is part of the key, never a value that changes."""
+    words = text.split()
+    if not words or len(words) > MAX_FACT_WORDS or re.search(r"[.!?;]\s+\S", text.strip()):
+        return None
+    state = _STATE.search(text) or _LABELLED.search(text)
+    if state is None:
+        return None  # "Meeting with the landlord on 3 March" tells of an event; a fact says what *is*
+    first = re.sub(r"\W", "", words[0]).lower()
+    if first in _EVENT_OPENERS or first.endswith("ed") and first not in {"need", "feed", "speed", "seed"}:
+        return None
+    verb = state.start(1) if state.re is _LABELLED else state.start()
+    key: list[str] = []
+    values: list[str] = []
+    at = 0
+    for v in [*_values(text), None]:
+        end = len(text) if v is None else v.start
+        key += [w.lower() for w in _WORD.findall(text[at:end]) if w.lower() not in _IGNORED]
+        if v is None:
+            break
+        if v.start < verb:
+            key.append(v.normal)
+        else:
+            key.append(f"<{v.kind}>")
+            values.append(v.normal)
+        at = v.end
+    if not values or not any(not t.startswith("<") for t in key):
+        return None  # no value, or "It is 5": nothing says what the value is of
+    return FactKey(tuple(key), tuple(values))
+
+
+def versions_of(a: FactKey, b: FactKey) -> bool:
+    """Two statements of one fact with another value: the same key and at least one value differing. When a
+    name differs, nothing else may (the name is then the value that changed: "Pickup is in Leeds" → "York");
+    a name and a number both differing are two facts ("Alice's bill is $80", "Bob's bill is $95")."""
+    if a.key != b.key or a.values == b.values or len(a.values) != len(b.values):
+        return False
+    kinds = [k for k in a.key if k.startswith("<")]
+    differing = {kinds[i] for i, (x, y) in enumerate(zip(a.values, b.values, strict=True)) if x != y}
+    return not ("<name>" in differing and len(differing) > 1)

@@ -1,0 +1,68 @@
+"""Same fact, new value — told without an LLM, and look-alikes left apart (a wrong supersession hides a true
+fact, which is worse than a stale one)."""
+
+from __future__ import annotations
+
+import pytest
+
+from memory_pipeline.llm.values import fact_key, versions_of
+
+VERSIONS = [
+    ("Per-trade risk cap is 2%.", "Per-trade risk cap is now 1.5%."),
+    ("Per-trade risk cap is 1%.", "Per-trade risk cap is now 1.5 percent."),
+    ("Daily standup is at 09:30.", "Daily standup moved to 10:15."),
+    ("The daily standup is at 16:45.", "The daily standup is now at 5:30 pm."),
+    ("The staging host is db-stage-1.", "The staging host migrated to db-stage-7."),
+    ("Pickup is in Leeds.", "Pickup moved to York."),
+    ("My dentist is Dr Patel.", "My dentist is now Dr Okafor."),
+    ("Internet bill is $45 a month.", "Internet bill went up to $52 a month."),
+    ("The gym membership costs 1200 USD a year.", "The gym membership costs $1,350 a year."),
+    ("Standup is at 9:00.", "Standup moved to 10:15."),
+    ("Per-trade risk cap: 2%.", "Per-trade risk cap: 1%."),
+]
+LOOK_ALIKES = [
+    ("Risk per trade is 1%.", "Risk per day is 3%."),
+    ("The staging host is db-stage-1.", "The production host is db-prod-2."),
+    ("Leeds pickup is at 9:00.", "York pickup is at 9:30."),
+    ("Alice's bill is $80.", "Bob's bill is $95."),
+    ("Closed the TIA long at +$701: took profit.", "Closed the TIA long at +$504: took profit."),
+    ("Set a price alert on ATOM at 7.33.", "Set a price alert on ATOM at 6.90."),
+    ("Meeting with the landlord on 3 March.", "Meeting with the landlord on 10 April."),
+    ("Per-trade risk cap is 1%.", "Per-trade risk cap is 1 percent."),  # the same value in another form
+    ("The daily standup is at 16:45.", "The daily standup is at 4:45 pm."),
+    ("Max position size is 3 lots.", "Max position size is 3 lots on ETH and 2 lots on SOL."),
+    # from the demo's sample: events on two hosts, feedback from two people
+    ("cache-02: the websocket server hit the 1024 open-files ulimit.",
+     "db-01: the websocket server hit the 1024 open-files ulimit."),
+    ("Feedback from Jonas on the onboarding doc: wanted fewer acronyms.",
+     "Feedback from Sam on the onboarding doc: wanted fewer acronyms."),
+]
+
+
+@pytest.mark.parametrize(("old", "new"), VERSIONS)
+def test_versions_of_one_fact_are_told_apart_from_new_facts(old: str, new: str) -> None:
+    a, b = fact_key(old), fact_key(new)
+    assert a is not None and b is not None, (a, b)
+    assert versions_of(a, b) and versions_of(b, a)
+
+
+@pytest.mark.parametrize(("one", "other"), LOOK_ALIKES)
+def test_look_alikes_and_restatements_are_not_versions(one: str, other: str) -> None:
+    a, b = fact_key(one), fact_key(other)
+    assert a is None or b is None or not versions_of(a, b)
+
+
+@pytest.mark.parametrize(
+    ("text", "values"),
+    [
+        ("Per-trade risk cap is 1 percent.", ("1%",)),
+        ("Standup is at 4:45 pm.", ("16:45",)),
+        ("Standup is at 16:45.", ("16:45",)),
+        ("Rent is $1,200.", ("1200",)),
+        ("The deadline is 2026-10-20.", ("2026-10-20",)),
+        ("The deadline is 20 October.", ("10-20",)),
+    ],
+)
+def test_values_are_compared_in_one_form(text: str, values: tuple[str, ...]) -> None:
+    key = fact_key(text)
+    assert key is not None and key.values == values
