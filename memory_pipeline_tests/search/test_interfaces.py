@@ -285,6 +285,14 @@ def test_mcp_streamable_http_on_loopback(workspace: Path, tmp_path: Path) -> Non
                     await _exercise(client)
 
         anyio.run(run)
+        import httpx2
+
+        batch = httpx2.post(f"http://127.0.0.1:{port}/mcp", content=b'[{"jsonrpc": "2.0", "id": 1, "method": "ping"}]',
+                            headers={"Accept": "application/json, text/event-stream",
+                                     "Content-Type": "application/json"}, timeout=WAIT_S)  # fmt: skip
+        assert batch.status_code == 400 and batch.json()["error"] == {  # one line, not pydantic's dump
+            "code": -32600, "message": "Invalid Request: a batch (a JSON array of messages) is not supported; send "
+            "one JSON-RPC message per request"}  # fmt: skip
     finally:
         _stop(proc)
 
