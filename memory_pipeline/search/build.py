@@ -52,6 +52,7 @@ from memory_pipeline.search.index import (
     write_version,
     writer_lock,
 )
+from memory_pipeline.search.pending import IndexBehind, PendingVectors, embed_in_slices, fingerprint
 from memory_pipeline.search.segment import SegmentDamaged, write_segment
 from memory_pipeline.store import changes
 from memory_pipeline.store.attached import attached
@@ -148,9 +149,12 @@ def unit_vectors(column: pa.ChunkedArray | pa.Array, dim: int | None) -> dict[in
 def vectors_for(
     table: pa.Table, con: duckdb.DuckDBPyConnection | None, encode: Encode, model: str, dim: int | None,
     reuse: dict[int, np.ndarray] | None = None, stored: dict[int, np.ndarray] | None = None,
+    pending: PendingVectors | None = None, deadline: float | None = None,
 ) -> tuple[np.ndarray, int, float]:
     """A unit vector per row: reused (same text already indexed), the store's own (`stored` when the caller read
-    them with the rows, else looked up here), or encoded. Returns (matrix, rows encoded, seconds spent encoding)."""
+    them with the rows, else looked up here), kept from an earlier call (`pending`), or encoded a slice at a time,
+    each slice kept in `pending` before the next. IndexBehind when `deadline` passes with rows left to encode.
+    Returns (matrix, rows encoded, seconds spent encoding)."""
     n = table.num_rows
     known: dict[int, np.ndarray] = dict(reuse or {})
     for row, vec in (stored or {}).items():
@@ -163,22 +167,26 @@ def vectors_for(
         known.update({store_pos[j]: v for j, v in found.items()})
     need = [i for i in range(n) if i not in known]
     t = time.perf_counter()
-    fresh = np.zeros((0, dim or 0), np.float32)
+    encoded = 0
     if need:
         texts = table.column("text").take(pa.array(need)).to_pylist()
-        fresh = np.asarray(encode(texts), dtype=np.float32)
-        norms = np.linalg.norm(fresh, axis=1, keepdims=True)
-        norms[norms == 0] = 1.0
-        fresh = fresh / norms
+        prints = [fingerprint(text) for text in texts]
+        kept = pending.load() if pending is not None else {}
+        by_print = {fp: kept[fp] for fp in prints if fp in kept}
+        todo = {fp: text for fp, text in zip(prints, texts, strict=True) if fp not in by_print}
+        made = embed_in_slices(todo, encode, pending, deadline)
+        encoded = len(made)
+        if encoded < len(todo):
+            raise IndexBehind(encoded, len(todo) - encoded)
+        by_print.update(made)
+        known.update((i, by_print[fp]) for i, fp in zip(need, prints, strict=True))
     seconds = time.perf_counter() - t
-    width = dim or (fresh.shape[1] if len(need) else (len(next(iter(known.values()))) if known else 0))
+    width = dim or (len(next(iter(known.values()))) if known else 0)
     matrix = np.zeros((n, width), np.float32)
-    if need:
-        matrix[np.array(need)] = fresh
     if known:
         pos = np.fromiter(known.keys(), dtype=np.int64, count=len(known))
         matrix[pos] = np.vstack(list(known.values()))
-    return matrix, len(need), seconds
+    return matrix, encoded, seconds
 
 
 def _manifest(model: str, dim: int, entries: list[dict[str, Any]], cursor: dict[str, int],
@@ -191,28 +199,40 @@ def _manifest(model: str, dim: int, entries: list[dict[str, Any]], cursor: dict[
 
 
 def build_index(home: Path, encode: Encode, model: str, *, full: bool = False,
-                merge_factor: int = MERGE_FACTOR) -> BuildStats:
+                merge_factor: int = MERGE_FACTOR, deadline: float | None = None, wait: bool = True) -> BuildStats:
     """A new index version: with `full=False` and a current index for this model, an update proportional to what
-    changed (see the module docstring); else a full build."""
+    changed (see the module docstring); else a full build. New text is embedded a slice at a time, each slice kept
+    (search/pending.py), so a build killed midway loses one slice of work; with `deadline` (time.monotonic()) no
+    slice starts after it and IndexBehind says what is left. `wait=False`: IndexBusy when another writer holds
+    the index."""
     home = Path(home)
-    with writer_lock(home):
-        if not full:
+    pending = PendingVectors(home, model)
+    with writer_lock(home, wait):
+        kept = pending.files()
+        stats = _build_locked(home, encode, model, full, merge_factor, pending, deadline)
+        pending.drop({*kept, *pending.read, *pending.written})  # committed: what they hold is indexed, or stale
+        return stats
+
+
+def _build_locked(home: Path, encode: Encode, model: str, full: bool, merge_factor: int, pending: PendingVectors,
+                  deadline: float | None) -> BuildStats:
+    if not full:
+        try:
+            previous = load_index(home, vocab=False)  # a damaged version is rebuilt, never kept as quiet
+        except IndexMissing:
+            previous = None
+        if previous is not None and previous.model == model:
+            quiet = _quiet(home, previous)
+            if quiet is not None:
+                return quiet
             try:
-                previous = load_index(home, vocab=False)  # a damaged version is rebuilt, never kept as quiet
-            except IndexMissing:
-                previous = None
-            if previous is not None and previous.model == model:
-                quiet = _quiet(home, previous)
-                if quiet is not None:
-                    return quiet
-                try:
-                    stats = update_index(home, previous, encode, model, merge_factor)
-                except SegmentDamaged:  # found by a merge reading a segment's words: rebuild, as load_index would
-                    stats, previous = None, None
-                if stats is not None:
-                    return stats
-                return full_build(home, encode, model, previous)
-        return full_build(home, encode, model)
+                stats = update_index(home, previous, encode, model, merge_factor, pending, deadline)
+            except SegmentDamaged:  # found by a merge reading a segment's words: rebuild, as load_index would
+                stats, previous = None, None
+            if stats is not None:
+                return stats
+            return full_build(home, encode, model, previous, pending, deadline)
+    return full_build(home, encode, model, None, pending, deadline)
 
 
 def _quiet(home: Path, prev: LoadedIndex) -> BuildStats | None:
@@ -230,7 +250,8 @@ def _quiet(home: Path, prev: LoadedIndex) -> BuildStats | None:
                       version=prev.folder.name, segments=len(prev.segments))  # fmt: skip
 
 
-def full_build(home: Path, encode: Encode, model: str, previous: LoadedIndex | None = None) -> BuildStats:
+def full_build(home: Path, encode: Encode, model: str, previous: LoadedIndex | None = None,
+               pending: PendingVectors | None = None, deadline: float | None = None) -> BuildStats:
     """One segment of every readable document; with `previous` (same model), texts it holds keep their vectors."""
     t0 = time.perf_counter()
     signature = file_signature(home)
@@ -248,7 +269,8 @@ def full_build(home: Path, encode: Encode, model: str, previous: LoadedIndex | N
         if previous is not None:
             keys = table.column("key").to_pylist()
             reuse = _same_text(previous, table, keys, previous.locate(keys))
-        matrix, embedded, embed_s = vectors_for(table, con, encode, model, previous.dim if previous else None, reuse)
+        matrix, embedded, embed_s = vectors_for(table, con, encode, model, previous.dim if previous else None, reuse,
+                                                pending=pending, deadline=deadline)
     dim = int(matrix.shape[1]) if matrix.ndim == 2 else 0
 
     def build(tmp: Path) -> dict[str, Any]:
@@ -263,7 +285,8 @@ def full_build(home: Path, encode: Encode, model: str, previous: LoadedIndex | N
                       version=version, embed_seconds=round(embed_s, 3), segments=1)  # fmt: skip
 
 
-def update_index(home: Path, prev: LoadedIndex, encode: Encode, model: str, factor: int) -> BuildStats | None:
+def update_index(home: Path, prev: LoadedIndex, encode: Encode, model: str, factor: int,
+                 pending: PendingVectors | None = None, deadline: float | None = None) -> BuildStats | None:
     """The incremental update, or None when only a full build will do (no change log; a count that does not add
     up)."""
     t0 = time.perf_counter()
@@ -293,7 +316,8 @@ def update_index(home: Path, prev: LoadedIndex, encode: Encode, model: str, fact
         old = prev.locate(sorted(set(changed) | set(keys)))
         old.update(prev.locate(sorted(stale), column="path"))
         reuse = _same_text(prev, table, keys, old)
-        matrix, embedded, embed_s = vectors_for(table, con, encode, model, prev.dim or None, reuse, stored)
+        matrix, embedded, embed_s = vectors_for(table, con, encode, model, prev.dim or None, reuse, stored, pending,
+                                                deadline)
     store_docs = int(prev.manifest.get("store_docs", -1))
     old_store = sum(1 for s, r in old.values() if prev.segments[s].column("source")[r].as_py() == "store")
     after = store_docs - old_store + fresh_rows.num_rows

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -17,6 +16,7 @@ import duckdb
 import pyarrow as pa
 
 from memory_pipeline.search.junk import not_text, say_once
+from memory_pipeline.search.pending import fingerprint
 from memory_pipeline.store.workspace_files import Containment, NotRegularFile, read_regular_text
 
 # Store rows an agent may read: active ones, and archived sources (retrievable, ranked lower: seed 000 §9.2).
@@ -49,7 +49,7 @@ class Doc:
     @property
     def fingerprint(self) -> str:
         """What a change of which requires re-embedding: the text only (metadata is refreshed separately)."""
-        return hashlib.blake2b(self.text.encode("utf-8"), digest_size=12).hexdigest()
+        return fingerprint(self.text)
 
 
 def _epoch(value: datetime | None) -> float:

@@ -30,6 +30,7 @@ from memory_pipeline.search.live import (
     query_vector,
     reading_store,
     store_view,
+    update_seconds,
 )
 from memory_pipeline.search.live import (
     clear_cache as clear_cache,
@@ -203,7 +204,8 @@ def _search_index(
     parts_bm: list[float] = (bm_raw[at] / ceiling).tolist()
     parts_cos: list[float] = cos_raw[at, -1].tolist()
     parts_whole: list[float] = cos_raw[at, 0].tolist()
-    dv = delta_vectors(delta, encode, model) if delta else np.zeros((0, 0), np.float32)
+    deadline = fresh.deadline if fresh.deadline is not None else time.monotonic() + update_seconds()
+    dv, _ = delta_vectors(home, delta, encode, model, deadline, len(qv))
     if delta:
         # the mean length over every live document, the delta's included: with an empty or small index (a
         # server warmed before the agent's first writes) the index's own mean would crush the delta's BM25

@@ -333,13 +333,21 @@ def load_index(home: Path, vocab: bool = True) -> LoadedIndex:
 # ------------------------------------------------------------------ versions: write two-phase, commit, prune
 
 
+class IndexBusy(RuntimeError):
+    """Another writer holds the index (`writer_lock(wait=False)`)."""
+
+
 @contextmanager
-def writer_lock(home: Path) -> Iterator[None]:
-    """One index writer at a time (a search rebuilding a missing index, the Dagster asset, a CLI refresh)."""
+def writer_lock(home: Path, wait: bool = True) -> Iterator[None]:
+    """One index writer at a time (a search rebuilding a missing index, the Dagster asset, a CLI refresh);
+    `wait=False` (a search): IndexBusy at once when another writer holds it."""
     root = index_root(home)
     root.mkdir(parents=True, exist_ok=True)
     with open(root / ".lock", "a+") as fh:
-        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            raise IndexBusy("another writer is updating the search index") from None
         try:
             yield
         finally:

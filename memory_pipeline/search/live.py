@@ -4,8 +4,10 @@ when missing or made for another model, updated when the delta is too large to e
 
 from __future__ import annotations
 
+import math
 import os
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -25,7 +27,8 @@ from memory_pipeline.search.documents import (
     store_docs,
     store_stamp,
 )
-from memory_pipeline.search.index import Encode, IndexMissing, LoadedIndex, current_folder, load_index
+from memory_pipeline.search.index import Encode, IndexBusy, IndexMissing, LoadedIndex, current_folder, load_index
+from memory_pipeline.search.pending import IndexBehind, PendingVectors, embed_in_slices
 from memory_pipeline.settings import SettingsError
 from memory_pipeline.store import changes
 from memory_pipeline.store.attached import attached
@@ -266,21 +269,48 @@ def background_vectors(encode: Encode, model: str) -> np.ndarray:
     return vecs
 
 
-def delta_vectors(docs: Sequence[Doc], encode: Encode, model: str) -> np.ndarray:
+UPDATE_SECONDS_ENV, UPDATE_SECONDS_DEFAULT = "MEMORY_PIPELINE_SEARCH_UPDATE_SECONDS", 2.0
+
+
+def update_seconds(environ: dict[str, str] | None = None) -> float:
+    """How long one search call may spend embedding documents the index lacks (MEMORY_PIPELINE_SEARCH_UPDATE_SECONDS,
+    default 2; 0: none); a SettingsError naming the variable when it is not a number ≥ 0."""
+    raw = (os.environ if environ is None else environ).get(UPDATE_SECONDS_ENV, "").strip()
+    if not raw:
+        return UPDATE_SECONDS_DEFAULT
+    try:
+        value = float(raw)
+    except ValueError:
+        raise SettingsError(f"{UPDATE_SECONDS_ENV}={raw!r}: expected a number of seconds") from None
+    if not math.isfinite(value) or value < 0:
+        raise SettingsError(f"{UPDATE_SECONDS_ENV}={raw!r}: must be a finite number of seconds ≥ 0")
+    return value
+
+
+def delta_vectors(home: Path, docs: Sequence[Doc], encode: Encode, model: str, deadline: float | None,
+                  dim: int) -> tuple[np.ndarray, int]:
+    """A unit vector per fresh document: this process's, kept on disk by an earlier call or update
+    (search/pending.py), or embedded here a slice at a time (each slice kept) until `deadline`; a document still
+    without one gets zeros (it matches by keywords only). Returns (vectors, documents without one)."""
     if not docs:
-        return np.zeros((0, 1), dtype=np.float32)
-    missing = [d for d in docs if (model, d.fingerprint) not in _DELTA_VECTORS]
+        return np.zeros((0, dim), dtype=np.float32), 0
+    missing = {d.fingerprint: d.text for d in docs if (model, d.fingerprint) not in _DELTA_VECTORS}
     if missing:
-        vecs = np.asarray(encode([d.text for d in missing]), dtype=np.float32)
-        vecs /= np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
+        pending = PendingVectors(home, model)
+        kept = pending.load()
+        found = {fp: kept[fp] for fp in missing if fp in kept}
+        found.update(embed_in_slices({fp: t for fp, t in missing.items() if fp not in found}, encode, pending,
+                                     deadline))  # fmt: skip
         with _LOCK:
-            for d, v in zip(missing, vecs, strict=True):
-                _DELTA_VECTORS[(model, d.fingerprint)] = v
-    return np.vstack([_DELTA_VECTORS[(model, d.fingerprint)] for d in docs])
+            for fp, v in found.items():
+                _DELTA_VECTORS[(model, fp)] = v
+    zero = np.zeros(dim, dtype=np.float32)
+    rows = [_DELTA_VECTORS.get((model, d.fingerprint)) for d in docs]
+    return np.vstack([zero if v is None else v for v in rows]), sum(1 for v in rows if v is None)
 
 
-DELTA_EMBED_LIMIT = 64  # more unembedded fresh documents than this: update the index instead (a CLI call is
-# a new process, so the delta's vectors would be computed again by every search until the next update)
+DELTA_EMBED_LIMIT = 64  # more fresh documents than this, every one with its vector: the call folds them into the
+# index (no embedding left to do; a CLI call is a new process, so the delta is read again by every search)
 
 
 @dataclass(frozen=True)
@@ -290,12 +320,17 @@ class Fresh:
 
     view: StoreView
     delta: tuple[list[Doc], set[str], str] | None = None  # None: not computed (the store was busy)
+    deadline: float | None = None  # time.monotonic() after which the call embeds nothing more (None: its bound)
 
 
 def index_for(home: Path, encode: Encode, model: str) -> tuple[LoadedIndex | None, str, Fresh | None]:
-    """The index to search, built or updated here when it is missing, built for another model, or far behind
-    the store; (None, notice, None) when it cannot be, and the notice says why. The third item: what was read
-    about the returned index (None when it was built or updated here)."""
+    """The index to search, built here when it is missing or built for another model; (None, notice, None) when it
+    cannot be, and the notice says why. Documents written since the index's update are embedded here only within
+    the call's bound (`update_seconds`, a slice at a time, each slice kept for the next call and the next update):
+    what is left matches by keywords only and the notice says the index is behind. Once all have vectors and more
+    than DELTA_EMBED_LIMIT wait, they are folded into the index (no embedding left; never waiting for another
+    writer). The third item: what was read about the returned index (None when it was built or updated here)."""
+    deadline = time.monotonic() + update_seconds()
     try:
         idx = _cached_index(home)
     except IndexMissing as exc:  # none, or a damaged one (a truncated file, vectors that do not fit the docs)
@@ -305,16 +340,34 @@ def index_for(home: Path, encode: Encode, model: str) -> tuple[LoadedIndex | Non
         return (*_build_now(home, encode, model, f"search index was built for {idx.model}, not {model}"), None)
     view = store_view(home, idx)
     if view.busy:
-        return idx, "", Fresh(view)
+        return idx, "", Fresh(view, deadline=deadline)
     fresh = delta_docs(home, idx, view)
-    unembedded = sum(1 for d in fresh[0] if (model, d.fingerprint) not in _DELTA_VECTORS)
-    if unembedded > DELTA_EMBED_LIMIT:
-        return (*_build_now(home, encode, model, f"{unembedded} documents written since the last index update",
-                            full=False), None)  # fmt: skip
-    return idx, "", Fresh(view, fresh)
+    written = len(fresh[0])
+    _, left = delta_vectors(home, fresh[0], encode, model, deadline, idx.dim or 1)
+    if left:
+        return idx, behind(left, written), Fresh(view, fresh, deadline)
+    if written > DELTA_EMBED_LIMIT:
+        try:
+            built, notice = _build_now(home, encode, model, f"{written} documents written since the last index update",
+                                       full=False, deadline=deadline, wait=False)  # fmt: skip
+            if built is not None:
+                return built, notice, None
+            return idx, "", Fresh(view, fresh, deadline)  # a writer holds the store: the delta answers meanwhile
+        except IndexBehind as exc:  # the update found more to embed (texts changed in place) than the bound allows
+            return idx, behind(exc.left, written), Fresh(view, fresh, deadline)
+        except IndexBusy:  # another writer is catching up: answer from the index as it is, delta included
+            return idx, "", Fresh(view, fresh, deadline)
+    return idx, "", Fresh(view, fresh, deadline)
 
 
-def _build_now(home: Path, encode: Encode, model: str, why: str, full: bool = True) -> tuple[LoadedIndex | None, str]:
+def behind(left: int, written: int) -> str:
+    """The notice of a call that answered before the index caught up."""
+    return (f"search index behind: {left:,} of {written:,} documents written since its last update have no vector "
+            "yet and match by keywords only (the search_index job or the next searches embed them)")
+
+
+def _build_now(home: Path, encode: Encode, model: str, why: str, full: bool = True, deadline: float | None = None,
+               wait: bool = True) -> tuple[LoadedIndex | None, str]:
     from memory_pipeline.search.build import build_index
 
     if (home / "memory.duckdb").exists():
@@ -322,9 +375,9 @@ def _build_now(home: Path, encode: Encode, model: str, why: str, full: bool = Tr
             if con is None:  # a writer holds the store: never wait for it in a query
                 return None, f"{why}; store busy, so these results come from a plain keyword scan"
     try:
-        stats = build_index(home, encode, model, full=full)
+        stats = build_index(home, encode, model, full=full, deadline=deadline, wait=wait)
         idx = _cached_index(home)
-    except SettingsError:
+    except (SettingsError, IndexBehind, IndexBusy):
         raise  # a configuration error (a failing plug-in) is one line from the caller, never a silent fallback
     except (OSError, duckdb.Error, IndexMissing, ValueError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__

@@ -123,8 +123,13 @@ def test_an_index_that_cannot_be_built_gets_a_keyword_scan_that_weighs_rare_term
     assert ids(hits)[0] == "m-001", [(h.id, h.score) for h in hits]  # "TIA" is rarer than "price alert"
 
 
-def test_a_large_fresh_write_updates_the_index_once(workspace: Path, tmp_path: Path) -> None:
+def test_a_large_fresh_write_updates_the_index_once(
+    workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from memory_pipeline.search.engine import DELTA_EMBED_LIMIT
+    from memory_pipeline.search.live import UPDATE_SECONDS_ENV
+
+    monkeypatch.setenv(UPDATE_SECONDS_ENV, "600")  # time to embed them all in this call (a loaded machine too)
 
     before = current_folder(workspace)
     rows = [
