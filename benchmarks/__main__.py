@@ -1,5 +1,5 @@
 """`python -m benchmarks [clustering|incremental|nightly|embeddings|locomo-retention|screening|distill|fleet|gateway|
-all] [options]` — results are appended to benchmarks/results/runs/<date>.md with the date, the machine, the BLAS
+current-facts|all] [options]` — results are appended to benchmarks/results/runs/<date>.md with the date, the machine, the BLAS
 kernel and the OPENBLAS_* variables."""
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ NAMES = (
     "fleet",
     "first-call",
     "gateway",
+    "current-facts",
 )
 
 

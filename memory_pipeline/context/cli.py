@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 from memory_pipeline.settings import workspace_home
@@ -26,7 +27,7 @@ def cmd_context(args: argparse.Namespace) -> int:
             session_history=history,
             budget_tokens=args.budget,
             main_session=not args.not_main,
-            search=default_search(home),
+            search=default_search(home, as_of=_as_of(args.as_of)),
             gate=gate_from_env(),
             agent_output=args.agent_output or "",
             record_usage=usage_recorder(home),
@@ -56,10 +57,26 @@ def cmd_context(args: argparse.Namespace) -> int:
     return 0
 
 
+def _as_of(value: str | None) -> datetime | None:
+    """`--as-of`: a day reads as it ended; a bad one is the one-line error every context input gets."""
+    from memory_pipeline.context.compiler import ContextError
+
+    if not value:
+        return None
+    text = value.strip()
+    try:
+        when = datetime.fromisoformat(f"{text}T23:59:59" if len(text) == 10 else text)
+    except ValueError:
+        raise ContextError(f"--as-of {value!r} is not an ISO date or time (2026-09-20, 2026-09-20T14:00)") from None
+    return when.astimezone(UTC).replace(tzinfo=None) if when.tzinfo else when
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("context", help="compile the prompt for a message within a token budget")  # seed 001 §6
     p.add_argument("message", help="the message the agent just received")
     p.add_argument("--budget", type=int, default=8192, help="token budget (default 8192)")
+    p.add_argument("--as-of", default=None, metavar="DATE",
+                   help="ISO date or time: knowledge as it was known and held then (default: now)")  # fmt: skip
     p.add_argument("--history", help="session history as JSONL: {\"role\": …, \"content\": …[, \"tool\": …]}")
     p.add_argument("--agent-output", help="the agent's last reply, for output watchers")  # seed 001 §4.3
     p.add_argument("--not-main", action="store_true", help="not the main session: leave MEMORY.md out")

@@ -18,7 +18,17 @@ from memory_pipeline.context.compiler import Knowledge, Search
 from memory_pipeline.context.read_path import ReadPath
 from memory_pipeline.context.service import RecordUsage
 from memory_pipeline.context.timeframe import resolve
-from memory_pipeline.search import Hit, Ranking, SearchInputError, load_ranking, reading_store, search, usage_spool
+from memory_pipeline.search import (
+    Hit,
+    Hits,
+    Ranking,
+    SearchInputError,
+    current_first,
+    load_ranking,
+    reading_store,
+    search,
+    usage_spool,
+)
 
 
 def default_search(
@@ -29,16 +39,18 @@ def default_search(
     ranking: Ranking | None = None,
     read: ReadPath | None = None,
     today: date | None = None,
+    as_of: datetime | None = None,
 ) -> Search:
     """`floor`: search's abstention floor (None: its calibrated default); `read`: the read path (None: the
-    shipped one); `today`: the day time expressions are read against (None: today, UTC)."""
+    shipped one); `today`: the day time expressions are read against (None: today, UTC); `as_of`: read what was
+    known and held then (None: now; a message that names a time reads which values held then)."""
     path = read or ReadPath.load()
     if not path.abstractions_first:
         ranking = (ranking or load_ranking()).with_(abstractions_first=False)
 
     def find(query: str, k: int, since: str | None = None, until: str | None = None, at: float | None = None) -> Any:
         return search(query[:4096], k, home=home, embedder=embedder, floor=at if at is not None else floor,  # type: ignore[arg-type]
-                      ranking=ranking, since=since, until=until)  # fmt: skip
+                      ranking=ranking, since=since, until=until, as_of=as_of)  # fmt: skip
 
     most = (ranking or load_ranking()).max_k
 
@@ -52,6 +64,9 @@ def default_search(
             hits = _down_to(query, k, least, find, most)
         if path.time_aware and hits:
             hits = _period_first(query, k, hits, find, today or datetime.now(UTC).date())
+            if as_of is None and (period := resolve(query, today or datetime.now(UTC).date())) is not None:
+                then = datetime.combine(period[1], time.max)  # which values held at the end of the period named
+                hits = current_first(Hits(hits), home, then, drop_later=False)
         return hits
 
     def run(query: str, k: int) -> list[Knowledge]:
@@ -112,13 +127,18 @@ def _period_first(query: str, k: int, hits: list[Hit], find: Any, today: date) -
 
 
 def _knowledge(h: Hit, whole: bool) -> Knowledge:
+    """A hit as P3 reads it; a value a later one replaced says so in its date ("2026-09-14, no longer holds
+    since 2026-10-20"), so the agent never takes it for the present."""
+    dated = h.date or None
+    if h.superseded_by:
+        dated = f"{h.date or '?'}, no longer holds since {h.valid_until[:10]}"
     return Knowledge(
         text=(h.text or h.snippet) if whole else h.snippet,
         score=h.score,
         kind=h.kind,
         memory_id=h.id if h.source == "store" else None,
         path=None if h.source == "store" else h.id,
-        date=h.date or None,
+        date=dated,
     )
 
 

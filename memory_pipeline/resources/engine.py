@@ -59,7 +59,7 @@ class EngineConfig(dg.ConfigurableResource):
     outbox_critical: int = 10_000  # open outbox actions at which compaction pauses
     summary_rollup_min_sources: int = 6  # explicit summary-of-summary only: higher than min_cluster_size
     # a night that would supersede more than this share of the facts it reads is stopped (a runaway rule)
-    max_superseded_share: float = 0.25
+    max_superseded_share: float = 0.5
 
     @field_validator("as_of")
     @classmethod

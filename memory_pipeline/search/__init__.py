@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from memory_pipeline.search import usage_spool
     from memory_pipeline.search.build import build_index
+    from memory_pipeline.search.current import current_first
     from memory_pipeline.search.engine import SearchInputError, search
     from memory_pipeline.search.hits import Hit, Hits
     from memory_pipeline.search.index import BuildStats, IndexMissing, delete_index
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
 _WHERE = {
     "usage_spool": "", "build_index": "build", "SearchInputError": "engine", "search": "engine", "Hit": "hits",
     "Hits": "hits", "BuildStats": "index", "IndexMissing": "index", "delete_index": "index", "reading_store": "live",
-    "refresh_index": "live", "Ranking": "scoring", "load_ranking": "scoring",
+    "refresh_index": "live", "Ranking": "scoring", "load_ranking": "scoring", "current_first": "current",
 }  # fmt: skip
 __all__ = [
     "BuildStats",
@@ -30,6 +31,7 @@ __all__ = [
     "Ranking",
     "SearchInputError",
     "build_index",
+    "current_first",
     "delete_index",
     "load_ranking",
     "reading_store",

@@ -26,6 +26,8 @@ def _print_hits(hits: Any, query: str) -> None:
         extra = "" if h.tier in ("active", "knowledge", "raw") else f" [{h.tier}]"
         parts = " ".join(f"{k} {v:g}" for k, v in h.parts.items() if k in ("bm25", "vector", "keyword"))
         print(f"{n:2d}. {h.id}  {label}{extra}  {h.date}  score {h.score:.4f}  ({parts})")
+        if h.superseded_by:
+            print(f"    [superseded: held until {h.valid_until[:10]}, replaced by {h.superseded_by}]")
         print(f"    {h.snippet}")
         for s in h.sources[:MAX_SHOWN_SOURCES]:
             print(f"      ↳ {s.id} [{s.tier}] {s.snippet[:120]}")
@@ -59,6 +61,7 @@ def cmd_search(args: argparse.Namespace) -> int:
             until=args.until,
             with_sources=args.with_sources,
             fusion=args.fusion,
+            as_of=args.as_of,
         )
     except (SearchInputError, SettingsError, StoreError, OSError) as exc:
         return _fail(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
@@ -109,6 +112,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--since", default=None, help="ISO date: documents dated on or after")
     p.add_argument("--until", default=None, help="ISO date: documents dated on or before")
+    p.add_argument("--as-of", default=None, metavar="DATE",
+                   help="ISO date or time: what was known and held then (later memories left out, values replaced "
+                   "since then read as current)")  # fmt: skip
     p.add_argument("--with-sources", action="store_true", help="expand each abstraction to its sources (lineage)")
     p.add_argument("--record-usage", action="store_true", help="record the hits as inclusions (usage decay)")
     p.add_argument("--fusion", choices=("rrf", "linear"), default=None, help="override the default fusion")

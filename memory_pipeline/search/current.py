@@ -16,16 +16,20 @@ from memory_pipeline.store.validity import validity
 Validity = tuple[datetime, datetime | None, str | None]
 
 
-def current_first(hits: Hits, home: Path, as_of: datetime | None = None) -> Hits:
-    """`hits` with what no longer held (at `as_of`, or now) marked and moved after what did, each group in its
-    order; a memory stated after `as_of` is left out."""
+def current_first(hits: Hits, home: Path, as_of: datetime | None = None, *, drop_later: bool = True) -> Hits:
+    """`hits` with what no longer held (at `as_of`, or now) marked and moved after what did (in search's order),
+    the most recently replaced first; a memory stated after `as_of` is left out (`drop_later`) or kept, unmarked,
+    after the rest."""
     ids = [h.id for h in hits if h.source == "store"]
     rows: dict[str, Validity] = {}
     if ids:
         with reading_store(home) as con:
             if con is not None:
                 rows = validity(con, ids)
-    kept = [h for h in hits if not (as_of and h.id in rows and rows[h.id][0] > as_of)]
+    later = [h for h in hits if as_of and h.id in rows and rows[h.id][0] > as_of]
+    kept = [h for h in hits if h not in later]
+    for h in hits:
+        h.superseded_by = h.valid_until = ""
     for h in kept:
         if h.id in rows:
             _, until, by = rows[h.id]
@@ -33,7 +37,8 @@ def current_first(hits: Hits, home: Path, as_of: datetime | None = None) -> Hits
                 h.superseded_by, h.valid_until = by, until.isoformat(timespec="seconds")
     _versions_among(kept, rows)
     current = [h for h in kept if not h.superseded_by]
-    return Hits(current + [h for h in kept if h.superseded_by], hits.notice, hits.mode)
+    replaced = sorted((h for h in kept if h.superseded_by), key=lambda h: h.valid_until, reverse=True)  # stable
+    return Hits(current + replaced + ([] if drop_later else later), hits.notice, hits.mode)
 
 
 def _versions_among(hits: list[Hit], rows: dict[str, Validity]) -> None:

@@ -13,6 +13,7 @@ import duckdb
 import numpy as np
 
 from memory_pipeline.search import fallback
+from memory_pipeline.search.current import current_first
 from memory_pipeline.search.documents import Doc
 from memory_pipeline.search.hits import NOTHING as NOTHING
 from memory_pipeline.search.hits import Filters, Hit, Hits, make_hit
@@ -115,8 +116,11 @@ def search(
     embedder: tuple[Encode, str] | None = None,
     now: datetime | None = None,
     ranking: Ranking | None = None,
+    as_of: str | datetime | None = None,
 ) -> Hits:
-    """The best `k` hits for `query`, or none ("nothing relevant") when no document clears the floor."""
+    """The best `k` hits for `query`, or none ("nothing relevant") when no document clears the floor. A value a
+    later memory replaced ranks after what holds now and is marked (`superseded_by`, `valid_until`); `as_of`
+    answers with what was known and held then (nothing dated after it)."""
     r = (ranking or load_ranking()).with_(fusion=fusion, floor=floor)
     query = validate(query, k, r)
     if r.fusion not in ("rrf", "linear"):
@@ -131,17 +135,23 @@ def search(
             f"workspace {home} does not exist: run `memory-pipeline demo` or set MEMORY_PIPELINE_HOME"
         )
     _check_choice(tier, set(TIERS), "tier")
-    filters = Filters(category, kind, tier, _timestamp(since, "since"), _timestamp(until, "until"))
+    if isinstance(as_of, str) and len(as_of.strip()) == 10:  # a day: as the day ended
+        as_of = f"{as_of.strip()}T23:59:59"
+    then, last = _timestamp(as_of, "as_of"), _timestamp(until, "until")
+    last = then if last is None else min(last, then if then is not None else last)
+    filters = Filters(category, kind, tier, _timestamp(since, "since"), last)
     now_ts = (now or datetime.now(UTC)).timestamp()
     encode, model = embedder or default_embedder()
     idx, notice, fresh = index_for(home, encode, model)
+    at = datetime.fromtimestamp(then, UTC).replace(tzinfo=None) if then is not None else None
     if idx is None:
-        return fallback.search_plain(home, query, k, filters, _check_choice, r, now_ts, notice)
+        plain = fallback.search_plain(home, query, k, filters, _check_choice, r, now_ts, notice)
+        return current_first(plain, home, at)
     fresh = fresh or Fresh(store_view(home, idx))
     hits = _search_index(home, idx, fresh, query, k, filters, with_sources, r, encode, model, now_ts)
     if notice:
         hits.notice = f"{notice}; {hits.notice}" if hits.notice else notice
-    return hits
+    return current_first(hits, home, at)
 
 
 def _known(idx: LoadedIndex, delta: Sequence[Doc]) -> tuple[set[str], set[str]]:

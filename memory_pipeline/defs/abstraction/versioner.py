@@ -42,7 +42,7 @@ def _metadata(plan: versions.VersionPlan) -> dict[str, Any]:
     asset=fact_versions,
     blocking=True,
     description="A night supersedes at most a set share of the facts it reads (MEMORY_PIPELINE_MAX_SUPERSEDED_SHARE, "
-    "default 0.25; ten or fewer supersessions always pass): more is a runaway rule, and the night stops before "
+    "default 0.5; ten or fewer supersessions always pass): more is a runaway rule, and the night stops before "
     "anything is marked superseded.",
 )
 def supersessions_bounded(engine: EngineConfig, fact_versions: versions.VersionPlan) -> dg.AssetCheckResult:

@@ -1,0 +1,83 @@
+"""Reading what holds now: superseded values ranked after the current one and marked, `as_of` answering with
+what held then, the compiled prompt saying which value no longer holds, and a bad `--as-of` refused in one line."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from memory_pipeline.cli import main
+from memory_pipeline.context.gate import Gate
+from memory_pipeline.context.search_adapter import default_search
+from memory_pipeline.context.service import compile_for_agent
+from memory_pipeline.embedding.hashing import hashing_embed
+from memory_pipeline.embedding.spec import HASHING
+from memory_pipeline.search import build_index, search
+from memory_pipeline.search.engine import clear_cache
+from memory_pipeline.store import MemoryStore
+from memory_pipeline.store.importers import import_jsonl
+from memory_pipeline.store.validity import Supersession, apply
+
+T0 = datetime(2026, 9, 1, 9, 0)
+EMBED = (hashing_embed, HASHING)
+VERSIONS = [("r1", "Per-trade risk cap is 2%.", 0), ("r2", "Per-trade risk cap is now 1.5%.", 13),
+            ("r3", "Per-trade risk cap is now 1%.", 49), ("n1", "The garden hose is in the shed.", 3)]  # fmt: skip
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    lines = [{"id": i, "content": t, "created_at": (T0 + timedelta(days=d)).isoformat()} for i, t, d in VERSIONS]
+    (tmp_path / "v.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    import_jsonl(MemoryStore(ws / "memory.duckdb"), tmp_path / "v.jsonl")
+    build_index(ws, *EMBED)
+    clear_cache()
+    return ws
+
+
+def _supersede(home: Path) -> None:
+    plan = [Supersession("r1", "r2", T0 + timedelta(days=13), "risk cap"),
+            Supersession("r2", "r3", T0 + timedelta(days=49), "risk cap")]  # fmt: skip
+    with MemoryStore(home / "memory.duckdb").transaction() as con:
+        apply(con, plan, "test-run", T0 + timedelta(days=60))
+
+
+@pytest.mark.parametrize("night", [True, False], ids=["after-a-night", "before-any-night"])
+def test_the_current_value_ranks_first_and_older_ones_are_marked(home: Path, night: bool) -> None:
+    if night:
+        _supersede(home)
+    hits = search("per-trade risk cap", 3, home=home, embedder=EMBED, floor=0.0)
+    assert [h.id for h in hits] == ["r3", "r2", "r1"]
+    assert [(h.superseded_by, h.valid_until[:10]) for h in hits] == [("", ""), ("r3", "2026-10-20"),
+                                                                     ("r2", "2026-09-14")]  # fmt: skip
+
+
+def test_as_of_answers_with_what_held_then(home: Path) -> None:
+    _supersede(home)
+    hits = search("per-trade risk cap", 3, home=home, embedder=EMBED, floor=0.0, as_of="2026-09-20")
+    assert [(h.id, h.superseded_by) for h in hits] == [("r2", ""), ("r1", "r2")]  # r3 was not yet stated
+
+
+def test_the_prompt_says_which_value_no_longer_holds(home: Path) -> None:
+    _supersede(home)
+    out, _ = compile_for_agent(home, "What is my per-trade risk cap?", budget_tokens=1000, gate=Gate(),
+                               search=default_search(home, EMBED, floor=0.0))  # fmt: skip
+    now, was = out.prompt.index("is now 1%"), out.prompt.index("is now 1.5%")
+    assert now < was and "[2026-09-14, no longer holds since 2026-10-20]" in out.prompt
+    then, _ = compile_for_agent(home, "What is my per-trade risk cap?", budget_tokens=1000, gate=Gate(),
+                                search=default_search(home, EMBED, floor=0.0, as_of=datetime(2026, 9, 20)))  # fmt: skip
+    assert "is now 1%" not in then.prompt and then.prompt.index("1.5%") < then.prompt.index("is 2%")
+
+
+@pytest.mark.parametrize("command", ["search", "context"])
+def test_a_bad_as_of_is_one_line(home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+                                 command: str) -> None:  # fmt: skip
+    monkeypatch.setenv("MEMORY_PIPELINE_HOME", str(home))
+    monkeypatch.setenv("MEMORY_PIPELINE_EMBEDDER", HASHING)
+    assert main([command, "risk cap", "--as-of", "last tuesday"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error:") and "last tuesday" in err and "\n" not in err
