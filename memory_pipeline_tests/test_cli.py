@@ -29,13 +29,14 @@ def test_run_twice_then_status_and_history_persists(cli_env: Path, tmp_path: Pat
     compressed = int(next(line for line in first.splitlines() if "clusters_compressed" in line).split()[-1])
     assert compressed > 0
 
-    assert main(["run", *as_of]) == 1  # seed §4.7: a FAIL verdict exits 1
+    assert main(["run", *as_of]) == 0  # nothing new since the first night: a quiet PASS (a FAIL would exit 1)
     second = capsys.readouterr().out
-    assert "clusters_compressed  0" in second and "COMPRESSION RUN FAIL" in second
+    assert "clusters_compressed  0" in second and "COMPRESSION RUN PASS" in second
+    assert "nothing new to consolidate" in second
 
     assert main(["status"]) == 0
     status = capsys.readouterr().out
-    assert "summaries" in status and "last run" in status and "FAIL" in status
+    assert "summaries" in status and "last run" in status and "PASS" in status
 
     # the runs were recorded in the persistent instance, so `dagster dev` shows them after a restart
     with dg.DagsterInstance.from_config(str(tmp_path / "dagster_home")) as instance:

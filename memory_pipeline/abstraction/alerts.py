@@ -1,4 +1,4 @@
-"""Alert rules (seed 000 §8.3) as plain functions: what deserves a person's attention, and how urgently."""
+"""Alert rules as plain functions: what deserves a person's attention, and how urgently."""
 
 from __future__ import annotations
 
@@ -24,7 +24,8 @@ def from_run_failure(run_id: str, job: str, message: str) -> Alert:
 
 
 def from_report(run_id: str, report: dict[str, Any]) -> Alert:
-    """Every report is posted (the seed's Synapse summary); its priority follows the seed's alert rules."""
+    """Every report is posted as a summary; 'action' on a FAIL verdict (a quiet night's PASS is not one), errors,
+    a negative token reduction or a run over MAX_RUN_MINUTES, else 'info'."""
     verdict = report.get("verdict", "FAIL")
     errors = int(report.get("errors", 0) or 0)
     reduction = float(report.get("token_reduction_pct", 0.0) or 0.0)

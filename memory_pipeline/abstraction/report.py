@@ -1,4 +1,4 @@
-"""The CompressionRunReport of seed 000 §6, its verdict (§4.6) and health bands (§8.4)."""
+"""The night's run report (CompressionRunReport), its verdict and health bands."""
 
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ class CompressionRunReport:
     errors: list[CompressionError] = field(default_factory=list)
     verdict: str = "FAIL"
     verdict_reason: str | None = None
-    # Beyond the seed: what ran and what happened to each cluster.
+    # Beyond the original report: what ran and what happened to each cluster.
     distiller: str = ""
     clusters_failed: int = 0
     exact_duplicates_archived: int = 0
@@ -51,6 +51,8 @@ class CompressionRunReport:
     skip_reasons: dict[str, int] = field(default_factory=dict)
     # the vectors the night clustered on (model, dim, source) and how its summaries were embedded
     embedding: dict[str, Any] = field(default_factory=dict)
+    # clusters found but left alone because an earlier night (within the fingerprint TTL) already tried them
+    clusters_recently_processed: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -63,21 +65,50 @@ def report_from_dict(data: dict[str, Any]) -> CompressionRunReport:
     return CompressionRunReport(**fields)
 
 
+QUIET = "nothing new to consolidate"
+
+
 def decide_verdict(
-    clusters_compressed: int, errors: int, fatal: str | None = None, recovered: int = 0
+    clusters_compressed: int,
+    errors: int,
+    fatal: str | None = None,
+    recovered: int = 0,
+    *,
+    tried: int | None = None,
+    found: int = 0,
+    scanned: int = 0,
 ) -> tuple[str, str | None]:
     """`recovered`: summaries of an interrupted night this one activated — that night's work, completed now,
-    so a night that finds nothing else left to compress after it is graded by what the store holds: PASS."""
+    so a night that finds nothing else left to compress after it is graded by what the store holds: PASS.
+
+    `tried`: the clusters this night put to the distiller (found, less those an earlier night already tried
+    within the fingerprint TTL); None when unknown. A night that compressed nothing is a FAIL — the sign of a
+    nightly job that stopped working — only when it had clusters to try, or errors: a quiet night (no memory
+    clusters, or only clusters already tried) is a PASS, "nothing new to consolidate". `found` and `scanned`
+    (clusters found, eligible memories) only word that reason."""
     if fatal:
         return "FAIL", fatal
     if clusters_compressed == 0 and recovered:
         return "PASS", (f"completed an interrupted night: activated its {recovered} summar"
                         f"{'y' if recovered == 1 else 'ies'}; no other cluster left to compress")  # fmt: skip
+    if clusters_compressed == 0 and tried == 0:
+        if errors:
+            return "FAIL", f"{errors} error(s) during the run, and nothing compressed"
+        return "PASS", quiet_reason(found, scanned)
     if clusters_compressed == 0:
         return "FAIL", "no cluster was compressed (no useful work done)"
     if errors:
         return "PARTIAL", f"{errors} error(s) during the run"
     return "PASS", None
+
+
+def quiet_reason(found: int, scanned: int) -> str:
+    """Why a night had nothing to try: no eligible memory, no cluster among them, or only clusters tried before."""
+    if not scanned:
+        return f"{QUIET}: no memory is eligible (old enough, not pinned, locked, critical or already compressed)"
+    if not found:
+        return f"{QUIET}: the {scanned} eligible memories form no cluster"
+    return f"{QUIET}: the {found} cluster(s) found were all tried by a recent night"
 
 
 def reduction_pct(before: int, after: int) -> float:
@@ -92,19 +123,23 @@ class Band:
 
 
 def health_bands(report: CompressionRunReport) -> list[Band]:
-    """Seed 000 §8.4. Ratios only mean something when something was compressed."""
+    """Ratios only mean something when something was compressed; the reduction, when something was compressed
+    or the store changed; the skip rate counts the clusters this night tried (not those a recent night did) —
+    so a quiet night, nothing new to consolidate, is all good."""
     bands: list[Band] = []
 
     def grade(name: str, value: float, good: bool, warning: bool) -> None:
         bands.append(Band(name, value, "good" if good else "warning" if warning else "bad"))
 
     r = report.token_reduction_pct
-    grade("token_reduction_pct", r, r > 15, 5 <= r <= 15)
+    if report.clusters_compressed or r != 0:
+        grade("token_reduction_pct", r, r > 15, 5 <= r <= 15)
     if report.clusters_compressed:
         a = report.avg_compression_ratio
         grade("avg_compression_ratio", a, a > 2.5, 1.5 <= a <= 2.5)
-    if report.clusters_found:
-        s = report.clusters_skipped / report.clusters_found
+    tried = report.clusters_found - report.clusters_recently_processed
+    if tried > 0:
+        s = (report.clusters_skipped - report.clusters_recently_processed) / tried
         grade("skip_rate", round(s, 3), s < 0.2, 0.2 <= s <= 0.5)
     e = len(report.errors)
     grade("errors", e, e == 0, 1 <= e <= 2)
@@ -114,7 +149,7 @@ def health_bands(report: CompressionRunReport) -> list[Band]:
 
 
 def alert_priority(report: CompressionRunReport, max_minutes: float = 30.0) -> str:
-    """Seed 000 §8.3: 'action' when a person should look, else 'info'."""
+    """'action' when a person should look, else 'info'."""
     if (
         report.verdict == "FAIL"
         or report.errors

@@ -35,6 +35,15 @@ def skip_reasons(outcomes: list[ClusterOutcome]) -> dict[str, int]:
     return reasons
 
 
+def compaction_paused(con: duckdb.DuckDBPyConnection, critical: int, clusters: list[MemoryCluster]) -> str | None:
+    """Why the night found no cluster when it is because compaction is paused (too many open external-index
+    actions): not a quiet night but one that could not work, so its verdict is FAIL with this reason."""
+    open_actions = graph_outbox.open_count(con)
+    if clusters or open_actions < critical:
+        return None
+    return f"compaction paused: {open_actions} external-index updates waiting (pause at {critical})"
+
+
 def archived_by_run(con: duckdb.DuckDBPyConnection, run_id: str) -> int:
     """Sources this run archived, from the compression log (what committed, whatever the steps returned)."""
     return int(

@@ -1,4 +1,4 @@
-"""The fleet report (issue 21 part 6): one row per agent — its last night's verdict, token reduction, cost and
+"""The fleet report: one row per agent — its last night's verdict, token reduction, cost and
 duration, when it last succeeded, whether it was deferred and why — and which agents have gone too long without a
 successful night."""
 
@@ -15,7 +15,9 @@ from memory_pipeline.fleet.budget import Reservation
 
 STALE_AFTER = timedelta(hours=48)
 OVERDUE_AFTER = timedelta(hours=2)  # a night's expected bound: deploy/fleet/dagster.yaml's max_runtime_seconds
-SUCCESS_VERDICTS = ("PASS", "PARTIAL")  # a night that ran whole; FAIL (nothing compressed, errors) is not one
+# a night that ran whole, a quiet one (nothing new to consolidate: PASS) included; FAIL (clusters to try and none
+# compressed, errors) is not one
+SUCCESS_VERDICTS = ("PASS", "PARTIAL")
 
 
 @dataclass(frozen=True)

@@ -39,11 +39,27 @@ def make_report(**overrides: object) -> CompressionRunReport:
     return CompressionRunReport(**base)  # type: ignore[arg-type]
 
 
-def test_verdict_rules_follow_the_seed() -> None:
+def test_verdict_rules() -> None:
     assert decide_verdict(3, 0) == ("PASS", None)
     assert decide_verdict(3, 2)[0] == "PARTIAL"
     assert decide_verdict(0, 0)[0] == "FAIL"
     assert decide_verdict(5, 0, fatal="store locked") == ("FAIL", "store locked")
+    # clusters to try and none compressed: the job stopped working
+    assert decide_verdict(0, 0, tried=4, found=4, scanned=20) == ("FAIL", "no cluster was compressed (no useful "
+                                                                  "work done)")  # fmt: skip
+    # a quiet night: nothing to try
+    quiet = [decide_verdict(0, 0, tried=0, found=f, scanned=s) for f, s in ((0, 0), (0, 3), (2, 9))]
+    assert {v for v, _ in quiet} == {"PASS"} and all(str(r).startswith("nothing new to consolidate") for _, r in quiet)
+    assert [str(r).split(": ")[1][:8] for _, r in quiet] == ["no memor", "the 3 el", "the 2 cl"]
+    assert decide_verdict(0, 1, tried=0)[0] == "FAIL"  # quiet but errored
+    assert decide_verdict(0, 0, "compaction paused", tried=0) == ("FAIL", "compaction paused")
+
+
+def test_a_quiet_night_is_in_every_good_band() -> None:
+    quiet = make_report(clusters_found=3, clusters_skipped=3, clusters_recently_processed=3, clusters_compressed=0,
+                        tokens_after=1000, token_reduction_pct=0.0, avg_compression_ratio=0.0)  # fmt: skip
+    assert {b.band for b in health_bands(quiet)} == {"good"}
+    assert {b.field for b in health_bands(quiet)} == {"errors", "estimated_cost_usd"}
 
 
 def test_reduction_pct() -> None:

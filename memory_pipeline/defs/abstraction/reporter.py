@@ -1,4 +1,4 @@
-"""Reporter (seed 000): the run report, its verdict and the numbers the UI plots."""
+"""Reporter: the run report, its verdict and the numbers the UI plots."""
 
 import time
 
@@ -36,8 +36,10 @@ def report(
     atoms: AtomResults,
     archive_updates: list[ClusterOutcome],
 ) -> dg.MaterializeResult:
-    """The seed's CompressionRunReport: a JSON file per run, a row in the store, and numbers the UI plots.
-    LLM usage and cost come from the run's usage ledger (every call of every step) × the price table."""
+    """The night's run report: a JSON file per run, a row in the store, the numbers the UI plots and the
+    verdict — PASS, PARTIAL (errors, or clusters left for the next night by the cost cap) or FAIL (clusters to
+    try and none compressed). A quiet night, with nothing new to consolidate, is a PASS. LLM usage and cost
+    come from the run's usage ledger (every call of every step) × the price table."""
     from memory_pipeline.llm import runs as llm_runs
 
     run_id = context.run.run_id
@@ -53,9 +55,15 @@ def report(
         memory_count = repo.memory_count(con)
         archived_by_run = reporting.archived_by_run(con, run_id)
         unreported = repo.unreported_runs(con, run_id)  # nights that died after their work, before their report
+        paused = reporting.compaction_paused(con, engine.outbox_critical, clusters)
     finished = utcnow()
     recovered = len(exact_duplicates.pending_activated) + sum(u[1] for u in unreported)
-    verdict, reason = decide_verdict(len(compressed), len(errors), recovered=recovered)
+    ttl = llm_runs.TTL_PREFIX  # clusters a recent night already tried: not tonight's work
+    recent = sum(1 for o in outcomes if o.status == "skipped" and (o.skip_reason or "").startswith(ttl))
+    verdict, reason = decide_verdict(
+        len(compressed), len(errors), paused, recovered=recovered, tried=len(outcomes) - recent,
+        found=len(clusters), scanned=len(eligible_memories.frame),
+    )  # fmt: skip
     deferred = sum(1 for o in outcomes if o.status == "skipped" and llm_runs.is_deferred(o.skip_reason))
     verdict, reason = llm_runs.verdict_with_deferrals(verdict, reason, deferred, engine.max_cost_usd)
     started = exact_duplicates.started_at
@@ -91,6 +99,7 @@ def report(
         pending_activated=len(exact_duplicates.pending_activated),
         pending_removed=len(exact_duplicates.pending_removed),
         skip_reasons=reporting.skip_reasons(outcomes),
+        clusters_recently_processed=recent,
     )
     with db.connect() as con:
         graph_section = reporting.graph_section(con, run_id, clusters, outcomes)
@@ -110,7 +119,8 @@ def report(
     }
     path = reporting.save_reports(db, store.reports_dir, payload, finished, unreported)
     context.log.info(
-        f"Reporter: {verdict} — {r.abstractions_created} abstractions, {r.atoms_created} atoms created, "
+        f"Reporter: {verdict}{f' ({reason})' if reason else ''} — {r.abstractions_created} abstractions"
+        f", {r.atoms_created} atoms created, "
         f"{r.token_reduction_pct}% token reduction; clustered at {describe(choice)}"
     )
     return dg.MaterializeResult(
