@@ -102,7 +102,7 @@ def _k(text: str) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("search", help="hybrid BM25 + vector search over memories, knowledge files and transcripts")
-    p.add_argument("query")
+    p.add_argument("query", help="what to look for, in words (quote a phrase)")
     p.add_argument("-k", type=_k, default=10, help="hits to return (1–1000, default 10)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--category", default=None, help="only documents with this category")
@@ -123,7 +123,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     about = ("MCP server: the tools search, context, flush, remember and forget, and read-only resources "
              "(MEMORY.md, journals, identity files); stdio, or HTTP on 127.0.0.1")
     m = sub.add_parser("mcp", help=about, description=about + ". Tool arguments: docs/reading-memory.md.")
-    m.add_argument("--transport", choices=("stdio", "http"), default="stdio", help="stdio (default) or http")
+    m.add_argument("--transport", choices=("stdio", "http"), default="stdio",
+                   help="stdio (default): the MCP client starts this command and talks to it over stdin/stdout; "
+                   "http: a streamable-HTTP server at http://HOST:PORT/mcp that clients connect to; both serve the "
+                   "workspace in MEMORY_PIPELINE_HOME")  # fmt: skip
     m.add_argument("--host", default="127.0.0.1", help="HTTP only; loopback unless you mean otherwise")
-    m.add_argument("--port", type=int, default=8765)
+    m.add_argument("--port", type=int, default=8765, help="HTTP only: the port to listen on (default %(default)s)")
     m.set_defaults(fn=cmd_mcp)
