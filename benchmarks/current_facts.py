@@ -35,7 +35,16 @@ class Question:
     text: str
     expected: str  # the value the answer states
     others: tuple[str, ...]  # the fact's other values
+    words: frozenset[str]  # what every version of the fact says: a prompt line with two of them is about it
     as_of: date | None = None
+
+
+_STOP = frozenset("the and for from with now new this that our was were are has have per is my we to at of".split())
+
+
+def subject_words(texts: list[str]) -> frozenset[str]:
+    sets = [{w for w in re.findall(r"[a-z][a-z-]+", t.lower().replace("'", "")) if w not in _STOP} for t in texts]
+    return frozenset(set.intersection(*sets)) if sets else frozenset()
 
 
 def _at(day: str) -> str:
@@ -58,13 +67,15 @@ def questions(data: dict[str, Any]) -> tuple[list[Question], list[Question]]:
     current = []
     for f in data["facts"]:
         values = [v for _t, v, _d in f["versions"]]
-        current.append(Question(f["question"], values[-1], tuple(values[:-1])))
+        words = subject_words([t for t, _v, _d in f["versions"]])
+        current.append(Question(f["question"], values[-1], tuple(values[:-1]), words))
     as_of = []
     for q in data["as_of"]:
         versions = facts[q["fact"]]["versions"]
         day = date.fromisoformat(q["as_of"])
         valid = [v for _t, v, d in versions if date.fromisoformat(d) <= day][-1]
-        as_of.append(Question(q["question"], valid, tuple(v for _t, v, _d in versions if v != valid), day))
+        words = subject_words([t for t, _v, _d in versions])
+        as_of.append(Question(q["question"], valid, tuple(v for _t, v, _d in versions if v != valid), words, day))
     return current, as_of
 
 
@@ -74,7 +85,12 @@ def _position(prompt: str, value: str) -> int | None:
 
 
 def first(prompt: str, q: Question) -> bool:
-    """The expected value is in the prompt, before every other value of the fact that is."""
+    """The expected value is in the prompt's lines about the fact, before every other value of the fact there.
+    Only lines about the fact count (two of the words all its versions share, or all of them if fewer): values
+    such as "2%" or "3" also occur in unrelated memories, which say nothing about this fact."""
+    need = min(2, len(q.words))
+    prompt = "\n".join(line for line in prompt.splitlines()
+                       if sum(w in line.lower() for w in q.words) >= need)  # fmt: skip
     mine = _position(prompt, q.expected)
     others = [p for v in q.others if (p := _position(prompt, v)) is not None]
     return mine is not None and all(mine < p for p in others)

@@ -19,6 +19,7 @@ answer, a JSON-RPC error for one that is not a message (`memory_pipeline.mcp_std
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
@@ -31,6 +32,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS, CallToolResult, InputRequiredResult, Tool, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from memory_pipeline.context.timeframe import parse_as_of
 from memory_pipeline.mcp_arguments import argument_error, params_error, titled
 from memory_pipeline.search.engine import SearchInputError, search
 from memory_pipeline.search.index import Encode
@@ -60,6 +62,9 @@ class SearchHit(BaseModel):
     date: str
     tier: str
     categories: list[str]
+    superseded_by: str = Field(default="", description="a later memory states another value of this fact: its id "
+                                                       "(empty while this value holds)")
+    valid_until: str = Field(default="", description="when this value stopped holding (ISO), if it did")
     sources: list[SearchHit] = Field(default_factory=list, description="with_sources: the abstraction's sources")
 
 
@@ -82,6 +87,8 @@ def _convert(h: Any) -> SearchHit:
         date=h.date,
         tier=h.tier,
         categories=h.categories,
+        superseded_by=h.superseded_by,
+        valid_until=h.valid_until,
         sources=[_convert(s) for s in h.sources],
     )
 
@@ -228,6 +235,10 @@ KIND_HELP = (
     "unknown one is refused with the known list"
 )
 DEFAULT_BUDGET = 8192
+AS_OF_HELP = (
+    "ISO date or time: answer with what was known and held then (later memories left out; a value replaced since "
+    "reads as it was); a day reads as it ended. Left out: now"
+)
 CATEGORY_HELP = "only this category: one of the workspace's categories; an unknown one is refused with the known list"
 
 
@@ -264,9 +275,10 @@ def build_server(
         since: Annotated[str | None, Field(description="ISO date: on or after")] = None,
         until: Annotated[str | None, Field(description="ISO date: on or before")] = None,
         with_sources: Annotated[bool, Field(description="expand abstractions to their sources")] = False,
+        as_of: Annotated[str | None, Field(description=AS_OF_HELP)] = None,
     ) -> SearchResponse:
         run = partial(search, query, k, home=home, category=category, kind=kind, tier=tier, since=since,
-                      until=until, with_sources=with_sources, embedder=embedder)
+                      until=until, with_sources=with_sources, embedder=embedder, as_of=as_of)
         return await anyio.to_thread.run_sync(_search_work, run, home, record_usage)
 
     @server.tool(
@@ -286,13 +298,18 @@ def build_server(
         history: Annotated[list[HistoryTurn], Field(description="session history, oldest first")] = [],  # noqa: B006
         agent_output: Annotated[str, Field(description="the agent's last reply, for output watchers")] = "",
         main_session: Annotated[bool, Field(description="include MEMORY.md (main session only)")] = True,
+        as_of: Annotated[str | None, Field(description=AS_OF_HELP)] = None,
     ) -> ContextResponse:
         if budget is not None and budget_tokens is not None and budget != budget_tokens:
             raise ToolError(f"'budget' ({budget}) and 'budget_tokens' ({budget_tokens}) are the same argument: "
                             "give one of them")  # fmt: skip
         tokens = budget or budget_tokens or DEFAULT_BUDGET
+        try:
+            then = parse_as_of(as_of)
+        except ValueError as exc:
+            raise ToolError(str(exc)) from None
         work = partial(_context_work, home, embedder, gate, record_usage, message, tokens, history,
-                       agent_output, main_session)
+                       agent_output, main_session, then)
         return await anyio.to_thread.run_sync(work)
 
     @server.tool(
@@ -339,6 +356,7 @@ def _context_work(
     history: Sequence[HistoryTurn],
     agent_output: str,
     main_session: bool,
+    as_of: datetime | None = None,
 ) -> ContextResponse:
     from memory_pipeline.context import ContextError, Turn
     from memory_pipeline.context.search_adapter import default_search, usage_recorder
@@ -355,7 +373,7 @@ def _context_work(
             session_history=[Turn(t.role, t.content, t.tool) for t in history],
             budget_tokens=budget_tokens,
             main_session=main_session,
-            search=default_search(where, embedder),
+            search=default_search(where, embedder, as_of=as_of),
             gate=gate,
             agent_output=agent_output,
             record_usage=usage_recorder(where, background=True) if record_usage else None,
@@ -459,7 +477,7 @@ def _read_resource(home: Path, rel: str) -> str:
     from memory_pipeline.context.files import NotRegularFile, read_regular_text
 
     try:
-        return read_regular_text(home / rel)
+        return read_regular_text(home / rel, root=home)
     except FileNotFoundError:
         raise ResourceNotFoundError(f"{rel} does not exist in the workspace") from None
     except NotRegularFile as exc:

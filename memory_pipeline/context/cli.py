@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
 from memory_pipeline.settings import workspace_home
@@ -58,17 +58,14 @@ def cmd_context(args: argparse.Namespace) -> int:
 
 
 def _as_of(value: str | None) -> datetime | None:
-    """`--as-of`: a day reads as it ended; a bad one is the one-line error every context input gets."""
+    """`--as-of`, or the one-line error every context input gets."""
     from memory_pipeline.context.compiler import ContextError
+    from memory_pipeline.context.timeframe import parse_as_of
 
-    if not value:
-        return None
-    text = value.strip()
     try:
-        when = datetime.fromisoformat(f"{text}T23:59:59" if len(text) == 10 else text)
-    except ValueError:
-        raise ContextError(f"--as-of {value!r} is not an ISO date or time (2026-09-20, 2026-09-20T14:00)") from None
-    return when.astimezone(UTC).replace(tzinfo=None) if when.tzinfo else when
+        return parse_as_of(value)
+    except ValueError as exc:
+        raise ContextError(f"--{exc}") from None
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -64,9 +64,9 @@ def default_search(
             hits = _down_to(query, k, least, find, most)
         if path.time_aware and hits:
             hits = _period_first(query, k, hits, find, today or datetime.now(UTC).date())
-            if as_of is None and (period := resolve(query, today or datetime.now(UTC).date())) is not None:
-                then = datetime.combine(period[1], time.max)  # which values held at the end of the period named
-                hits = current_first(Hits(hits), home, then, drop_later=False)
+        if as_of is None and hits and (period := resolve(query, today or datetime.now(UTC).date())) is not None:
+            then = datetime.combine(period[1], time.max)  # which values held at the end of the period named
+            hits = current_first(Hits(hits), home, then, drop_later=False)
         return hits
 
     def run(query: str, k: int) -> list[Knowledge]:

@@ -18,27 +18,40 @@ Validity = tuple[datetime, datetime | None, str | None]
 
 def current_first(hits: Hits, home: Path, as_of: datetime | None = None, *, drop_later: bool = True) -> Hits:
     """`hits` with what no longer held (at `as_of`, or now) marked and moved after what did (in search's order),
-    the most recently replaced first; a memory stated after `as_of` is left out (`drop_later`) or kept, unmarked,
-    after the rest."""
+    the most recently replaced first. A memory stated after `as_of` is left out (`drop_later`), or kept where it
+    is unless it states a fact a hit that held then states too: then it comes after that fact's values."""
     ids = [h.id for h in hits if h.source == "store"]
     rows: dict[str, Validity] = {}
     if ids:
         with reading_store(home) as con:
             if con is not None:
                 rows = validity(con, ids)
-    later = [h for h in hits if as_of and h.id in rows and rows[h.id][0] > as_of]
-    kept = [h for h in hits if h not in later]
+    later = {h.id for h in hits if as_of and h.id in rows and rows[h.id][0] > as_of}
+    then = [h for h in hits if h.id not in later]
     for h in hits:
         h.superseded_by = h.valid_until = ""
-    for h in kept:
+    for h in then:
         if h.id in rows:
             _, until, by = rows[h.id]
             if until is not None and by and (as_of is None or until <= as_of):
                 h.superseded_by, h.valid_until = by, until.isoformat(timespec="seconds")
-    _versions_among(kept, rows)
-    current = [h for h in kept if not h.superseded_by]
-    replaced = sorted((h for h in kept if h.superseded_by), key=lambda h: h.valid_until, reverse=True)  # stable
-    return Hits(current + replaced + ([] if drop_later else later), hits.notice, hits.mode)
+    _versions_among(then, rows)
+    if drop_later:
+        return _ordered(then, [], hits)
+    facts = {key.key for h in then if (key := _key(h)) is not None}
+    successors = {rows[h.id][2] for h in then if h.id in rows}
+    moved = [h for h in hits if h.id in later and (h.id in successors or getattr(_key(h), "key", None) in facts)]
+    return _ordered([h for h in hits if h not in moved], moved, hits)
+
+
+def _key(h: Hit) -> FactKey | None:
+    return fact_key(h.text or h.snippet) if h.kind != "summary" else None
+
+
+def _ordered(hits: list[Hit], last: list[Hit], original: Hits) -> Hits:
+    current = [h for h in hits if not h.superseded_by]
+    replaced = sorted((h for h in hits if h.superseded_by), key=lambda h: h.valid_until, reverse=True)  # stable
+    return Hits(current + replaced + last, original.notice, original.mode)
 
 
 def _versions_among(hits: list[Hit], rows: dict[str, Validity]) -> None:
@@ -46,7 +59,7 @@ def _versions_among(hits: list[Hit], rows: dict[str, Validity]) -> None:
     later, from the later's date."""
     keyed: list[tuple[Hit, FactKey, str]] = []
     for h in hits:
-        key = fact_key(h.text or h.snippet) if not h.superseded_by and h.kind != "summary" else None
+        key = _key(h) if not h.superseded_by else None
         if key is not None:
             when = rows[h.id][0].isoformat(timespec="seconds") if h.id in rows else h.date
             keyed.append((h, key, when))

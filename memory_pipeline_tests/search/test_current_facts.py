@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -81,3 +82,30 @@ def test_a_bad_as_of_is_one_line(home: Path, monkeypatch: pytest.MonkeyPatch, ca
     assert main([command, "risk cap", "--as-of", "last tuesday"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error:") and "last tuesday" in err and "\n" not in err
+
+
+def test_mcp_tools_take_as_of_and_refuse_a_bad_one_in_one_line(home: Path) -> None:
+    import anyio
+    from mcp import Client
+
+    from memory_pipeline.mcp_server import build_server
+
+    _supersede(home)
+    out: list[Any] = []
+
+    async def run() -> None:
+        async with Client(build_server(home, EMBED, record_usage=False)) as client:
+            out.append(await client.call_tool("search", {"query": "per-trade risk cap", "k": 3}))
+            out.append(await client.call_tool("search", {"query": "per-trade risk cap", "as_of": "2026-09-20"}))
+            out.append(await client.call_tool("context", {"message": "per-trade risk cap?", "as_of": "2026-09-20"}))
+            for tool, args in (("search", {"query": "risk cap"}), ("context", {"message": "risk cap?"})):
+                out.append(await client.call_tool(tool, {**args, "as_of": "next friday"}))
+
+    anyio.run(run)
+    now, then, ctx, bad_search, bad_context = out
+    hits = now.structured_content["hits"]
+    assert hits[0]["superseded_by"] == "" and hits[1]["superseded_by"] == "r3" and hits[1]["valid_until"]
+    assert [h["id"] for h in then.structured_content["hits"]][:1] == ["r2"]
+    assert "is now 1%" not in ctx.structured_content["prompt"]
+    for bad in (bad_search, bad_context):
+        assert bad.is_error and "next friday" in bad.content[0].text and "\n" not in bad.content[0].text
