@@ -52,7 +52,8 @@ _EVENT_OPENERS = frozenset(
 # A statement of state: a copula, or a phrase that says a value now holds.
 _STATE = re.compile(
     r"\b(?:is|are|=|now|moved to|changed to|set to|updated to|raised to|lowered to|cut to|increased to|reduced to|"
-    r"tightened to|loosened to|migrated to|switched to|went (?:up|down) to|costs?|lives in|runs on|starts at)\b",
+    r"tightened to|loosened to|migrated to|switched to|went (?:up|down) to|costs?|lives in|runs on|starts at|"
+    r"expires on|ends on|opens at|closes at)\b",
     re.I,
 )
 _LABELLED = re.compile(r"^[^:]{3,60}(:) *\S+(?: +\S+){0,3}[.!]?$")  # "Per-trade risk cap: 1%": a short value
@@ -173,3 +174,33 @@ def versions_of(a: FactKey, b: FactKey) -> bool:
     kinds = [k for k in a.key if k.startswith("<")]
     differing = {kinds[i] for i, (x, y) in enumerate(zip(a.values, b.values, strict=True)) if x != y}
     return not ("<name>" in differing and len(differing) > 1)
+
+
+_CONTENT = re.compile(r"[a-z][a-z-]{2,}")
+_COMMON = frozenset(
+    """the and for from with this that these those our your their its was were are has have had will would can
+    could should about into onto over under after before when where which what who how than then them they
+    there here been being also just only very more most some any all each every other such not""".split()
+)
+
+
+def about_words(text: str) -> frozenset[str]:
+    """The content words of a statement, its values and grammar left out: what it is about."""
+    values = " ".join(stated_values(text)).lower()
+    return frozenset(w for w in _CONTENT.findall(text.lower()) if w not in _COMMON and w not in values
+                     and w not in _IGNORED)  # fmt: skip
+
+
+def restates(a: str, b: str) -> bool:
+    """Whether two short statements are plausibly about one thing with another value, worded as they may be
+    ("We run 4 CI runners." / "… so the CI fleet is 6 runners now."): both state values, the values differ, and
+    they share two or more words that make up at least 40 % of the shorter one's. Looser than `versions_of`: it
+    only orders what is read (the newer first), it never marks anything superseded."""
+    if len(a.split()) > MAX_FACT_WORDS or len(b.split()) > MAX_FACT_WORDS:
+        return False
+    va, vb = stated_values(a), stated_values(b)
+    if not va or not vb or {v.lower() for v in va} == {v.lower() for v in vb}:
+        return False
+    wa, wb = about_words(a), about_words(b)
+    shared = len(wa & wb)
+    return shared >= 2 and shared >= 0.4 * min(len(wa), len(wb))

@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
-from memory_pipeline.llm.values import FactKey, fact_key, versions_of
+from memory_pipeline.llm.values import FactKey, fact_key, restates, versions_of
 from memory_pipeline.search.hits import Hit, Hits
 from memory_pipeline.search.live import reading_store
 from memory_pipeline.store.validity import validity
@@ -37,19 +37,19 @@ def current_first(hits: Hits, home: Path, as_of: datetime | None = None, *, drop
                 h.superseded_by, h.valid_until = by, until.isoformat(timespec="seconds")
     _versions_among(then, rows)
     if drop_later:
-        return _ordered(then, [], hits)
+        return _ordered(then, [], hits, rows)
     facts = {key.key for h in then if (key := _key(h)) is not None}
     successors = {rows[h.id][2] for h in then if h.id in rows}
     moved = [h for h in hits if h.id in later and (h.id in successors or getattr(_key(h), "key", None) in facts)]
-    return _ordered([h for h in hits if h not in moved], moved, hits)
+    return _ordered([h for h in hits if h not in moved], moved, hits, rows)
 
 
 def _key(h: Hit) -> FactKey | None:
     return fact_key(h.text or h.snippet) if h.kind != "summary" else None
 
 
-def _ordered(hits: list[Hit], last: list[Hit], original: Hits) -> Hits:
-    current = [h for h in hits if not h.superseded_by]
+def _ordered(hits: list[Hit], last: list[Hit], original: Hits, rows: dict[str, Validity] | None = None) -> Hits:
+    current = _newer_first([h for h in hits if not h.superseded_by], rows or {})
     replaced = sorted((h for h in hits if h.superseded_by), key=lambda h: h.valid_until, reverse=True)  # stable
     return Hits(current + replaced + last, original.notice, original.mode)
 
@@ -68,3 +68,17 @@ def _versions_among(hits: list[Hit], rows: dict[str, Validity]) -> None:
         newer = next(((n, w) for n, k, w in keyed[i + 1 :] if versions_of(key, k)), None)
         if newer is not None and not old.superseded_by:
             old.superseded_by, old.valid_until = newer[0].id, newer[1]
+
+
+def _newer_first(hits: list[Hit], rows: dict[str, Validity]) -> list[Hit]:
+    """Two memories that plausibly restate one thing with another value (`llm.values.restates`, worded as they
+    may be): the newer takes the better of their two places. Nothing is marked: a look-alike only moves."""
+    out = list(hits)
+    stated = {h.id: (rows[h.id][0].isoformat() if h.id in rows else h.date) for h in hits}
+    memories = [i for i, h in enumerate(out) if h.source == "store" and h.kind != "summary"]
+    for a_pos, i in enumerate(memories):
+        for j in memories[a_pos + 1 :]:
+            a, b = out[i], out[j]
+            if stated[b.id] > stated[a.id] and restates(a.text or a.snippet, b.text or b.snippet):
+                out[i], out[j] = b, a
+    return out
