@@ -241,8 +241,9 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def import_into(home: Path, path: Path, skip_existing: bool = False) -> tuple[str, int]:
-    """Import a .jsonl/.csv file into the workspace's store, validated as the night validates: the line to
-    print and how many memories came in. A rejected file raises a UserError and writes nothing."""
+    """Import a .jsonl/.ndjson, .parquet or SQLite file into the workspace's store, validated as the night
+    validates: the line to print and how many memories came in. A rejected file raises a UserError and writes
+    nothing."""
     from memory_pipeline.store import MemoryStore
     from memory_pipeline.store.importers import import_path
 
@@ -394,15 +395,30 @@ def build_parser() -> argparse.ArgumentParser:
         "--verbose", action="store_true", help="show Dagster's DEBUG log and library warnings (anywhere on the line)"
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("demo", help="build the sample workspace and run the nightly consolidation").set_defaults(
-        fn=cmd_demo
-    )
-    run = sub.add_parser("run", help="run the nightly consolidation now")
+    sub.add_parser(
+        "demo", help="build the sample workspace and run the nightly consolidation",
+        description="Build a sample workspace in MEMORY_PIPELINE_HOME (sample memories, topic and knowledge files, "
+        "session transcripts), run the nightly consolidation and the journal pipeline on it, and print the run "
+        "report. It replaces an earlier demo workspace, and refuses a folder that holds anything else.",
+    ).set_defaults(fn=cmd_demo)  # fmt: skip
+    run = sub.add_parser(
+        "run", help="run the nightly consolidation now",
+        description="Run the nightly consolidation now on MEMORY_PIPELINE_HOME: cluster similar memories, write one "
+        "summary per cluster, archive the sources, and print the run report. Exits 1 on a FAIL verdict; a night "
+        "with nothing new to consolidate is a PASS.",
+    )  # fmt: skip
     run.add_argument("--dry-run", action="store_true", help="scan and cluster only; write nothing")
     run.add_argument("--cluster-id", default="", help="re-run one cluster (ids from --dry-run)")
-    run.add_argument("--as-of", default="", help="ISO timestamp to use as 'now' (freshness, TTL)")
+    run.add_argument("--as-of", default="", metavar="WHEN",
+                     help="'now' for freshness and the fingerprint TTL: an ISO timestamp (2026-11-01T03:30:00Z) or "
+                     "a date (2026-11-01, its midnight UTC); default the current time")  # fmt: skip
     run.set_defaults(fn=cmd_run)
-    sub.add_parser("status", help="what the store holds and how the last run went").set_defaults(fn=cmd_status)
+    sub.add_parser(
+        "status", help="what the store holds and how the last run went",
+        description="Show the workspace, the store's schema version, its memories by lifecycle, active summaries, "
+        "atoms and active tokens, the last finished consolidation with its verdict, and a later one that has not "
+        "finished (still running, or killed).",
+    ).set_defaults(fn=cmd_status)  # fmt: skip
     rollback = sub.add_parser("rollback", help="undo consolidation runs (nothing is deleted)")
     which = rollback.add_mutually_exclusive_group(required=True)
     which.add_argument("--run-id", help="one run")
@@ -416,7 +432,8 @@ def build_parser() -> argparse.ArgumentParser:
     imp = sub.add_parser(
         "import",
         help="import memories from .jsonl, .parquet or a SQLite brain.db",
-        description="Import memories from a .jsonl/.ndjson, .parquet or SQLite brain.db file into the store.",
+        description="Import memories from a .jsonl/.ndjson, .parquet or SQLite (brain.db; .db/.sqlite/.sqlite3) "
+        "file into the store.",
         epilog=(Path(__file__).parent / "store" / "import_format.md").read_text(encoding="utf-8"),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -431,7 +448,22 @@ def build_parser() -> argparse.ArgumentParser:
     imp.set_defaults(fn=cmd_import)
     for name in DOMAIN_CLIS:
         importlib.import_module(name).register(sub)
+    _describe_from_help(parser)
     return parser
+
+
+def _describe_from_help(parser: argparse.ArgumentParser) -> None:
+    """A command's own --help opens with its description; one registered with only a `help=` line gets that
+    line, so no `memory-pipeline COMMAND --help` starts with bare usage."""
+    for action in parser._actions:
+        if not isinstance(action, argparse._SubParsersAction):
+            continue
+        helps = {a.dest: a.help for a in action._choices_actions}
+        for name, sub in action.choices.items():
+            line = helps.get(name)
+            if not sub.description and isinstance(line, str) and line:
+                sub.description = line[0].upper() + line[1:] + ("" if line.endswith(".") else ".")
+            _describe_from_help(sub)
 
 
 def _take_verbose(argv: list[str]) -> list[str]:

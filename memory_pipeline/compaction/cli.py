@@ -9,7 +9,7 @@ import sys
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "compact",
-        help="tiered compaction of memory/: evaluate the triggers, act only when one is met",  # seed 003
+        help="tiered compaction of memory/: evaluate the triggers, act only when one is met",
     )
     p.add_argument(
         "--approve",
@@ -17,7 +17,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="explicit APPROVED: Tier C (semantic above 1020/1200 tokens), first run, cooldown, duplicate titles",
     )
     p.add_argument("--dry-run", action="store_true", help="evaluate and report what would happen; change nothing")
-    p.add_argument("--as-of", default="", help="ISO timestamp to use as 'now' (file ages, cooldown)")
+    p.add_argument("--as-of", default="", metavar="WHEN",
+                   help="'now' for file ages and the cooldown: an ISO timestamp (2026-11-01T03:30:00Z) or a date "
+                   "(2026-11-01, its midnight UTC); default the current time")  # fmt: skip
     p.set_defaults(fn=cmd_compact)
 
 
@@ -33,8 +35,9 @@ def cmd_compact(args: argparse.Namespace) -> int:
     from memory_pipeline.operator.instance import recover_dead_cli_runs as _recover_dead_cli_runs
     from memory_pipeline.resources import EngineConfig
     from memory_pipeline.resources.defaults import default_resources
-    from memory_pipeline.settings import workspace_home
+    from memory_pipeline.settings import check_as_of, workspace_home
 
+    check_as_of(args.as_of)  # a bad clock is one line, not a traceback
     home = workspace_home()
     if not home.is_dir():
         print(f"workspace {home} does not exist: set MEMORY_PIPELINE_HOME", file=sys.stderr)

@@ -8,7 +8,10 @@ import sys
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("embeddings", help="vectors in the store per model, dimension and source; drop bad ones")
+    p = sub.add_parser("embeddings", help="vectors in the store per model, dimension and source; drop bad ones",
+                       description="Without a subcommand: list the vectors the store holds, per model, dimension "
+                       "and source, and the model the night clusters on. `embeddings drop` deletes a model's "
+                       "vectors of a wrong dimension.")  # fmt: skip
     inner = p.add_subparsers(dest="embeddings_command")
     p.set_defaults(fn=cmd_status)
     drop = inner.add_parser("drop", help="delete a model's vectors of the given dimension(s); memories stay")

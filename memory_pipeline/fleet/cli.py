@@ -109,16 +109,22 @@ def register(sub: Any) -> None:
     p = cmds.add_parser("add", help="a new agent: an empty workspace and an `agents` partition")
     p.add_argument("agent", help="the id: lower-case letters, digits, - and _")
     p.add_argument("--import", dest="import_path", type=Path, metavar="FILE",
-                   help="its first memories (.jsonl or .csv, as `import` reads them), in the workspace before the "
+                   help="its first memories (.jsonl/.ndjson, .parquet or a SQLite .db/.sqlite/.sqlite3, as `import` "
+                   "reads them), in the workspace before the "
                    "agent exists: its first night never finds an empty store; a rejected file adds no agent")
     p.set_defaults(fn=cmd_add)
-    p = cmds.add_parser("list", help="the registered agents and their workspaces")
+    p = cmds.add_parser("list", help="the registered agents and their workspaces",
+                        description="List the registered agents (the folders under <fleet root>/agents/), one line "
+                        "each: the id and its workspace.")  # fmt: skip
     p.set_defaults(fn=cmd_list)
     p = cmds.add_parser("token", help="a new bearer token for the fleet gateway (last line, shown once; replaces "
                         "the old one), or --revoke")
-    p.add_argument("agent")
+    p.add_argument("agent", help="a registered agent (`memory-pipeline agents list`)")
     p.add_argument("--revoke", action="store_true", help="end the agent's token: its next request gets 401")
     p.set_defaults(fn=cmd_token)
-    p = cmds.add_parser("remove", help="archive the agent's workspace (never deleted) and drop its partition")
-    p.add_argument("agent")
+    p = cmds.add_parser("remove", help="archive the agent's workspace (never deleted) and drop its partition",
+                        description="Remove an agent: its workspace moves to <fleet root>/archive/<id>@<UTC time> "
+                        "(nothing is deleted), its `agents` partition is dropped, so no night is scheduled for it, "
+                        "and its gateway token is revoked.")  # fmt: skip
+    p.add_argument("agent", help="a registered agent (`memory-pipeline agents list`)")
     p.set_defaults(fn=cmd_remove)

@@ -206,22 +206,27 @@ def register(sub: argparse._SubParsersAction) -> None:
     fleet = sub.add_parser("fleet", help="run the fleet's servers: postgres, redis, daemon, webserver, worker, serve")
     cmds = fleet.add_subparsers(dest="fleet_command", required=True)
     p = cmds.add_parser("postgres", help="a PostgreSQL server for the instance (initialised on first use)")
-    p.add_argument("--data", help="default: $MEMORY_PIPELINE_FLEET_ROOT/postgres")
-    p.add_argument("--port", type=int, default=5432)
+    p.add_argument("--data", help="its data folder (default: $MEMORY_PIPELINE_FLEET_ROOT/postgres)")
+    p.add_argument("--port", type=int, default=5432, help="the port to listen on (default %(default)s)")
     p.set_defaults(fn=cmd_postgres)
     p = cmds.add_parser("redis", help="the Celery broker (redis-server, append-only file)")
-    p.add_argument("--data", help="default: $MEMORY_PIPELINE_FLEET_ROOT/redis")
-    p.add_argument("--port", type=int, default=6379)
+    p.add_argument("--data", help="its data folder (default: $MEMORY_PIPELINE_FLEET_ROOT/redis)")
+    p.add_argument("--port", type=int, default=6379, help="the port to listen on (default %(default)s)")
     p.set_defaults(fn=cmd_redis)
-    p = cmds.add_parser("daemon", help="dagster-daemon: schedules, the run queue, run monitoring and retries")
+    p = cmds.add_parser(
+        "daemon", help="dagster-daemon: schedules, the run queue, run monitoring and retries",
+        description="Run dagster-daemon on the fleet's instance, in the foreground until Ctrl-C: it ticks the "
+        "schedules and sensors (each agent's night, the fleet report), starts queued runs within the queue's "
+        "limits, fails runs whose worker is gone and retries them. Run one per fleet.",
+    )  # fmt: skip
     p.set_defaults(fn=cmd_daemon)
     p = cmds.add_parser("webserver", help="dagster-webserver on the fleet's instance")
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=3000)
+    p.add_argument("--host", default="127.0.0.1", help="the address to listen on (default %(default)s)")
+    p.add_argument("--port", type=int, default=3000, help="the port to listen on (default %(default)s)")
     p.set_defaults(fn=cmd_webserver)
     p = cmds.add_parser("serve", help="one MCP endpoint (/mcp, streamable HTTP) for every agent, by bearer token")
     p.add_argument("--host", default="127.0.0.1", help="default 127.0.0.1; terminate TLS at the ingress")
-    p.add_argument("--port", type=int, default=8780)
+    p.add_argument("--port", type=int, default=8780, help="the port to listen on (default %(default)s)")
     p.add_argument("--max-body-bytes", type=int, default=1 << 20, help="larger requests get 413 (default 1 MiB)")
     p.add_argument("--rate", type=float, default=20.0, help="calls per second per agent, sustained (default 20)")
     p.add_argument("--burst", type=int, default=40, help="calls an agent may make at once (default 40); more: 429")
@@ -238,7 +243,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--now", action="store_true",
                    help="queue it even if the agent's night is in flight or already succeeded today (run it again)")
     p.set_defaults(fn=cmd_night)
-    p = cmds.add_parser("report", help="queue the fleet report now (otherwise hourly at :45)")
+    p = cmds.add_parser(
+        "report", help="queue the fleet report now (otherwise hourly at :45)",
+        description="Queue the fleet report now (the schedule runs it hourly at :45): one row per agent — its last "
+        "night's verdict, token reduction, cost and duration, its last successful night, deferrals and nights in "
+        "flight — written to <fleet root>/reports/fleet-<time>.json and shown on the fleet_report asset. A daemon "
+        "and a worker must be running for it to start.",
+    )  # fmt: skip
     p.set_defaults(fn=cmd_report)
     p = cmds.add_parser("worker", help="a dagster-celery worker (any machine that mounts the fleet root)")
     p.add_argument("--name", help="the Celery node name (default: worker-<host>-<pid>)")

@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 from collections.abc import Callable
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 from memory_pipeline.settings import workspace_home
@@ -17,6 +17,21 @@ def _date(value: str) -> date:
         return date.fromisoformat(value)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected YYYY-MM-DD, got {value!r}") from None
+
+
+def _day(value: str) -> date:
+    """`--as-of` of a command that works by the day: a date, or an ISO timestamp as `run` takes (its UTC day)."""
+    try:
+        return date.fromisoformat(value)
+    except ValueError:
+        pass
+    try:
+        when = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a date (2026-11-01) or an ISO timestamp (2026-11-01T03:30:00Z), got {value!r}"
+        ) from None
+    return (when.astimezone(UTC) if when.tzinfo else when).date()
 
 
 def cmd_reconstruct(args: argparse.Namespace) -> int:
@@ -469,9 +484,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     hi.add_argument("--file", help="workspace-relative path: what changed, when, from which sessions")
     hi.add_argument("--at", metavar="TAG", help="point-in-time recall: print PATH as it was at TAG (or commit)")
     hi.set_defaults(fn=cmd_history)
-    pr = sub.add_parser("prune", help="move knowledge files nobody reads any more to archive/")  # seed 001 §8.5
+    pr = sub.add_parser("prune", help="move knowledge files nobody reads any more to archive/")
     pr.add_argument("--dry-run", action="store_true", help="list the candidates and their scores; move nothing")
-    pr.add_argument("--as-of", type=_date, help="score as of this day, YYYY-MM-DD (default today)")
+    pr.add_argument("--as-of", type=_day, metavar="WHEN",
+                    help="score as of this day: a date (2026-11-01) or an ISO timestamp (2026-11-01T03:30:00Z, its "
+                    "UTC day) (default today)")  # fmt: skip
     pr.set_defaults(fn=cmd_prune)
     mo = sub.add_parser(
         "monthly", help="monthly distillation: archive old journals, merge repeats, cap MEMORY.md"  # seed 001 §8.4

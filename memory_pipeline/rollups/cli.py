@@ -82,15 +82,22 @@ def cmd_recall(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    rollups = sub.add_parser("rollups", help="Session → Core → Sphere rollups")  # seed 002
+    rollups = sub.add_parser("rollups", help="Session → Core → Sphere rollups")
     rsub = rollups.add_subparsers(dest="rollups_command", required=True)
     rsub.add_parser(
-        "build", help="backfill: assign sessions, build every missing Core, then every Sphere"
-    ).set_defaults(fn=cmd_build)
-    rsub.add_parser("status", help="counters and what is built").set_defaults(fn=cmd_status)
+        "build", help="backfill: assign sessions, build every missing Core, then every Sphere",
+        description="Backfill the rollups: assign every session to the hierarchy, build each missing Core (one "
+        "per 8 sessions), then each missing Sphere (one per 8 Cores), in order. What is built already is kept.",
+    ).set_defaults(fn=cmd_build)  # fmt: skip
+    rsub.add_parser(
+        "status", help="counters and what is built",
+        description="Show how many sessions the workspace has and how many are assigned to the hierarchy, how "
+        "many Cores and Spheres are built and where, and the rollup counters.",
+    ).set_defaults(fn=cmd_status)  # fmt: skip
     rec = sub.add_parser("recall", help="tiered recall: Spheres, then Cores, then sessions")
-    rec.add_argument("query")
+    rec.add_argument("query", help="what to recall, in words")
     rec.add_argument("--threshold", type=float, default=None,
                      help="cosine a layer's best must reach (default: calibrated for the MiniLM embedder)")
-    rec.add_argument("--top-k", type=int, default=3)
+    rec.add_argument("--top-k", type=int, default=3,
+                     help="hits to print from the layer that answers (default %(default)s)")  # fmt: skip
     rec.set_defaults(fn=cmd_recall)
