@@ -47,6 +47,9 @@ ENV_NAMES: dict[str, tuple[str, type]] = {
     "external_indexes": ("MEMORY_PIPELINE_EXTERNAL_INDEXES", str),
     "outbox_critical": ("MEMORY_PIPELINE_OUTBOX_CRITICAL", int),
     "max_superseded_share": ("MEMORY_PIPELINE_MAX_SUPERSEDED_SHARE", float),
+    "retention_floor": ("MEMORY_PIPELINE_RETENTION_FLOOR", float),  # knowledge-retention probes
+    "retention_probes": ("MEMORY_PIPELINE_RETENTION_PROBES", int),
+    "retention_budget": ("MEMORY_PIPELINE_RETENTION_BUDGET", int),
 }
 
 # Text settings and their allowed values (None: free text).
@@ -80,7 +83,13 @@ _MINIMA: dict[str, float] = {
     "rollup_max_keys": 1,
     "outbox_critical": 1,
     "max_superseded_share": 0,
+    "retention_floor": 0,
+    "retention_probes": 0,
+    "retention_budget": 1,
 }
+
+
+_SHARES = ("similarity_threshold", "usage_decay", "max_superseded_share", "retention_floor")
 
 
 def env_overrides(environ: Mapping[str, str] | None = None) -> dict[str, int | float | str]:
@@ -105,7 +114,7 @@ def env_overrides(environ: Mapping[str, str] | None = None) -> dict[str, int | f
             raise SettingsError(f"{var}={raw!r}: must be finite")
         if value < _MINIMA[field_name]:
             raise SettingsError(f"{var}={raw!r}: must be ≥ {_MINIMA[field_name]:g}")
-        if field_name in ("similarity_threshold", "usage_decay", "max_superseded_share") and value > 1:
+        if field_name in _SHARES and value > 1:
             raise SettingsError(f"{var}={raw!r}: must be ≤ 1")
         values[field_name] = value
     return values

@@ -60,6 +60,12 @@ class EngineConfig(dg.ConfigurableResource):
     summary_rollup_min_sources: int = 6  # explicit summary-of-summary only: higher than min_cluster_size
     # a night that would supersede more than this share of the facts it reads is stopped (a runaway rule)
     max_superseded_share: float = 0.5
+    # knowledge-retention probes before the archive: the share of probes a night must keep (blocking below it),
+    # how many of the memories it would archive are probed (0: none, the check passes), the read path's budget
+    retention_floor: float = 0.97
+    retention_probes: int = 300
+    retention_budget: int = 1000
+    retention_seed: int = 0
 
     @field_validator("as_of")
     @classmethod
