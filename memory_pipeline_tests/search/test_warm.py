@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import IO
 
 import anyio
 import numpy as np
@@ -64,6 +65,21 @@ def test_the_first_tool_call_loads_neither_model_nor_index(workspace: Path, monk
     assert len(rec.calls) == before + 1  # only the query's own embedding: no warm-up call left to the request
 
 
+WAIT_S = 600  # every wait on the stdio server: minutes, far above the seconds each step needs
+
+
+def _line(stream: IO[bytes], deadline: float) -> bytes:
+    """One line from the server's stdout, failing at `deadline` instead of hanging the session on a silent server."""
+    line = b""
+    while not line.endswith(b"\n"):
+        assert time.monotonic() < deadline, f"no whole line from the server by the deadline: {line!r}"
+        if select.select([stream], [], [], 1)[0]:
+            chunk = os.read(stream.fileno(), 1)
+            assert chunk, f"the server closed its stdout: {line!r}"
+            line += chunk
+    return line
+
+
 def test_the_stdio_server_says_it_is_warm_before_it_reads_a_request(workspace: Path) -> None:
     env = {**os.environ, "MEMORY_PIPELINE_HOME": str(workspace), "MEMORY_PIPELINE_EMBEDDER": MINILM,
            "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}  # fmt: skip
@@ -71,7 +87,7 @@ def test_the_stdio_server_says_it_is_warm_before_it_reads_a_request(workspace: P
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
     try:
         assert proc.stderr is not None and proc.stdin is not None and proc.stdout is not None
-        deadline, said = time.monotonic() + 120, b""
+        deadline, said = time.monotonic() + WAIT_S, b""  # a MiniLM load on busy cores: minutes, not a target
         while b"warm in" not in said:  # nothing has been sent yet: the server warmed on its own
             assert time.monotonic() < deadline and proc.poll() is None, said
             if select.select([proc.stderr], [], [], 1)[0]:
@@ -85,16 +101,16 @@ def test_the_stdio_server_says_it_is_warm_before_it_reads_a_request(workspace: P
         for msg in (init, {"jsonrpc": "2.0", "method": "notifications/initialized"}, call):
             proc.stdin.write((json.dumps(msg) + "\n").encode())
         proc.stdin.flush()
-        answers = [json.loads(proc.stdout.readline()) for _ in range(2)]
+        answers = [json.loads(_line(proc.stdout, deadline=time.monotonic() + WAIT_S)) for _ in range(2)]
         assert answers[1]["result"]["structuredContent"]["hits"][0]["id"] == "m-001"
     finally:
         if proc.stdin is not None:
             proc.stdin.close()
         try:
-            proc.wait(timeout=20)
+            proc.wait(timeout=60)
         except subprocess.TimeoutExpired:
             proc.kill()
-            proc.wait(timeout=20)
+            proc.wait(timeout=60)
 
 
 def test_the_gateway_builds_and_warms_every_agent_before_it_is_ready(tmp_path: Path) -> None:
