@@ -205,10 +205,10 @@ class DemoView:
         return left
 
     def wait_gone(self) -> list[int]:
-        """The UI's processes still alive after up to 10 s (processes dagster dev's own stop let go of are reaped
-        by init meanwhile)."""
+        """The UI's processes still alive after up to 60 s (processes dagster dev's own stop let go of are reaped
+        by init meanwhile; a bound beside load, not a target: it returns as soon as none is left)."""
         left = self.processes()
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 60
         while left and time.monotonic() < deadline:
             time.sleep(0.2)
             left = self.processes()

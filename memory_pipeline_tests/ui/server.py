@@ -71,7 +71,7 @@ class DagsterDev(UIClient):
         self._log.flush()
         return super().log_tail(lines)
 
-    def wait_ready(self, timeout: float = 240) -> float:
+    def wait_ready(self, timeout: float = 600) -> float:
         """Until the webserver answers and the code location is loaded; returns the seconds it took."""
         started = time.monotonic()
         deadline = started + timeout
@@ -103,14 +103,14 @@ class DagsterDev(UIClient):
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
-                self.proc.wait(timeout=10)
+                self.proc.wait(timeout=60)  # its own clean stop, slower beside load; SIGKILL after
             except subprocess.TimeoutExpired:
                 pass
         try:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-        self.proc.wait(timeout=10)
+        self.proc.wait(timeout=60)
         self._log.close()
 
 
@@ -132,7 +132,7 @@ def processes_with_env(name: str, value: str) -> list[int]:
     return found
 
 
-def wait_for_run(client: Any, run_id: str, timeout: float = 300) -> str:
+def wait_for_run(client: Any, run_id: str, timeout: float = 900) -> str:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         status = client.get_run_status(run_id).value
