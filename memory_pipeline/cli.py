@@ -127,6 +127,14 @@ def _print_report(home: Path, run_id: str) -> dict[str, Any] | None:
     return data
 
 
+def _print_retention(home: Path, run_id: str) -> None:
+    from memory_pipeline.abstraction import retention
+
+    figures = retention.load(home / "reports", run_id)
+    if figures is not None:
+        print(figures.line() + (" — below the floor: nothing archived" if figures.blocked else ""))
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     check_as_of(args.as_of)  # before anything starts: a bad clock is one line, not a failed run
     home = workspace_home()
@@ -161,6 +169,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(SKIP_MESSAGE)  # another run holds the store's lease (seed 000 §4.7: a skip, not an error)
         return 0
     data = _print_report(home, result.run_id)
+    _print_retention(home, result.run_id)
     if data is None:
         print(f"error: run {result.run_id} failed before writing its report: {_failure_line(result)}", file=sys.stderr)
         return 1
@@ -289,6 +298,10 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(f"atoms         {atoms[0]} (mean confidence {atoms[1]:.2f})")
     print(f"active tokens {tokens[0][0]}")
     for line in last_run_lines(finished, unfinished):
+        print(line)
+    from memory_pipeline.abstraction import retention
+
+    for line in retention.status_lines(retention.recent(home / "reports", 3)):
         print(line)
     return 0
 
