@@ -32,7 +32,7 @@ from memory_pipeline.context.sample import install_sample_knowledge
 from memory_pipeline.context.topics import load_topics
 from memory_pipeline.mcp_stdio import frame_error
 
-WAIT_S = 120  # bound of every wait on a subprocess: far above the few seconds each needs, far below forever
+WAIT_S = 300  # bound of every wait on a subprocess: minutes (busy cores), far above the seconds each needs
 EVIL = "a" * 40 + "b"  # the message
 
 
