@@ -13,6 +13,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from memory_pipeline.llm.distill import REPLACED
 from memory_pipeline.llm.values import FactKey, fact_key, stated_values, versions_of
 from memory_pipeline.store.validity import FactRow, Supersession
 
@@ -77,16 +78,17 @@ class Dated:
     superseded_by: str | None
 
 
-def present_first(members: Sequence[Dated]) -> dict[str, str | None]:
+def present_first(members: Sequence[Dated]) -> dict[str, str]:
     """What a distiller is given for each member: the current version of a fact with its earlier values after it
     ("Per-trade risk cap is 1% (since 2026-10-20; was 1.5% 2026-09-14 → 2026-10-20, 2% 2026-08-01 →
-    2026-09-14)."), None for an earlier version that line already states, a member superseded by a memory
-    outside the cluster marked with when it stopped holding, and every other member as it is."""
+    2026-09-14)."), an earlier version that line already states marked `REPLACED` (a source, not written again),
+    a member superseded by a memory outside the cluster marked with when it stopped holding, and every other
+    member as it is."""
     ids = {m.id for m in members}
-    out: dict[str, str | None] = {}
+    out: dict[str, str] = {}
     for m in members:
         if m.superseded_by in ids:
-            out[m.id] = None
+            out[m.id] = REPLACED + m.content
         elif m.superseded_by is not None and m.valid_until is not None:
             out[m.id] = f"(no longer holds since {m.valid_until:%Y-%m-%d}) {m.content}"
         else:

@@ -64,13 +64,15 @@ def build_user_message(members: Sequence[Member], category: str) -> str:
     lines += [f"[{i}] importance={m.importance:g} | {m.content}" for i, m in enumerate(members, start=1)]
     if any(VERSION_LINE.search(m.content) for m in members):
         lines += ["", "A memory marked (since DATE; was VALUE DATE → DATE, …) holds the current value of a fact and "
-                      "its earlier values: state the current value first with its date, then the earlier values with "
-                      "their date ranges, never as a bare list of values."]
+                      "its earlier values, and the memories marked (replaced …) are those earlier values: state the "
+                      "current value first with its date, then the earlier values with their date ranges, never as "
+                      "a bare list of values."]
     lines += ["", "Produce a single compressed abstraction."]
     return "\n".join(lines)
 
 
 VERSION_LINE = re.compile(r"\(since \d{4}-\d{2}-\d{2}; was ")  # written by abstraction.versions.present_first
+REPLACED = "(replaced by a later value, stated above) "  # an earlier version, which the version line states
 
 
 class DistillationRejected(ValueError):
@@ -199,7 +201,20 @@ class OfflineDistiller:
         self.min_ratio = min_ratio
 
     def distill(self, members: Sequence[Member], category: str, date_range: tuple[str, str]) -> Distillation:
-        source_tokens = sum(estimate_tokens(m.content) for m in members)
+        """Versions of one fact come as one line, the present first (`VERSION_LINE`), and their earlier members
+        marked `REPLACED`: the line is written as it is, first; the earlier members count as sources (tokens,
+        "seen N times") but are not written again; the other members are distilled as usual after it."""
+        pinned = [m.content.strip() for m in members if VERSION_LINE.search(m.content)]
+        if not pinned:
+            return self._distill(members, date_range)
+        rest = [m for m in members if not VERSION_LINE.search(m.content) and not m.content.startswith(REPLACED)]
+        return self._distill(rest, date_range, sum(estimate_tokens(m.content) for m in members), len(members),
+                             " ".join(pinned))  # fmt: skip
+
+    def _distill(self, members: Sequence[Member], date_range: tuple[str, str], source_tokens: int = 0,
+                 seen: int = 0, pinned: str = "") -> Distillation:  # fmt: skip
+        source_tokens = source_tokens or sum(estimate_tokens(m.content) for m in members)
+        seen = seen or len(members)
         labels: list[str] = []
         bodies: list[str] = []
         for m in members:
@@ -252,8 +267,9 @@ class OfflineDistiller:
 
         start, end = date_range[0][:10], date_range[1][:10]
         span = start if start == end else f"{start} to {end}"
-        tail = f"[Pattern seen {len(members)} times, {span}.]"
+        tail = f"[Pattern seen {seen} times, {span}.]"
         hard = min(self.max_tokens, int(source_tokens / (self.min_ratio * RATIO_MARGIN))) - estimate_tokens(tail) - 1
+        hard -= estimate_tokens(pinned) + 1 if pinned else 0
         soft = max(1, int(self.budget_fraction * source_tokens))
 
         families = [f for f in ab.group(pieces) if f.words]
@@ -318,7 +334,8 @@ class OfflineDistiller:
             )  # fmt: skip
             if estimate_tokens(fallback.text) + 1 <= max(hard, 1):
                 body = self._render([((fallback.member, 0), labels[fallback.member], _as_statement(fallback.text))])
-        body = self._also(body, [m.content for m in members], hard)
+        body = self._also(body, [m.content for m in members], hard) if members else ""
+        body = f"{pinned} {body}".strip()
         abstraction = f"{body} {tail}" if body else tail
         out_tokens = estimate_tokens(abstraction)
         return Distillation(

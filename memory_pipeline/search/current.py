@@ -8,6 +8,7 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
+from memory_pipeline.llm.distill import VERSION_LINE
 from memory_pipeline.llm.values import FactKey, fact_key, restates, versions_of
 from memory_pipeline.search.hits import Hit, Hits
 from memory_pipeline.search.live import reading_store
@@ -19,7 +20,8 @@ Validity = tuple[datetime, datetime | None, str | None]
 def current_first(hits: Hits, home: Path, as_of: datetime | None = None, *, drop_later: bool = True) -> Hits:
     """`hits` with what no longer held (at `as_of`, or now) marked and moved after what did (in search's order),
     the most recently replaced first. A memory stated after `as_of` is left out (`drop_later`), or kept where it
-    is unless it states a fact a hit that held then states too: then it comes after that fact's values."""
+    is unless it states a fact a hit that held then states too, or is a summary stating a fact's present: then
+    it comes after what held then."""
     ids = [h.id for h in hits if h.source == "store"]
     rows: dict[str, Validity] = {}
     if ids:
@@ -40,7 +42,8 @@ def current_first(hits: Hits, home: Path, as_of: datetime | None = None, *, drop
         return _ordered(then, [], hits, rows)
     facts = {key.key for h in then if (key := _key(h)) is not None}
     successors = {rows[h.id][2] for h in then if h.id in rows}
-    moved = [h for h in hits if h.id in later and (h.id in successors or getattr(_key(h), "key", None) in facts)]
+    moved = [h for h in hits if h.id in later and (h.id in successors or getattr(_key(h), "key", None) in facts
+                                                   or VERSION_LINE.search(h.text or h.snippet))]  # fmt: skip
     return _ordered([h for h in hits if h not in moved], moved, hits, rows)
 
 

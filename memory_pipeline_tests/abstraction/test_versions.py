@@ -16,6 +16,7 @@ from memory_pipeline.abstraction.versions import Dated, plan, present_first
 from memory_pipeline.cli import main
 from memory_pipeline.definitions import defs_with
 from memory_pipeline.embedding.spec import HASHING
+from memory_pipeline.llm.distill import REPLACED, Member, OfflineDistiller
 from memory_pipeline.resources import EmbedderResource
 from memory_pipeline.store import MemoryStore
 from memory_pipeline.store.importers import import_jsonl
@@ -138,4 +139,9 @@ def test_a_summary_over_versions_states_the_present_first() -> None:
     texts = present_first(members)
     assert texts["r3"] == ("Per-trade risk cap is now 1% (since 2026-10-20; was 1.5% 2026-09-14 → 2026-10-20, "
                            "2% 2026-09-01 → 2026-09-14).")  # fmt: skip
-    assert texts["r1"] is None and texts["r2"] is None and texts["x"] == "Risk per day is 3%."
+    assert texts["r1"] == REPLACED + "Per-trade risk cap is 2%." and texts["r2"].startswith(REPLACED)
+    assert texts["x"] == "Risk per day is 3%."
+    members = [Member(i, t, 1.0) for i, t in texts.items()]
+    night = OfflineDistiller().distill(members, "facts", ("2026-09-01", "2026-10-20"))
+    assert night.abstraction.startswith(texts["r3"]) and "seen 4 times" in night.abstraction
+    assert "Also" not in night.abstraction  # earlier values stated with their ranges, never as a bare list
