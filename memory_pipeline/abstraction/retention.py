@@ -52,7 +52,7 @@ def answer_tokens(text: str, names: Iterable[str] = ()) -> list[str]:
             spans.append((m.start(), entity))
     out: list[str] = []
     seen: set[str] = set()
-    for _, raw in sorted(spans):
+    for _, raw in sorted(spans, key=lambda s: (s[0], -len(s[1]))):  # the longest span at a place first
         token = raw.strip(" .,;:!?'\"()")
         if token and token.lower() not in seen and not any(token.lower() in s for s in seen):
             seen.add(token.lower())
