@@ -55,6 +55,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_recall(args: argparse.Namespace) -> int:
+    from memory_pipeline.context.timeframe import parse_as_of
     from memory_pipeline.operator.instance import open_store as _store
     from memory_pipeline.resources import EmbedderResource
     from memory_pipeline.rollups.recall import DEFAULT_THRESHOLD, recall
@@ -64,7 +65,8 @@ def cmd_recall(args: argparse.Namespace) -> int:
     embedder = EmbedderResource.from_env()  # text to text only: encode_text works with imported vectors too
     try:
         result = recall(store, home, args.query, embedder.encode_text, top_k=args.top_k,
-                        threshold=DEFAULT_THRESHOLD if args.threshold is None else args.threshold)
+                        threshold=DEFAULT_THRESHOLD if args.threshold is None else args.threshold,
+                        as_of=parse_as_of(args.as_of))  # fmt: skip
     except ValueError as exc:
         print(str(exc), file=sys.stderr)
         return 2
@@ -100,4 +102,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                      help="cosine a layer's best must reach (default: calibrated for the MiniLM embedder)")
     rec.add_argument("--top-k", type=int, default=3,
                      help="hits to print from the layer that answers (default %(default)s)")  # fmt: skip
+    rec.add_argument("--as-of", default=None, metavar="DATE",
+                     help="ISO date or time: recall only what was known then (sessions started, Cores and Spheres "
+                     "whose sessions had ended)")  # fmt: skip
     rec.set_defaults(fn=cmd_recall)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -67,12 +68,21 @@ def passages(text: str, size: int = PASSAGE_SENTENCES) -> list[str]:
     return [" ".join(sents[i : i + size]) for i in range(0, len(sents) - 1, max(1, size - 1))]
 
 
-def _layer_docs(store: MemoryStore, home: Path) -> dict[str, list[tuple[str, str, list[str]]]]:
-    """layer → [(key, path, texts to score: the best one counts)]."""
+def _layer_docs(store: MemoryStore, home: Path, as_of: datetime | None = None) -> dict[str, list[tuple[str, str,
+                                                                                                   list[str]]]]:
+    """layer → [(key, path, texts to score: the best one counts)]; with `as_of`, only what was known then: a Core
+    or Sphere whose last session ended by then, a session that started by then."""
     with store.connect() as con:
         spheres = repository.built_spheres(con)
         cores = repository.built_cores(con)
-        sessions = con.execute("SELECT session_id, path, title, text FROM sessions ORDER BY started_at").fetchall()
+        sessions = con.execute("SELECT session_id, path, title, text FROM sessions WHERE started_at <= ? "
+                               "ORDER BY started_at", [as_of or datetime.max]).fetchall()  # fmt: skip
+        if as_of is not None:
+            ended = ("SELECT core_id FROM rollup_cores WHERE timestamp_end <= ? UNION ALL "
+                     "SELECT sphere_id FROM rollup_spheres WHERE timestamp_end <= ?")
+            known = {str(r[0]) for r in con.execute(ended, [as_of, as_of]).fetchall()}
+            spheres = [x for x in spheres if x[0] in known]
+            cores = [x for x in cores if x[0] in known]
     return {
         "sphere": [(k, p, [sphere_text(d)]) for k, p, d in spheres],
         "core": [(k, p, [core_text(d)]) for k, p, d in cores],
@@ -110,12 +120,13 @@ def recall(
     embed: Embed,
     threshold: float = DEFAULT_THRESHOLD,
     top_k: int = 3,
+    as_of: datetime | None = None,
 ) -> RecallResult:
     """Search Sphere → Core → session; stop at the first layer whose best score ≥ threshold."""
     if not query.strip():
         raise ValueError("recall: the query is empty")
     q = _normalise(embed([query]))[0]
-    docs = _layer_docs(store, home)
+    docs = _layer_docs(store, home, as_of)
     result = RecallResult(query, threshold, None, [], False)
     last: list[Hit] = []
     for layer in LAYERS:

@@ -107,3 +107,23 @@ def test_llm_failure_or_bad_reply_keeps_the_offline_document_and_says_why(tmp_pa
     summariser = LLMSummariser(_client(fake), "claude-haiku-4-5")
     doc = build.build_core(store, home, "core_000_000", summariser).document
     assert doc["compressed_narrative"]["summary"] == "ok"  # a partial reply: what it gave, the rest offline
+
+
+def test_recall_as_of_reads_only_what_was_known_then(life: tuple[MemoryStore, Path]) -> None:
+    from datetime import datetime
+
+    from memory_pipeline.embedding.hashing import hashing_embed
+
+    store, home = life
+    with store.connect() as con:
+        first, last = con.execute("SELECT min(started_at), max(started_at) FROM sessions").fetchone()
+    before = recall(store, home, BROAD, hashing_embed, as_of=first.replace(microsecond=0) - (last - first) / 1000)
+    assert before.best is None and [s for _, s in before.searched] == [None, None, None]
+    middle = first + (last - first) / 2
+    result = recall(store, home, BROAD, hashing_embed, threshold=2.0, as_of=middle)  # 2.0: down to the sessions
+    assert result.searched[0] == ("sphere", None)  # the Sphere's last session ended after `middle`
+    with store.connect() as con:
+        rows = con.execute("SELECT session_id FROM sessions WHERE started_at <= ?", [middle]).fetchall()
+    known = {r[0] for r in rows}
+    assert result.layer == "session" and result.hits and {h.key for h in result.hits} <= known
+    assert recall(store, home, BROAD, hashing_embed, as_of=datetime.max).best is not None
