@@ -32,6 +32,7 @@ class Night:
     duration_s: float
     verdict_reason: str = ""
     clusters_deferred: int = 0
+    retention: float | None = None  # knowledge kept by the night's probes (None: not measured)
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,7 @@ class AgentRow:
     stale: bool
     in_flight: str = ""  # "" when no night is queued or running; else which, in what state, for how long
     overdue: bool = False  # a night in flight longer than OVERDUE_AFTER
+    retention: float | None = None  # the last night's knowledge retention (None: not measured)
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,11 @@ def night_from_report(path: Path, run_id: str, finished: datetime, metadata: dic
     except (OSError, ValueError):
         pass
     llm = payload.get("llm") or {}
+    probes: dict[str, Any] = {}
+    try:  # the knowledge_retention check's figures, beside the report
+        probes = json.loads((path.parent / f"retention-{run_id}.json").read_text())
+    except (OSError, ValueError):
+        pass
     return Night(
         run_id=run_id,
         finished=finished,
@@ -76,6 +83,7 @@ def night_from_report(path: Path, run_id: str, finished: datetime, metadata: dic
         duration_s=float(metadata.get("duration_ms", 0)) / 1000.0,
         verdict_reason=str(payload.get("verdict_reason", "")),
         clusters_deferred=int(llm.get("clusters_deferred", 0) or 0),
+        retention=float(probes["retention"]) if isinstance(probes.get("retention"), (int, float)) else None,
     )
 
 
@@ -108,6 +116,7 @@ def agent_row(
         hours_since_success=round((now - last_ok).total_seconds() / 3600, 1) if last_ok else None,
         deferred=deferred,
         stale=since > STALE_AFTER,
+        retention=latest.retention if latest else None,
         **_in_flight(running or [], now),
     )
 
@@ -144,10 +153,12 @@ def as_records(rows: list[AgentRow]) -> list[dict[str, Any]]:
 
 
 def markdown(rows: list[AgentRow]) -> str:
-    head = "| agent | verdict | reduction % | cost $ | duration s | last success | deferred | stale | in flight |"
-    lines = [head, "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    head = ("| agent | verdict | reduction % | retention | cost $ | duration s | last success | deferred | stale "
+            "| in flight |")  # fmt: skip
+    lines = [head, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     lines += [
-        f"| {r.agent} | {r.verdict} | {r.token_reduction_pct:g} | {r.cost_usd:.4f} | {r.duration_s:.1f} | "
+        f"| {r.agent} | {r.verdict} | {r.token_reduction_pct:g} | "
+        f"{'' if r.retention is None else f'{r.retention:.3f}'} | {r.cost_usd:.4f} | {r.duration_s:.1f} | "
         f"{r.last_success or 'never'} | {r.deferred or ''} | {'**yes**' if r.stale else ''} | "
         f"{r.in_flight}{' **overdue**' if r.overdue else ''} |"
         for r in rows

@@ -170,3 +170,20 @@ def test_run_status_and_the_check_agree_on_a_passing_night(tmp_path: Path, monke
     metadata = record.event.dagster_event.asset_check_evaluation_data.metadata
     assert metadata["retention"].value == figures.retention
     assert (metadata["kept_before"].value, metadata["kept_after"].value) == (figures.kept_before, figures.kept_after)
+
+
+def test_the_fleet_report_shows_each_agents_last_retention(tmp_path: Path) -> None:
+    from datetime import UTC
+
+    from memory_pipeline.fleet import report as fleet_report
+
+    reports = tmp_path / "reports"
+    r = retention.tally("run-9", [retention.Outcome(retention.Probe("a", "cl", "q", ("1",), "values"), [], [])],
+                        0.97, 1000, 1)  # fmt: skip
+    retention.save(reports, r)
+    (reports / "compression-run-9.json").write_text(json.dumps({"verdict": "PASS"}))
+    now = datetime.now(UTC)
+    night = fleet_report.night_from_report(reports / "compression-run-9.json", "run-9", now, {"verdict": "PASS"})
+    row = fleet_report.agent_row("agent-a", [night], now - timedelta(days=1), now)
+    assert night.retention == 1.0 and row.retention == 1.0
+    assert "| agent-a | PASS | 0 | 1.000 |" in fleet_report.markdown([row])
