@@ -81,7 +81,7 @@ def _count(store: Any) -> int:
         return int(con.execute("SELECT count(*) FROM memories").fetchall()[0][0])
 
 
-def run_night(home: str, job_name: str = "nightly_consolidation") -> dict[str, Any]:
+def run_night(home: str, job_name: str = "nightly_consolidation", retention_probes: int = 300) -> dict[str, Any]:
     import dagster as dg
 
     from memory_pipeline.definitions import defs_with
@@ -91,7 +91,7 @@ def run_night(home: str, job_name: str = "nightly_consolidation") -> dict[str, A
         "store": MemoryStoreResource(home=home),
         "embedder": EmbedderResource(),
         "llm": LLMResource(mode="offline"),
-        "engine": EngineConfig(as_of=AS_OF.isoformat()),
+        "engine": EngineConfig(as_of=AS_OF.isoformat(), retention_probes=retention_probes),
     }
     instance = dg.DagsterInstance.ephemeral()
     job = defs_with(resources).resolve_job_def(job_name)
@@ -149,28 +149,38 @@ def main(argv: list[str] | None = None) -> None:
         default=[],
         help="sizes run as the dry-run job only (eligibility + clustering, no writes)",
     )
+    p.add_argument(
+        "--retention-probes",
+        type=lambda s: [int(x) for x in s.split(",") if x],
+        default=[300],
+        help="knowledge-retention probes per night (0: off); several, e.g. 0,300, run each night side by side",
+    )
     args = p.parse_args(argv)
     env, load_before = common.machine(), common.load_average()
     from memory_pipeline.defs.abstraction.schedules import PIPELINE
 
     order = tuple(a.key.to_user_string() for a in PIPELINE)
     rows = []
-    jobs = [(n, "nightly_consolidation") for n in args.sizes] + [(n, "consolidation_dry_run") for n in args.dry_sizes]
-    for n, job_name in jobs:
+    jobs = [(n, "nightly_consolidation", k) for n in args.sizes for k in args.retention_probes]
+    jobs += [(n, "consolidation_dry_run", 0) for n in args.dry_sizes]
+    for n, job_name, probes in jobs:
         home = common.OUT / f"nightly-{n}"
         shutil.rmtree(home, ignore_errors=True)
         home.mkdir(parents=True)
         t = time.perf_counter()
         build_store(home, n)
         build_s = time.perf_counter() - t
-        first = "1 (full graph)" if job_name == "nightly_consolidation" else "1, dry run only"
+        first = f"1 (full graph), {probes} probes" if job_name == "nightly_consolidation" else "1, dry run only"
         nights = [
-            (first, common.in_fresh_process("benchmarks.nightly:run_night", None, home=str(home), job_name=job_name))
+            (first, common.in_fresh_process("benchmarks.nightly:run_night", None, home=str(home), job_name=job_name,
+                                            retention_probes=probes))  # fmt: skip
         ]
         if args.second_night and job_name == "nightly_consolidation":
             build_store(home, max(1, n // 100), seed=1, new_fraction=0.01)
             nights.append(
-                ("2 (+1 % new)", common.in_fresh_process("benchmarks.nightly:run_night", None, home=str(home)))
+                (f"2 (+1 % new), {probes} probes",
+                 common.in_fresh_process("benchmarks.nightly:run_night", None, home=str(home),
+                                         retention_probes=probes))  # fmt: skip
             )
         for label, r in nights:
             if not r.get("ok"):
