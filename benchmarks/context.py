@@ -199,7 +199,7 @@ def main(argv: list[str]) -> None:
         f"{args.messages} messages of 3–6 words from stored text, 20 topics (3 sample + 17 synthetic, all four "
         f"activations and priorities), a 30-turn history, budget {args.budget} tokens. Gate calls excluded from "
         "the timing and counted apart (offline here: decided from the §5.4 table and Tier 2). Target: p95 ≤ 60 ms "
-        "at 100k (issue 31).\n\n"
+        "at 100k.\n\n"
     )
     body += table(
         ["memories", "compile p50 ms", "compile p95 ms", "search alone p50 ms", "search alone p95 ms",

@@ -1,4 +1,5 @@
-"""What the offline distiller writes, before and after issue 19: compression ratio and fact preservation.
+"""What the offline distiller writes before and after its fact-preserving rewrite: compression ratio and fact
+preservation.
 
 Reads a consolidated workspace (`memory-pipeline demo` builds one): every active summary's source members,
 distilled again by the current `OfflineDistiller` and by the one at a git ref (`--baseline main`, loaded
@@ -118,7 +119,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p = argparse.ArgumentParser(prog="python -m benchmarks distill", description=__doc__.split("\n")[0])
     p.add_argument("--home", type=Path, required=True, help="a consolidated workspace (memory.duckdb, knowledge/)")
     p.add_argument(
-        "--baseline", default="91acc92", help="git ref of the distiller before issue 19 (default: %(default)s)"
+        "--baseline", default="91acc92",
+        help="git ref of the distiller before its fact-preserving rewrite (default: %(default)s)",
     )
     p.add_argument("--memory-md-before", type=Path, default=None, help="a MEMORY.md built before, for comparison")
     p.add_argument("--show", default="JTO/USDT,whale", help="comma-separated words: print those clusters' texts")

@@ -1,5 +1,5 @@
 """`python -m benchmarks first-call`: an MCP stdio server's first `search` and `context` calls, with MiniLM, timed
-from the client once the server has said it is warm (issue 31: the model and the index load before the first
+from the client once the server has said it is warm (the model and the index load before the first
 request, so the first call costs what a later one does; target ≤ 150 ms). The workspace is the search tests'
 fixture (24 memories and a journal, indexed with MiniLM), built in a temporary folder."""
 
@@ -105,4 +105,4 @@ def main(argv: list[str]) -> None:
             "Target: first call ≤ 150 ms.\n\n")  # fmt: skip
     body += table(["tool", "first call ms", "later calls median ms", "later calls max ms"], rows)
     body += f"\n\nStarted {started:%H:%M} UTC.\n"
-    append_results("first call through a persistent MCP stdio session (issue 31)", body, env, load)
+    append_results("first call through a persistent MCP stdio session", body, env, load)

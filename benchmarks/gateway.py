@@ -582,7 +582,7 @@ def main(argv: list[str] | None = None) -> None:
             )
         )
     body = report(rows, args, build_s, started)
-    title = f"gateway: {args.agents} agents × {args.memories:,} memories, clients {args.clients} (issue 30)"
+    title = f"gateway: {args.agents} agents × {args.memories:,} memories, clients {args.clients}"
     if args.no_append:
         print(body)
     else:

@@ -1,6 +1,6 @@
-"""LoCoMo end to end through the product's read path (issue 20): what an agent reads back after a night.
+"""LoCoMo end to end through the product's read path: what an agent reads back after a night.
 
-Per conversation and per consolidation input — the raw turns (issue 10's import) or the memories the journal
+Per conversation and per consolidation input — the raw turns (the project's importer) or the memories the journal
 pipeline extracts from the conversation's transcripts (`import locomo` → `reconstruct`: sessions, session
 memories, journals, MEMORY.md) — the store is embedded once, then copied per (threshold, linkage) point and
 consolidated by the real `nightly_consolidation` job. Before and after, every question is answered from
@@ -8,12 +8,12 @@ what each read path returns within a token budget (512 / 1,000 / 2,000 / 4,000):
 
 - `context`: the product's context compiler (`compile_for_agent`, search as P3, MEMORY.md as P1 when the
   journal pipeline wrote one);
-- `hybrid`: issue 13's search without the compiler, its top 20 packed to the budget;
+- `hybrid`: the hybrid search without the compiler, its top 20 packed to the budget;
 - `bm25`: BM25 only (bm25s, the search index's tokenizer) over the active memories, packed;
 - `cosine`: the stand-in — cosine top-k of the active memories, packed;
 - `recent`: the most recent active memories, packed.
 
-Scores: answer support (issue 10's rule, `evaluation.locomo.answer_support`) on the text the path returned;
+Scores: answer support (the answer-support rule, `evaluation.locomo.answer_support`) on the text the path returned;
 evidence recall on the memory ids it returned (turn input only: extracted memories are not turns); the
 tokens actually used. The MiniLM default is picked from the curve by `benchmarks/locomo_rule.md`
 (`--choose CURVE.csv` applies it).
@@ -95,7 +95,7 @@ def _embed(home: Path, as_of: datetime) -> None:
 
 
 def prepare_turns(conv: Conversation, work: Path) -> Base:
-    """Issue 10's input: every turn imported as a memory through the project's importer."""
+    """The raw-turns input: every turn imported as a memory through the project's importer."""
     from memory_pipeline.evaluation.locomo import write_jsonl
     from memory_pipeline.store import MemoryStore
     from memory_pipeline.store.importers import import_jsonl
@@ -471,7 +471,7 @@ def main(argv: list[str]) -> None:
     chosen = choose(rows)
     print(chosen[1])
     section = results_section(rows, chosen, args, time.perf_counter() - started)
-    common.append_results("locomo-e2e: LoCoMo through the product's read path (issue 20)", section, env, load_before)
+    common.append_results("locomo-e2e: LoCoMo through the product's read path", section, env, load_before)
     print(f"written {args.out} and {args.out.with_suffix('.png')} at {datetime.now(UTC):%Y-%m-%d %H:%M} UTC")
 
 

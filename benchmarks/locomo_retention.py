@@ -1,4 +1,4 @@
-"""What a consolidation pass costs in knowledge, on LoCoMo conversations (issue 10).
+"""What a consolidation pass costs in knowledge, on LoCoMo conversations.
 
 Per conversation: its turns are written as a JSONL file and brought in by the project's importer
 (`memory_pipeline.store.importers.import_jsonl`), embedded by the real `memory_embeddings` asset, and the
@@ -182,7 +182,7 @@ def consolidate(prep: Prepared, threshold: float, embedder: str, llm: str, keep:
 
 
 def summary_facts(home: Path) -> tuple[int, int]:
-    """(distinct numbers + named entities of the summaries' members, how many the summaries keep) — issue 19."""
+    """(distinct numbers + named entities of the summaries' members, how many the summaries keep)."""
     from benchmarks.distill import clusters
     from memory_pipeline.llm.facts import check_facts
 

@@ -1,4 +1,4 @@
-"""A newcomer's questions about the demo workspace (issue 28): is the answer in what `context` hands the agent?
+"""A newcomer's questions about the demo workspace: is the answer in what `context` hands the agent?
 
 `benchmarks/demo_questions.json` holds questions worded unlike the memories, each with the words its answer
 needs (scored by the LoCoMo answer-support rule: ⌈2/3⌉ of the answer's content words in the prompt), and
@@ -88,7 +88,7 @@ def main(argv: list[str]) -> None:
     if args.no_results:
         print(body)
     else:
-        common.append_results("questions: a newcomer's questions on the demo workspace (issue 28)", body, env,
+        common.append_results("questions: a newcomer's questions on the demo workspace", body, env,
                               load_before)  # fmt: skip
 
 

@@ -1,4 +1,4 @@
-"""The read path's ablation on LoCoMo (issue 28): what `context` hands an agent against plain BM25.
+"""The read path's ablation on LoCoMo: what `context` hands an agent against plain BM25.
 
 Per dev conversation the turns are imported as memories and embedded once (`--work DIR` keeps them between
 runs), the search index is built, and every question of categories 1–4 is compiled by the product's
@@ -306,7 +306,7 @@ def main(argv: list[str]) -> None:
     if args.no_results:
         print(body)
     else:
-        common.append_results("read-path: `context` against plain BM25 on LoCoMo (issue 28)", body, env, load_before)
+        common.append_results("read-path: `context` against plain BM25 on LoCoMo", body, env, load_before)
 
 
 if __name__ == "__main__":

@@ -380,15 +380,15 @@ def main(argv: list[str]) -> None:
          "int8 recall@10", "load at start"],
         rows,
     )  # fmt: skip
-    body += "\n\nTargets (issue 31): " + "; ".join(targets) + "\n"
+    body += "\n\nTargets: " + "; ".join(targets) + "\n"
     body += f"\nMiniLM query embedding (timed apart, one query): p50 {q50:.1f} ms, p95 {q95:.1f} ms.\n"
     body += f"\nStarted {started:%H:%M} UTC; queries of 3-6 words from stored text.\n"
-    append_results("search at scale (issue 31): segmented index vs the seed's SQLite FTS5 + sqlite-vec", body, env,
+    append_results("search at scale: segmented index vs the seed's SQLite FTS5 + sqlite-vec", body, env,
                    load)  # fmt: skip
 
 
 def verdicts(n: int, mine: dict[str, Any], seed: dict[str, Any]) -> str:
-    """Issue 31's targets: the update at every size; p95 and the speed-up at 100k and 1M; build and RSS at 1M."""
+    """The targets: the update at every size; p95 and the speed-up at 100k and 1M; build and RSS at 1M."""
     q = mine["query"]
     parts = [f"update {'met' if mine['inc_s'] <= seed['inc_s'] else 'missed'} ({mine['inc_s'] * 1000:.1f} vs "
              f"{seed['inc_s'] * 1000:.1f} ms)"]  # fmt: skip

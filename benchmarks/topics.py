@@ -1,4 +1,4 @@
-"""Which topics wake, against a labelled set (issue 28): precision and recall per tier on the demo's topics.
+"""Which topics wake, against a labelled set: precision and recall per tier on the demo's topics.
 
 `benchmarks/topic_messages.json` labels messages with the topics that should wake. Per tier: Tier 1 (the
 topics' triggers), Tier 2 alone at thresholds 0.10–0.40 with TF-IDF cosine (the shipped scorer) and with
@@ -99,7 +99,7 @@ def main(argv: list[str]) -> None:
     if args.no_results:
         print(body)
     else:
-        common.append_results("topics: which topics wake, on a labelled set (issue 28)", body, env, load_before)
+        common.append_results("topics: which topics wake, on a labelled set", body, env, load_before)
 
 
 if __name__ == "__main__":

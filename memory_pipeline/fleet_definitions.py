@@ -1,4 +1,4 @@
-"""The fleet code location (issue 21): the nightly engine, the journals and tiered compaction, one partition per
+"""The fleet code location: the nightly engine, the journals and tiered compaction, one partition per
 agent (agents; agent × day, week or month where the asset is time-partitioned).
 
 The assets and checks are the single-agent location's own, given these partitions with `map_asset_specs`; the

@@ -498,7 +498,7 @@ def quiet_libraries() -> None:
 
 def warm_server(home: Path | None = None, embedder: tuple[Encode, str] | None = None) -> str:
     """Load what the first call would (the embedder, the index, the topics and the context path) before the server
-    accepts it (issue 31: the first call costs what a later one does). One line for the server's log."""
+    accepts it (the first call costs what a later one does). One line for the server's log."""
     import sys
     import time
 

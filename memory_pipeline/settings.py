@@ -22,7 +22,7 @@ class SettingsError(ValueError):
 # field name → (env var, type). The seed names the minimum-ratio floor COMPRESSION_MAX_RATIO; we keep it.
 ENV_NAMES: dict[str, tuple[str, type]] = {
     "similarity_threshold": ("COMPRESSION_SIMILARITY_THRESHOLD", float),
-    "linkage": ("COMPRESSION_LINKAGE", str),  # issue 20: single | complete | average
+    "linkage": ("COMPRESSION_LINKAGE", str),  # single | complete | average
     "max_cluster_members": ("COMPRESSION_MAX_CLUSTER_MEMBERS", int),  # 0 = no cap (seed 004 §3.1)
     "max_cluster_tokens": ("COMPRESSION_MAX_CLUSTER_TOKENS", int),
     "linkage_max_component": ("COMPRESSION_LINKAGE_MAX_COMPONENT", int),

@@ -1,4 +1,4 @@
-"""ClusterFinder's logic (seed 000 §4.2, issue 20, seed 004): the embedding clusters of a night from the stored
+"""ClusterFinder's logic (seed 000 §4.2, seed 004): the embedding clusters of a night from the stored
 threshold graph, the table the UI lists them in, and the hubs a writing run records. The `clusters` asset decides
 the sources and the pause, and reports; this is what it calls."""
 

@@ -17,7 +17,7 @@ FORMATS = ("lines", "sections")
 class ReadPath:
     p3_format: str = "lines"  # one knowledge section with a line per item, or a section per item
     whole_items: bool = True  # the item's whole text (matching sentences when it does not fit), not a snippet
-    below_floor: bool = False  # refill with every item below search's abstention floor (before issue 28)
+    below_floor: bool = False  # refill with every item below search's abstention floor (as before it had one)
     item_floor: float = 0.0  # once the top hit clears the floor, items down to this share of its relevance
     neighbours: int = 0  # turns of the same session either side of a hit
     neighbours_max_chars: int = 0  # only hits this short get neighbours (0: every hit); a short turn needs its context

@@ -1,6 +1,6 @@
-"""P3's source: issue 17's hybrid search as the compiler's `Search`, and its usage spool as `RecordUsage`.
+"""P3's source: the hybrid search as the compiler's `Search`, and its usage spool as `RecordUsage`.
 
-Search's calibrated floor decides what is relevant: nothing below it enters P3 (issue 28: a search again with
+Search's calibrated floor decides what is relevant: nothing below it enters P3 (a search again with
 floor 0 filled the budget with unrelated memories for questions about things never stored), so an unfilled
 budget stays unfilled. The read path (`ReadPath`) adds whole items, a summary dated by its members, the turns
 beside a hit, and a time expression's period read first. Inclusions go to the usage spool in the background
@@ -58,7 +58,7 @@ def default_search(
         hits = list(find(query, k))
         if hits and len(hits) < k and floor != 0.0 and (path.below_floor or path.item_floor > 0):
             # the top hit cleared the floor: something relevant is stored; read on down to the item floor
-            # (below_floor: every item, the read path before issue 28, kept for its ablation row)
+            # (below_floor: every item, the read path before, kept for its ablation row)
             top = max(h.parts.get("relevance", 0.0) for h in hits)
             least = 0.0 if path.below_floor else path.item_floor * top
             hits = _down_to(query, k, least, find, most)

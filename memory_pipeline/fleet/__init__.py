@@ -1,4 +1,4 @@
-"""A fleet of agents (issue 21): the agent registry, the fleet's nightly cost budget, the fleet report's rows.
+"""A fleet of agents: the agent registry, the fleet's nightly cost budget, the fleet report's rows.
 Pure logic; the Dagster side is the fleet code location, `memory_pipeline.fleet_definitions`."""
 
 # `fleet serve`: an agent's `remember`s are imported into its store once this many are spooled (durable and

@@ -1,4 +1,4 @@
-"""The fleet's nightly cost cap (issue 21 part 5): every agent's night has its own cap (COMPRESSION_MAX_COST_USD)
+"""The fleet's nightly cost cap: every agent's night has its own cap (COMPRESSION_MAX_COST_USD)
 and the fleet a cap per night (MEMORY_PIPELINE_FLEET_MAX_COST_USD) that no set of concurrent nights can cross.
 
 A night reserves its allowance when it starts — min(its own cap, what the fleet has left) — in one ledger per

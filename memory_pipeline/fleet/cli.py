@@ -1,4 +1,4 @@
-"""`memory-pipeline agents add|list|remove|token ID`: the fleet's agents (issue 21 part 1). The folder under
+"""`memory-pipeline agents add|list|remove|token ID`: the fleet's agents. The folder under
 <fleet root>/agents is the registry; the instance's `agents` partitions follow it at once here, and the
 `agents_registry` sensor catches up whatever this could not reach (an instance that was down)."""
 

@@ -122,7 +122,7 @@ class Entry:
     day: date
     text: str
     key: str  # dedupe key: the text for decisions/lessons, the topic for active context
-    earlier: tuple[date, ...] = ()  # the days the same decision was taken before (issue 19)
+    earlier: tuple[date, ...] = ()  # the days the same decision was taken before
     supersedes: str = ""  # "YYYY-MM-DD: wording" of the decision this one changed
 
     def line(self) -> str:

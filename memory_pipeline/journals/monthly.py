@@ -1,4 +1,4 @@
-"""Monthly distillation (seed 001 §8.4 `monthly_distillation`, issue 23 part 2): archive old journals, review
+"""Monthly distillation (seed 001 §8.4 `monthly_distillation`): archive old journals, review
 project and people files, enforce MEMORY.md's 200-line cap; a report of what changed. No Dagster here.
 
 - Journals older than the retention (90 days, MEMORY_PIPELINE_JOURNAL_RETENTION_DAYS) as of the month's end move

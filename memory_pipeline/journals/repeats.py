@@ -1,4 +1,4 @@
-"""Near-duplicate entries in MEMORY.md and the daily journals (issue 19): one entry per decision.
+"""Near-duplicate entries in MEMORY.md and the daily journals: one entry per decision.
 
 The rule is lexical, on purpose: the connectives the extractors vary ("We will …, because", ": ", "since")
 are normalised away, then rapidfuzz `token_sort_ratio` compares what is left. On the sample workspace's

@@ -1,4 +1,4 @@
-"""The offline distiller's text work (issue 19): align the members' sentences, keep a shared skeleton once,
+"""The offline distiller's text work: align the members' sentences, keep a shared skeleton once,
 fold differing numbers into ranges and differing names into short lists, and state disagreements.
 
 Sentences are grouped into families: near-identical wording once numbers and negations are masked

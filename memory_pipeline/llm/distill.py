@@ -181,12 +181,12 @@ RATIO_MARGIN = 1.08  # aim this far above the validation floor: token estimates 
 
 class OfflineDistiller:
     """Deterministic, and it invents nothing: every word it writes comes from a member, and every member's
-    number, named entity and negation survives — verbatim, inside a stated range, or in a list (issue 19).
+    number, named entity and negation survives — verbatim, inside a stated range, or in a list.
 
     Sentences that say the same thing are one family (`abstractive.group`) written once: the skeleton with
     its numbers folded into ranges ("slipped 2.3–8.0% against the quote") and its differing names into lists;
     states that disagree and reversals are written as "Members disagree: …". Which families are written
-    (issue 10, measured on LoCoMo, then issue 19): first those carrying facts not yet stated, most facts
+    (measured on LoCoMo): first those carrying facts not yet stated, most facts
     first; then each member's most informative sentence — most words that are neither stop words nor
     conversational filler, names, numbers and dates counting double — unless its words are already there;
     then families that add words, up to `budget_fraction` of the sources. Small talk ("Thanks, Mel!") is

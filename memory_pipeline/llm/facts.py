@@ -1,4 +1,4 @@
-"""Facts a distillation must not lose: numbers, named entities and negations (issue 19).
+"""Facts a distillation must not lose: numbers, named entities and negations.
 
 Pure and shared by every distiller: the offline distiller uses it to make sure what it folds into ranges and
 lists still covers every member's fact, the Claude path rejects a reply that drops facts, and the
@@ -218,7 +218,7 @@ def check_facts(member_texts: Sequence[str], abstraction: str) -> FactCheck:
     return FactCheck(total, total - len(missing), tuple(missing), negated and not has_negation(abstraction))
 
 
-FACT_FLOOR = 0.98  # the share of members' facts an abstraction must keep (issue 19's target)
+FACT_FLOOR = 0.98  # the share of members' facts an abstraction must keep
 
 
 def fact_rejection(member_texts: Sequence[str], abstraction: str, floor: float = FACT_FLOOR) -> str | None:

@@ -1,4 +1,4 @@
-"""The read path (issue 17): a derived hybrid index and `search(query, k)` for agents (Python, CLI, MCP).
+"""The read path: a derived hybrid index and `search(query, k)` for agents (Python, CLI, MCP).
 
 The names below load on first use (PEP 562): importing one light submodule (the usage spool, the CLI's
 registration) does not pull in the engine, pandas and pyarrow."""

@@ -1,4 +1,4 @@
-"""Building and updating the search index (issue 31).
+"""Building and updating the search index.
 
 A full build reads the store as Arrow (no Python object per memory), tokenises in bulk and writes one segment. An
 update reads only what changed since the current version's cursor: memories appended past its rowid watermark,

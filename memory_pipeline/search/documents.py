@@ -383,7 +383,7 @@ def file_docs(home: Path, rel: str, kind: str, tier: str) -> list[Doc]:
 
 
 def file_date(rel: str, frontmatter: str) -> float | None:
-    """The day a file's facts are of (issue 28: an item is dated by its facts, not by when it was written or
+    """The day a file's facts are of (an item is dated by its facts, not by when it was written or
     imported): a transcript's session start, else the date in its path; None when neither says."""
     started = STARTED.search(frontmatter)
     if started:

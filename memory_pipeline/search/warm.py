@@ -1,4 +1,4 @@
-"""Warm start (issue 31): before an MCP server or the fleet gateway accepts its first request, the embedder, the index
+"""Warm start: before an MCP server or the fleet gateway accepts its first request, the embedder, the index
 and every code path of a search are loaded, so the first call costs what any later one does."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Complete and average linkage, and cluster caps, inside the threshold graph's components (issue 20).
+"""Complete and average linkage, and cluster caps, inside the threshold graph's components.
 
 Single linkage at threshold t (the connected components of the threshold graph, seed 000 §4.1) chains: at
 low thresholds a whole conversation becomes one cluster. Complete linkage (seed 000 §14: cosine ≥ t between

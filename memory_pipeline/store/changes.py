@@ -1,4 +1,4 @@
-"""The change log (issue 31): one row per memory whose lifecycle, importance, archived_by or usage changed, written
+"""The change log: one row per memory whose lifecycle, importance, archived_by or usage changed, written
 in the same transaction as the change. Appended rows need no entry (they are past the index's rowid watermark).
 
 The search index keeps a cursor (the last `seq` it has applied): an update reads the log past its cursor and the
@@ -18,7 +18,7 @@ TABLE = "memory_changes"
 def note_changed(con: duckdb.DuckDBPyConnection, ids: Sequence[str] | None = None, *, where: str = "",
                  params: Sequence[object] = ()) -> None:
     """Log a change to these memories, inside the caller's transaction: `ids`, or the rows `where` selects
-    from `memories` (a SQL condition with `params`). A store migrated before issue 31 has no log: nothing."""
+    from `memories` (a SQL condition with `params`). A store older than the log has none: nothing."""
     if not _has_log(con):
         return
     if ids is not None:

@@ -1,4 +1,4 @@
-"""Group `search` (issue 17): the derived search index, the usage spool ingest and agents' spooled writes, with
+"""Group `search`: the derived search index, the usage spool ingest and agents' spooled writes, with
 their jobs; the sensors that start them are in sensors.py. Thin: logic is in memory_pipeline/search/."""
 
 import dagster as dg
