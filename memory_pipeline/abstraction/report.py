@@ -77,6 +77,7 @@ def decide_verdict(
     tried: int | None = None,
     found: int = 0,
     scanned: int = 0,
+    duplicates: int = 0,
 ) -> tuple[str, str | None]:
     """`recovered`: summaries of an interrupted night this one activated — that night's work, completed now,
     so a night that finds nothing else left to compress after it is graded by what the store holds: PASS.
@@ -84,8 +85,8 @@ def decide_verdict(
     `tried`: the clusters this night put to the distiller (found, less those an earlier night already tried
     within the fingerprint TTL); None when unknown. A night that compressed nothing is a FAIL — the sign of a
     nightly job that stopped working — only when it had clusters to try, or errors: a quiet night (no memory
-    clusters, or only clusters already tried) is a PASS, "nothing new to consolidate". `found` and `scanned`
-    (clusters found, eligible memories) only word that reason."""
+    clusters, or only clusters already tried) is a PASS, "nothing new to consolidate". `found`, `scanned` and
+    `duplicates` (clusters found, eligible memories, exact duplicates archived) only word that reason."""
     if fatal:
         return "FAIL", fatal
     if clusters_compressed == 0 and recovered:
@@ -94,7 +95,8 @@ def decide_verdict(
     if clusters_compressed == 0 and tried == 0:
         if errors:
             return "FAIL", f"{errors} error(s) during the run, and nothing compressed"
-        return "PASS", quiet_reason(found, scanned)
+        archived = f"; {duplicates} exact duplicate(s) archived" if duplicates else ""
+        return "PASS", quiet_reason(found, scanned) + archived
     if clusters_compressed == 0:
         return "FAIL", "no cluster was compressed (no useful work done)"
     if errors:

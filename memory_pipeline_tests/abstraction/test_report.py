@@ -51,6 +51,8 @@ def test_verdict_rules() -> None:
     quiet = [decide_verdict(0, 0, tried=0, found=f, scanned=s) for f, s in ((0, 0), (0, 3), (2, 9))]
     assert {v for v, _ in quiet} == {"PASS"} and all(str(r).startswith("nothing new to consolidate") for _, r in quiet)
     assert [str(r).split(": ")[1][:8] for _, r in quiet] == ["no memor", "the 3 el", "the 2 cl"]
+    assert decide_verdict(0, 0, tried=0, found=0, scanned=2, duplicates=2)[1] == (
+        "nothing new to consolidate: the 2 eligible memories form no cluster; 2 exact duplicate(s) archived")
     assert decide_verdict(0, 1, tried=0)[0] == "FAIL"  # quiet but errored
     assert decide_verdict(0, 0, "compaction paused", tried=0) == ("FAIL", "compaction paused")
 
