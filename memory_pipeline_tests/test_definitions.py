@@ -68,7 +68,7 @@ def test_seed_env_vars_configure_the_engine() -> None:
     # unset: the embedder's default; a model not in embedding/defaults.json gets the seed's 0.82, single
     assert EngineConfig().similarity_threshold is None
     unknown = EngineConfig().clustering_choice("some-plugin-model")
-    assert (unknown.threshold, unknown.linkage) == (0.82, "single") and "seed default" in unknown.reason
+    assert (unknown.threshold, unknown.linkage) == (0.82, "single") and "general default" in unknown.reason
     assert engine.clustering_choice("some-plugin-model").threshold == 0.9
 
 

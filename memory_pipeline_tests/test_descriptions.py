@@ -128,3 +128,65 @@ def test_cli_help_cites_no_seed_section(monkeypatch: pytest.MonkeyPatch) -> None
     helps = {path: p.format_help() for path, p in _parsers(build_parser(), "memory-pipeline")}
     assert len(helps) > 20 and "memory-pipeline context" in helps  # every domain's subcommands are rendered
     _clean(helps)
+
+
+# What users read names no design seed, no issue and no source file: "the seed's prompt", "issue 28",
+# "operator/recovery.py". Maintainer references belong in `#` comments next to the code.
+MAINTAINER_WORDS = re.compile(r"(?i)\bseeds?\b|\bseed's\b|\bissue \d+|\b[\w.-]+/[\w/.-]*\.py\b")
+
+
+def _user_words(texts: dict[str, str]) -> None:
+    found = {where: _plain(text) for where, text in texts.items() if MAINTAINER_WORDS.search(_plain(text))}
+    assert not found, found
+
+
+def _ui_texts(defs: dg.Definitions) -> dict[str, str]:
+    """Every description the UI shows: assets, asset checks, jobs, schedules, sensors, resources and their
+    config fields, as Dagster's API returns them."""
+    texts = {where: text for where, text in _objects(defs).items() if text}
+    for key, resource in defs.get_repository_def().get_top_level_resources().items():
+        if resource.description:
+            texts[f"resource {key}"] = resource.description
+        if resource.config_schema and resource.config_schema.config_type:
+            texts |= _config_descriptions(resource.config_schema.config_type, f"resource {key}")
+    return texts
+
+
+@pytest.mark.parametrize("name", ["single", "fleet"])
+def test_ui_descriptions_speak_to_users(locations: dict[str, dg.Definitions], name: str) -> None:
+    texts = _ui_texts(locations[name])
+    assert len(texts) > 40 and {"asset", "check", "job", "schedule", "sensor", "resource"} <= {
+        where.split()[0] for where in texts
+    }
+    _user_words(texts)
+
+
+def test_the_nights_report_line_speaks_to_users(tmp_path: Path) -> None:
+    """The Reporter's line in the run's log, from a real night, and the clustering reason it carries for every
+    embedder with a default of its own (and one without)."""
+    from memory_pipeline.definitions import defs_with
+    from memory_pipeline.embedding import defaults
+    from memory_pipeline.embedding.spec import HASHING
+    from memory_pipeline.resources import EmbedderResource
+    from memory_pipeline.store import MemoryStore
+    from memory_pipeline.store.importers import import_jsonl
+    from memory_pipeline_tests.conftest import resources_for
+
+    home = tmp_path / "ws"
+    home.mkdir()
+    notes = [{"id": f"n{i}", "content": f"The staging host is db-stage-{i % 2}.", "created_at": f"2026-09-0{i}"}
+             for i in range(1, 5)]  # fmt: skip
+    (tmp_path / "n.jsonl").write_text("\n".join(json.dumps(n) for n in notes) + "\n")
+    import_jsonl(MemoryStore(home / "memory.duckdb"), tmp_path / "n.jsonl")
+    resources = resources_for(home) | {"embedder": EmbedderResource(model=HASHING)}
+    with dg.DagsterInstance.ephemeral() as instance:
+        result = defs_with(resources).resolve_job_def("nightly_consolidation").execute_in_process(
+            instance=instance, raise_on_error=False
+        )
+        assert result.success
+        logs = [e.user_message for e in instance.all_logs(result.run_id)]
+    [line] = [m for m in logs if m.startswith("Reporter: ")]
+    texts = {"report line": line}
+    for model in [*defaults._table()["models"], "some-plugin/model"]:
+        texts[f"clustering reason for {model}"] = defaults.describe(defaults.resolve(model))
+    _user_words(texts)

@@ -1,4 +1,4 @@
-"""Which similarity threshold and linkage a night clusters with, and why (issue 20).
+"""Which similarity threshold and linkage a night clusters with, and why.
 
 A cosine threshold only means something on one model's similarity scale: seed 000's 0.82 was set for
 text-embedding-3-small. `defaults.json` holds a default per embedder: `seed_calibrated` models (and any model
@@ -40,12 +40,10 @@ def model_default(model: str) -> ClusteringChoice:
     seed = table["seed"]
     entry = table["models"].get(model)
     if entry is None or entry.get("seed_calibrated"):
-        why = "seed-calibrated default" if entry else "seed default (model not in embedding/defaults.json)"
-        return ClusteringChoice(float(seed["threshold"]), str(seed["linkage"]), f"{why} for {model}: {seed['why']}")
-    rule = str(entry.get("rule", "")).strip()
-    source = str(entry.get("source", "")).strip()
-    reason = f"{model} default: {rule}" + (f" ({source})" if source else "")
-    return ClusteringChoice(float(entry["threshold"]), str(entry["linkage"]), reason)
+        why = f"calibrated default for {model}" if entry else f"general default for {model} (no default of its own)"
+        return ClusteringChoice(float(seed["threshold"]), str(seed["linkage"]), f"{why}: {seed['why']}")
+    rule = str(entry.get("rule", "")).strip()  # `chosen_by` and `source` are for maintainers, not the report
+    return ClusteringChoice(float(entry["threshold"]), str(entry["linkage"]), f"{model} default: {rule}")
 
 
 def resolve(model: str, threshold: float | None = None, linkage: str | None = None) -> ClusteringChoice:

@@ -20,7 +20,10 @@ WORKSPACE_YAML = REPO_ROOT / "workspace.yaml"
 # `dagster dev` warns that it "is superseded … Use 'dg dev' instead": a pointer to Dagster's newer `dg` CLI
 # (dagster-dg-cli, not a dependency here), which runs the same dev server. Silenced unless --verbose.
 SUPERSESSION_FILTER = "ignore:Function `dev_command` is superseded"
-STOP_GRACE_S = 6.0  # then the rest of dagster dev's process group is killed: the UI stops within 10 s
+# then the rest of dagster dev's process group is killed: its processes are gone within ~8 s (the grace, the kill
+# and up to 2 s for init to reap orphans); `ui` exits after that once it has reconciled the run history
+# (docs/operating.md states this bound)
+STOP_GRACE_S = 6.0
 
 
 def register(sub: argparse._SubParsersAction) -> None:

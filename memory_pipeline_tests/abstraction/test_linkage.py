@@ -140,10 +140,10 @@ def test_incremental_graph_gives_the_same_clusters_as_a_full_build() -> None:
 
 def test_per_embedder_defaults_and_explicit_settings() -> None:
     seed = defaults.resolve("text-embedding-3-small")
-    assert (seed.threshold, seed.linkage) == (0.82, "single") and "seed-calibrated" in seed.reason
+    assert (seed.threshold, seed.linkage) == (0.82, "single") and "calibrated default" in seed.reason
     unknown = defaults.resolve("my-plugin/v1")
     assert (unknown.threshold, unknown.linkage) == (0.82, "single")
-    assert "not in embedding/defaults.json" in unknown.reason
+    assert "general default" in unknown.reason
     minilm = defaults.model_default(MINILM)
     assert MINILM in minilm.reason
     explicit = defaults.resolve(MINILM, threshold=0.7)

@@ -124,9 +124,9 @@ def clusters(
     graph is kept in the store between nights; only a run that also writes the store (archive_updates)
     saves it back, so the dry run computes the same clusters and writes nothing.
 
-    Key-centred clusters as a second source (`cluster_source`), hubs protected per `hub_policy`, and no new
-    compaction while the outbox of external-index actions is critical."""
-    # The threshold per embedder is issue 20; key-centred clusters, hubs and the outbox are seed 004.
+    Clusters around shared keys (tags, paths, tools) as a second source (`cluster_source`), hubs protected per
+    `hub_policy`, and no new compaction while too many updates wait for the external search indexes."""
+    # Key-centred clusters, hubs and the outbox come from the graph design seed.
     started = time.perf_counter()
     since = engine.now() - timedelta(days=engine.fingerprint_ttl_days)
     choice = engine.clustering_choice(embedder.model, config.linkage)

@@ -26,10 +26,11 @@ from memory_pipeline.store.external_index import parse_index_names
 def exact_duplicates(
     context: dg.AssetExecutionContext, store: MemoryStoreResource, engine: EngineConfig
 ) -> Iterator[dg.Output[RunStart]]:
-    """The run's first write. Takes the store's consolidation lease (a second run skips, as the seed's lock
-    does), snapshots the store, reconciles what an interrupted run left pending, takes the token baseline,
-    and then dedupes exact matches (the seed's cortex_dedupe) so no LLM call is spent on identical text."""
-    store.check_outputs()  # issue 16: an unusable reports/ or backups/ stops the run before its first write
+    """The run's first write. Takes the store's consolidation lease (a second run at the same time skips and
+    writes nothing), snapshots the store, reconciles what an interrupted run left pending, takes the token
+    baseline, and then archives exact duplicates (same text) so no LLM call is spent on identical text."""
+    # The lease is the design seed's lock; the dedupe its cortex_dedupe.
+    store.check_outputs()  # an unusable reports/ or backups/ stops the run before its first write
     db = store.open()
     now = engine.now()
     run_id = context.run.run_id

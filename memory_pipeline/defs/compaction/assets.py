@@ -63,8 +63,10 @@ def tier_volumes(
     context: dg.AssetExecutionContext, config: CompactionConfig, store: MemoryStoreResource, engine: EngineConfig
 ) -> dg.Output[compactor.Plan]:
     """Per tier: file count, total tokens, oldest file age; the semantic file's tokens; every threshold in
-    the seed's priority order; the Tier B / C classification — all before any extraction. Also the plan:
-    what this run may do and, when it may do nothing, why."""
+    the order they are checked (hard limit, risk, volume, weekly) and which fired; for each step, whether it
+    may run on its own or waits for approval — all before any extraction. Also the plan: what this run may
+    do and, when it may do nothing, why."""
+    # The approval classes are the compaction seed's Tier B (runs on its own) and Tier C (waits for approval).
     home = store.home_path
     now = _clock(context, config, engine)
     try:
@@ -101,7 +103,7 @@ def episodic_summaries(
     engine: EngineConfig,
     tier_volumes: compactor.Plan,
 ) -> dg.Output[compactor.WorkingResult]:
-    """Working files older than 7 days → `episodic/<name>` in the seed's format; each original →
+    """Working files older than 7 days → `episodic/<name>`, a summary of 3–5 key-event bullets; each original →
     `archive/<name>-archived-YYYY-MM-DD.md` (summary written and synced first, then the move). Summaries
     by Claude when configured, by the offline extractor otherwise or when the LLM fails for a file."""
     _same_run(context, tier_volumes)
@@ -165,8 +167,10 @@ def compaction_report(
     episodic_summaries: compactor.WorkingResult,
     semantic_insights: compactor.SemanticResult,
 ) -> dg.MaterializeResult:
-    """Every field of the seed's Reporting Requirements and its Output Format, as `reports/compaction-<run_id>
-    .json` (+ `.md`) and as metadata; when nothing was done, the reason."""
+    """The compaction run's report: what moved from working to episodic and from episodic to semantic, what
+    was archived, held for approval or found duplicated, each semantic file's size against its limits, the
+    cooldown, the trigger and thresholds, and the LLM's use — as `reports/compaction-<run_id>.json` (+ `.md`)
+    and as metadata; when nothing was done, the reason."""
     _same_run(context, tier_volumes)
     payload = report.run_report(context.run_id, store.home_path, store.reports_dir, tier_volumes,
                                 episodic_summaries, semantic_insights, llm)  # fmt: skip

@@ -14,7 +14,7 @@ def _semantic_tokens(store: MemoryStoreResource) -> dict[str, int]:
     return {f.name: f.tokens for f in measure_tier(store.home_path, "semantic", utcnow()).files}
 
 
-@dg.asset_check(asset=semantic_insights, description="Every semantic file ≤ 900 tokens (seed soft limit).")
+@dg.asset_check(asset=semantic_insights, description="Every semantic file ≤ 900 tokens (the soft limit: a warning).")
 def semantic_soft_limit(store: MemoryStoreResource) -> dg.AssetCheckResult:
     tokens = _semantic_tokens(store)
     over = {name: n for name, n in tokens.items() if n > triggers.SOFT_LIMIT}
@@ -25,7 +25,8 @@ def semantic_soft_limit(store: MemoryStoreResource) -> dg.AssetCheckResult:
     )
 
 
-@dg.asset_check(asset=semantic_insights, description="Every semantic file ≤ 1200 tokens (seed hard limit).")
+@dg.asset_check(asset=semantic_insights, description="Every semantic file ≤ 1200 tokens (the hard limit: "
+                "compaction appends nothing more to a file past it).")
 def semantic_hard_limit(store: MemoryStoreResource) -> dg.AssetCheckResult:
     tokens = _semantic_tokens(store)
     over = {name: n for name, n in tokens.items() if n > triggers.HARD_LIMIT}

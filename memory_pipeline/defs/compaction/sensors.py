@@ -64,7 +64,8 @@ def build_volume_sensor(name: str, thresholds: tuple[str, ...], description: str
 semantic_limit_sensor = build_volume_sensor(
     "semantic_limit_sensor",
     ("semantic_tokens_hard_limit", "semantic_tokens_risk"),
-    "Semantic file above the risk threshold (1020) or the hard limit (1200): a Tier C run, blocked until approved.",
+    "A semantic file above the risk threshold (1020 tokens) or the hard limit (1200): requests a run that waits "
+    "for approval (run config approved: true, or `memory-pipeline compact --approve`).",
 )
 working_volume_sensor = build_volume_sensor(
     "working_volume_sensor",

@@ -25,9 +25,9 @@ def _run_alive(instance: dg.DagsterInstance, run_id: str) -> bool:
 def outbox_drain(
     context: dg.AssetExecutionContext, store: MemoryStoreResource, engine: EngineConfig
 ) -> dg.MaterializeResult:
-    """Apply the outbox's actions to the configured external indexes: claim → apply (idempotent, keyed by
-    the action id) → mark done. Claims of a drain that died are taken back, so no action is lost or
-    applied twice."""
+    """Send the updates waiting for the configured external search indexes (what compaction archived,
+    rewrote or removed), each once: claimed, applied (keyed by its id, so a repeat is harmless), marked done.
+    Updates claimed by a drain that died are taken back, so none is lost or applied twice."""
     names = parse_index_names(engine.external_indexes)
     db = store.open()
     indexes = directory_indexes(store.home_path, names)
@@ -52,7 +52,9 @@ def outbox_drain(
 
 
 drain_outbox_job = dg.define_asset_job(
-    "drain_outbox", selection=dg.AssetSelection.assets(outbox_drain), description="Drain the external-index outbox."
+    "drain_outbox",
+    selection=dg.AssetSelection.assets(outbox_drain),
+    description="Send the updates waiting for the external search indexes (outbox_drain).",
 )
 
 

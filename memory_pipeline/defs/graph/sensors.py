@@ -37,8 +37,9 @@ def store_counts(store: MemoryStoreResource, engine: EngineConfig, params: Trigg
     jobs=[nightly_consolidation],
     minimum_interval_seconds=300,
     default_status=dg.DefaultSensorStatus.STOPPED,
-    description="Ingest spike with spam families → a key-centred compaction of the spam families; outbox "
-    "critical → no compaction is requested (and the clusters step pauses itself).",
+    description="When an hour brings at least 4 times the usual number of memories (at least 50) and some of "
+    "them carry a `spam:<family>` key, requests a consolidation of those families' memories only; when too "
+    "many updates wait for the external search indexes, requests none (and the clusters step pauses itself).",
 )
 def compaction_triggers(
     context: dg.SensorEvaluationContext, store: MemoryStoreResource, engine: EngineConfig
@@ -68,7 +69,7 @@ def compaction_triggers(
     jobs=[drain_outbox_job],
     minimum_interval_seconds=60,
     default_status=dg.DefaultSensorStatus.STOPPED,
-    description="Requests an outbox drain whenever actions are open.",
+    description="Requests a run of drain_outbox whenever updates wait for the external search indexes.",
 )
 def outbox_drain_sensor(
     context: dg.SensorEvaluationContext, store: MemoryStoreResource

@@ -106,7 +106,8 @@ def sessions(context: dg.AssetExecutionContext, store: MemoryStoreResource) -> I
             code_version=DEFINED_VERSIONS[name],
             partitions_def=daily_partitions,
             description=f"{EXTRACTORS[name].description} Memories with source `{EXTRACTORS[name].source}` "
-            f"offline, `{llm_extractor(name).source}` through the `llm` resource (the seed's prompt).",
+            f"from the offline extractor, or `{llm_extractor(name).source}` when the `llm` resource extracts "
+            "them with Claude.",
             kinds={"duckdb"},
             skippable=True,
         )

@@ -86,7 +86,8 @@ def memory_md(context: dg.AssetExecutionContext, store: MemoryStoreResource) -> 
     return dg.MaterializeResult()
 
 
-@dg.asset_check(asset=memory_md, description="The seed's pre-commit rule: WARN at ≥180 lines, ERROR at ≥220.")
+@dg.asset_check(asset=memory_md, description="MEMORY.md stays short enough to load whole: WARN at ≥180 "
+                "lines, ERROR at ≥220.")
 def memory_md_line_cap(store: MemoryStoreResource) -> dg.AssetCheckResult:
     return memory_cap_result(knowledge_writes.memory_md_path(store.home_path))
 
