@@ -67,8 +67,10 @@ def webserver_command(home: Path, host: str = "127.0.0.1", port: int = 3000) -> 
 
 
 def worker_command(name: str, concurrency: int = 1, config_yaml: Path = CELERY_YAML) -> list[str]:
-    """dagster-celery's own worker start (it writes the resolved celery.yaml where the worker imports it)."""
-    return [str(BIN / "dagster-celery"), "worker", "start", "-A", "dagster_celery.app", "-y", str(config_yaml),
+    """dagster-celery's own worker start (it writes the resolved celery.yaml where the worker imports it), through
+    worker_main, so a worker whose Celery process is killed says so in one line instead of a traceback."""
+    return [sys.executable, "-m", "memory_pipeline.fleet_ops.worker_main", "-A", "dagster_celery.app",
+            "-y", str(config_yaml),
             "-n", name, "-l", "WARNING", "--", f"--concurrency={concurrency}", "--pool=prefork",
             "--without-heartbeat", "--without-gossip", "--without-mingle"]
 
