@@ -38,7 +38,8 @@ SEED = {
 PRUNE = ("prune", "--as-of", TODAY.isoformat())
 MONTHLY = ("monthly", "--month", "2026-10")
 RUN = "from memory_pipeline.cli import main; import sys; sys.exit(main(sys.argv[1:]))"
-CHILD_TIMEOUT_S = 180  # the longest a child process (one journal run) may take before the test fails
+CHILD_TIMEOUT_S = 600  # the longest a child process (one journal run) may take before the test fails: minutes on
+# two busy cores (a Python + Dagster start each), a bound and not a target
 
 
 def git(home: Path, *args: str, env: dict[str, str] | None = None) -> str:
@@ -339,7 +340,13 @@ def test_two_monthly_runs_at_once_keep_the_report_of_the_one_that_did_the_work(h
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     procs = [subprocess.Popen([sys.executable, "-c", RUN, *MONTHLY], env=env, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True) for _ in range(2)]  # fmt: skip
-    outs = [p.communicate(timeout=CHILD_TIMEOUT_S) for p in procs]  # bounded: each run's exit
+    try:  # read one after the other: a run blocked on a full pipe meanwhile goes on when its turn comes
+        outs = [p.communicate(timeout=CHILD_TIMEOUT_S) for p in procs]  # bounded: each run's exit
+    finally:
+        for p in procs:  # stopped whatever happened (a timeout used to leave them running)
+            if p.poll() is None:
+                p.kill()
+                p.wait(timeout=60)
     assert [p.returncode for p in procs] == [0, 0], outs
     month, runs = month_reports(home)
     assert len(runs) == 2 and sum(r["journals_archived"] for r in runs) == 2  # each journal archived once
