@@ -76,7 +76,7 @@ def test_search_usage_sensor_skips_while_an_import_is_queued(tmp_path: Path) -> 
 
 
 def test_agent_writes_sensor_skips_while_an_import_is_queued_and_asks_once_it_is_not(tmp_path: Path) -> None:
-    from memory_pipeline.store.remember import spool_dir
+    from memory_pipeline.store.spool import spool_dir
 
     spool_dir(tmp_path).mkdir(parents=True)
     (spool_dir(tmp_path) / "w-1.jsonl").write_text('{"op": "remember"}\n')

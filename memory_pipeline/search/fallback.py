@@ -54,7 +54,7 @@ def search_plain(
             finally:
                 con.close()
     from memory_pipeline.search.live import spool_doc
-    from memory_pipeline.store.remember import pending
+    from memory_pipeline.store.spool import pending
 
     spool = pending(home)  # agents' writes not in the store yet: remembered ones found, forgotten ones hidden
     have = {d.key for d in docs if d.source == "store"}

@@ -32,7 +32,7 @@ from memory_pipeline.search.pending import IndexBehind, PendingVectors, embed_in
 from memory_pipeline.settings import SettingsError
 from memory_pipeline.store import changes
 from memory_pipeline.store.attached import attached
-from memory_pipeline.store.remember import Pending, pending
+from memory_pipeline.store.spool import Pending, pending
 
 if TYPE_CHECKING:
     from memory_pipeline.store.records import MemoryRecord

@@ -16,7 +16,6 @@ restore ID`) makes it active again. Pure logic: no Dagster."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 import threading
 import time
@@ -28,12 +27,18 @@ from typing import Any
 
 import duckdb
 
-from memory_pipeline.errors import UserError
 from memory_pipeline.store import validity
 from memory_pipeline.store.changes import note_changed
-from memory_pipeline.store.db import MemoryStore, StoreError, atomic, utcnow
+from memory_pipeline.store.db import MemoryStore, StoreError, atomic
 from memory_pipeline.store.durable import fsync_path
-from memory_pipeline.store.records import MemoryRecord, RecordError, parse_record
+from memory_pipeline.store.forgotten import (
+    FORGOTTEN,
+    NOTHING_WRITTEN,
+    WriteError,
+    check_forgettable,
+    revive,
+)
+from memory_pipeline.store.records import MemoryRecord
 from memory_pipeline.store.spool import (
     Pending,
     append,
@@ -42,27 +47,19 @@ from memory_pipeline.store.spool import (
     now_iso,
     parse_entry,
     pending,
+    record_json,
     spool_dir,
     spool_files,
 )
 
-__all__ = ["Pending", "WriteError", "build_record", "forget", "ingest_writes", "pending", "remember", "restore",
-           "spool_dir"]  # fmt: skip
+__all__ = ["WriteError", "forget", "ingest_writes", "remember"]
 
-FORGOTTEN = "forgotten"  # the lifecycle; `archived_by` is "forgotten:<event>", the tombstone's cluster_id too
-SOURCE = "mcp:remember"
-MAX_TEXT_CHARS = 65_536  # one memory; import's limit is a line, this is one agent's note
 MAX_REASON_CHARS = 1_000
-NOTHING_WRITTEN = "nothing was written"
 SAME_PROCESS_WAIT_S = 2.0  # how long a write waits for this process's own readers before leaving it spooled
 OTHER_PROCESS_WAIT_S = 0.5  # ... and for another process's: a search of another gateway worker frees the store in
 # milliseconds; a night holds it for minutes, and then the write stays spooled after this wait
 _LOCKS: dict[str, threading.Lock] = {}
 _LOCKS_GUARD = threading.Lock()
-
-
-class WriteError(UserError, ValueError):
-    """A write the caller must change: one line naming the field or the id; nothing was written."""
 
 
 @dataclass(frozen=True)
@@ -86,55 +83,9 @@ def _lock(home: Path) -> threading.Lock:
         return _LOCKS.setdefault(str(Path(home).resolve()), threading.Lock())
 
 
-def default_id(text: str) -> str:
-    """Without a client id the text names itself: remembering the same text twice stores it once."""
-    return "mem-" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:20]
-
-
 def _short(text: str, n: int = 60) -> str:
     one = " ".join(text.split())
     return repr(one if len(one) <= n else one[: n - 1] + "…")
-
-
-# ------------------------------------------------------------------ validation
-
-
-def build_record(
-    text: Any,
-    category: Any = None,
-    importance: Any = None,
-    tags: Any = None,
-    memory_id: Any = None,
-    now: datetime | None = None,
-) -> MemoryRecord:
-    """The record `remember` would store, validated as `import` validates a line."""
-    if isinstance(text, str) and len(text) > MAX_TEXT_CHARS:
-        raise WriteError(f"remember: field 'text': {len(text):,} characters, at most {MAX_TEXT_CHARS:,}; "
-                         f"{NOTHING_WRITTEN}")  # fmt: skip
-    if category is not None and not isinstance(category, str):
-        raise WriteError(f"remember: field 'category': expected a string, got {category!r}; {NOTHING_WRITTEN}")
-    if memory_id is None and isinstance(text, str):
-        memory_id = default_id(text)
-    obj = {
-        "id": memory_id,
-        "content": text,
-        "importance": importance,
-        "categories": [category] if category and category.strip() else None,
-        "tags": tags,
-        "created_at": (now or utcnow()).isoformat(),
-        "kind": "observation",
-        "source": SOURCE,
-    }
-    try:
-        return parse_record(obj, "remember")
-    except RecordError as exc:
-        name = {"content": "text"}.get(exc.field_name, exc.field_name)
-        raise WriteError(f"remember: field '{name}': {exc.problem}; {NOTHING_WRITTEN}") from None
-
-
-def _record_json(r: MemoryRecord) -> dict[str, Any]:
-    return {"id": r.id, "content": r.content, "importance": r.importance, "categories": r.categories,
-            "tags": r.tags, "created_at": r.created_at.isoformat(), "kind": r.kind, "source": r.source}  # fmt: skip
 
 
 # ------------------------------------------------------------------ the store
@@ -169,15 +120,6 @@ def _stored(home: Path, memory_id: str) -> tuple[bool, tuple[Any, ...] | None]:
     return True, row
 
 
-def _forget_reason(con: duckdb.DuckDBPyConnection, memory_id: str) -> str:
-    row = con.execute(
-        "SELECT reason FROM tombstones WHERE memory_id = ? AND run_id = 'forget' AND reverted_at IS NULL "
-        "ORDER BY archived_at DESC LIMIT 1",
-        [memory_id],
-    ).fetchone()
-    return str(row[0]) if row and row[0] else ""
-
-
 def _apply(con: duckdb.DuckDBPyConnection, entry: dict[str, Any]) -> str:
     """One spooled write into the store (the caller's transaction): 'inserted', 'same', 'revived', 'conflict',
     'forgotten', 'not active' (a forget whose memory is not active now), 'skipped'."""
@@ -195,7 +137,7 @@ def _apply(con: duckdb.DuckDBPyConnection, entry: dict[str, Any]) -> str:
                 validity.restate(con, record.id, at)
             if row[1] != FORGOTTEN:
                 return "same" if row[3] is None else "restated"
-            _revive(con, record.id, str(row[2]), at, "remember")
+            revive(con, record.id, str(row[2]), at, "remember")
             return "revived"
         from memory_pipeline.store.repository import insert_memories  # pandas: only when a memory is written
 
@@ -219,18 +161,6 @@ def _apply(con: duckdb.DuckDBPyConnection, entry: dict[str, Any]) -> str:
         )
         return "forgotten"
     return "skipped"
-
-
-def _revive(con: duckdb.DuckDBPyConnection, memory_id: str, archived_by: str, at: datetime, by: str) -> None:
-    """A forgotten memory active again; its tombstone kept and marked reverted (the caller's transaction)."""
-    con.execute(
-        "UPDATE tombstones SET reverted_at = ?, reverted_by = ? WHERE memory_id = ? AND cluster_id = ? "
-        "AND reverted_at IS NULL",
-        [at, by, memory_id, archived_by],
-    )
-    con.execute("UPDATE memories SET lifecycle = 'active', archived_by = NULL, archived_at = NULL WHERE id = ?",
-                [memory_id])  # fmt: skip
-    note_changed(con, [memory_id])
 
 
 def _migrated_key(path: Path) -> tuple[str, int, int] | None:
@@ -353,7 +283,7 @@ def remember(home: Path, record: MemoryRecord, import_at: int = 1) -> Remembered
             if (known := _already_held(record, row, spool)) is not None:
                 return known
             revived, restated = _is_forgotten(record.id, row, spool), _is_superseded(row)
-            append(home, {"op": "remember", "record": _record_json(record), "at": now_iso()})
+            append(home, {"op": "remember", "record": record_json(record), "at": now_iso()})
             if con is None and not store_exists:
                 con = _open_writer(home, OTHER_PROCESS_WAIT_S)  # the first write creates the store
             stored = False  # busy: spooled, searchable already
@@ -410,7 +340,7 @@ def _remember_batched(home: Path, record: MemoryRecord, import_at: int) -> Remem
         if (known := _already_held(record, row, spool)) is not None:
             return known
         revived, restated = _is_forgotten(record.id, row, spool), _is_superseded(row)
-        append(home, {"op": "remember", "record": _record_json(record), "at": now_iso()})
+        append(home, {"op": "remember", "record": record_json(record), "at": now_iso()})
         waiting = len(spool.records) + len(spool.forgotten) + 1
     stored = readable and waiting >= import_at and ingest_writes(home, OTHER_PROCESS_WAIT_S) is not None
     return Remembered(record.id, not (revived or restated), stored, revived, restated)
@@ -443,72 +373,8 @@ def forget(home: Path, memory_id: Any, reason: Any) -> Forgotten:
         if row is None and memory_id not in pend.records and not busy:
             raise WriteError(f"forget: no memory with id {memory_id!r}; {NOTHING_WRITTEN}")
         if row is not None and memory_id not in pend.records:  # a remember spooled since decides, not the row
-            _check_forgettable(home, memory_id, row)
+            check_forgettable(_read_only(home), memory_id, row)
         event = uuid.uuid4().hex[:12]
         append(home, {"op": "forget", "id": memory_id, "reason": reason, "event": event, "at": now_iso()})
     done = ingest_writes(home, OTHER_PROCESS_WAIT_S) if readable else None
     return Forgotten(memory_id, reason, stored=done is not None)
-
-
-def _check_forgettable(home: Path, memory_id: str, row: tuple[Any, ...]) -> None:
-    _content, lifecycle, _superseded_by, kind, compressed_from, summary_of, archived_by, archived_at = row
-    if lifecycle == FORGOTTEN:
-        con = _read_only(home)
-        why = ""
-        if con is not None:
-            try:
-                why = _forget_reason(con, memory_id)
-            finally:
-                con.close()
-        when = f" on {archived_at:%Y-%m-%d}" if archived_at else ""
-        raise WriteError(f"forget: memory {memory_id!r} was already forgotten{when}"
-                         f"{f' ({why})' if why else ''}; {NOTHING_WRITTEN}")  # fmt: skip
-    if kind == "summary" or compressed_from or summary_of:
-        raise WriteError(f"forget: memory {memory_id!r} is a summary a night wrote; only memories that were "
-                         f"remembered or imported can be forgotten; {NOTHING_WRITTEN}")  # fmt: skip
-    if lifecycle != "active":
-        by = f" into {archived_by}" if archived_by else ""
-        raise WriteError(f"forget: memory {memory_id!r} is {lifecycle}{by}, not active; only active memories can "
-                         f"be forgotten; {NOTHING_WRITTEN}")  # fmt: skip
-
-
-@dataclass(frozen=True)
-class ForgottenRow:
-    id: str
-    at: datetime
-    reason: str
-    text: str
-
-
-def list_forgotten(store: MemoryStore) -> list[ForgottenRow]:
-    store.migrate()
-    with store.connect() as con:
-        rows = con.execute(
-            "SELECT m.id, m.archived_at, coalesce(t.reason, ''), m.content FROM memories m "
-            "LEFT JOIN tombstones t ON t.memory_id = m.id AND t.cluster_id = m.archived_by AND t.reverted_at IS NULL "
-            "WHERE m.lifecycle = ? ORDER BY m.archived_at, m.id",
-            [FORGOTTEN],
-        ).fetchall()
-    return [ForgottenRow(str(r[0]), r[1], str(r[2]), str(r[3])) for r in rows]
-
-
-def restore(store: MemoryStore, memory_id: str, by: str) -> str:
-    """The operator's undo: the memory is active again, its tombstone kept and marked reverted."""
-    store.migrate()
-    with store.transaction() as con:
-        row = con.execute("SELECT lifecycle, archived_by FROM memories WHERE id = ?", [memory_id]).fetchone()
-        if row is None:
-            raise WriteError(f"no memory with id {memory_id!r} in {store.path}; {NOTHING_WRITTEN}")
-        if row[0] != FORGOTTEN:
-            raise WriteError(f"memory {memory_id!r} is {row[0]}, not forgotten; {NOTHING_WRITTEN}")
-        con.execute(
-            "UPDATE tombstones SET reverted_at = ?, reverted_by = ? WHERE memory_id = ? AND cluster_id = ? "
-            "AND reverted_at IS NULL",
-            [utcnow(), by, memory_id, row[1]],
-        )
-        con.execute(
-            "UPDATE memories SET lifecycle = 'active', archived_by = NULL, archived_at = NULL WHERE id = ?",
-            [memory_id],
-        )
-        note_changed(con, [memory_id])
-    return memory_id

@@ -1,11 +1,13 @@
 """The agents' write spool: `<workspace>/spool/writes/*.jsonl`, one JSON line per `remember` or `forget`,
 fsynced before the call answers, so a killed server never loses an acknowledged write. `store.remember` imports
 it into the store; search reads what it still holds (`pending`), so a remembered memory is found at once and a
-forgotten one hidden at once. Pure logic: no Dagster, no store connection."""
+forgotten one hidden at once; `build_record` is what a `remember` spools, validated as `import` validates a line.
+Pure logic: no Dagster, no store connection."""
 
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import threading
@@ -13,13 +15,17 @@ import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from memory_pipeline.store.db import utcnow
 from memory_pipeline.store.durable import fsync_path
+from memory_pipeline.store.forgotten import NOTHING_WRITTEN, WriteError
 from memory_pipeline.store.records import MemoryRecord, RecordError, parse_record
 
+SOURCE = "mcp:remember"
+MAX_TEXT_CHARS = 65_536  # one memory; import's limit is a line, this is one agent's note
 SPOOL = Path("spool") / "writes"
 REJECTED = Path("spool") / "rejected.jsonl"  # outside the spool's folder, so it is never read as writes to make
 _GUARD = threading.Lock()
@@ -31,6 +37,49 @@ class Pending:
 
     records: dict[str, MemoryRecord] = field(default_factory=dict)
     forgotten: dict[str, str] = field(default_factory=dict)  # id -> reason
+
+
+def default_id(text: str) -> str:
+    """Without a client id the text names itself: remembering the same text twice stores it once."""
+    return "mem-" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:20]
+
+
+def build_record(
+    text: Any,
+    category: Any = None,
+    importance: Any = None,
+    tags: Any = None,
+    memory_id: Any = None,
+    now: datetime | None = None,
+) -> MemoryRecord:
+    """The record `remember` would store, validated as `import` validates a line."""
+    if isinstance(text, str) and len(text) > MAX_TEXT_CHARS:
+        raise WriteError(f"remember: field 'text': {len(text):,} characters, at most {MAX_TEXT_CHARS:,}; "
+                         f"{NOTHING_WRITTEN}")  # fmt: skip
+    if category is not None and not isinstance(category, str):
+        raise WriteError(f"remember: field 'category': expected a string, got {category!r}; {NOTHING_WRITTEN}")
+    if memory_id is None and isinstance(text, str):
+        memory_id = default_id(text)
+    obj = {
+        "id": memory_id,
+        "content": text,
+        "importance": importance,
+        "categories": [category] if category and category.strip() else None,
+        "tags": tags,
+        "created_at": (now or utcnow()).isoformat(),
+        "kind": "observation",
+        "source": SOURCE,
+    }
+    try:
+        return parse_record(obj, "remember")
+    except RecordError as exc:
+        name = {"content": "text"}.get(exc.field_name, exc.field_name)
+        raise WriteError(f"remember: field '{name}': {exc.problem}; {NOTHING_WRITTEN}") from None
+
+
+def record_json(r: MemoryRecord) -> dict[str, Any]:
+    return {"id": r.id, "content": r.content, "importance": r.importance, "categories": r.categories,
+            "tags": r.tags, "created_at": r.created_at.isoformat(), "kind": r.kind, "source": r.source}  # fmt: skip
 
 
 def spool_dir(home: Path) -> Path:

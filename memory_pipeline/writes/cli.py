@@ -16,7 +16,7 @@ def _store() -> Any:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from memory_pipeline.store.remember import list_forgotten
+    from memory_pipeline.store.forgotten import list_forgotten
 
     rows = list_forgotten(_store())
     for r in rows:
@@ -30,7 +30,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_restore(args: argparse.Namespace) -> int:
     from memory_pipeline.search import refresh_index
     from memory_pipeline.settings import workspace_home
-    from memory_pipeline.store.remember import restore
+    from memory_pipeline.store.forgotten import restore
 
     restore(_store(), args.id, by=f"operator:{args.by or getpass.getuser()}")
     print(f"restored {args.id}: active again (its tombstone is kept, marked reverted)")

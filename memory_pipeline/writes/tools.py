@@ -12,8 +12,10 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 
+from memory_pipeline.store.forgotten import WriteError
 from memory_pipeline.store.records import MAX_ID_CHARS, MAX_IMPORTANCE, MAX_LABEL_CHARS, MAX_LABELS
-from memory_pipeline.store.remember import MAX_TEXT_CHARS, WriteError, build_record, forget, remember
+from memory_pipeline.store.remember import forget, remember
+from memory_pipeline.store.spool import MAX_TEXT_CHARS, build_record
 
 
 class RememberResponse(BaseModel):

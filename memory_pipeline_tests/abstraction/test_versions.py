@@ -20,8 +20,9 @@ from memory_pipeline.llm.distill import REPLACED, Member, OfflineDistiller
 from memory_pipeline.resources import EmbedderResource
 from memory_pipeline.store import MemoryStore
 from memory_pipeline.store.importers import import_jsonl
-from memory_pipeline.store.remember import build_record, remember
+from memory_pipeline.store.remember import remember
 from memory_pipeline.store.rollback import rollback
+from memory_pipeline.store.spool import build_record
 from memory_pipeline.store.validity import FactRow, list_superseded
 from memory_pipeline_tests.conftest import resources_for
 

@@ -21,7 +21,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from memory_pipeline.fleet import tokens
-from memory_pipeline.store.remember import pending
+from memory_pipeline.store.spool import pending
 from memory_pipeline_tests.fleet.gateway_helpers import HEADERS, fleet, rpc
 from memory_pipeline_tests.writes.conftest import night_holds
 

@@ -17,7 +17,9 @@ from memory_pipeline.cli import main
 from memory_pipeline.mcp_server import build_server
 from memory_pipeline.search import search
 from memory_pipeline.store import MemoryStore
-from memory_pipeline.store.remember import forget, ingest_writes, list_forgotten, pending, spool_dir
+from memory_pipeline.store.forgotten import list_forgotten
+from memory_pipeline.store.remember import forget, ingest_writes
+from memory_pipeline.store.spool import pending, spool_dir
 from memory_pipeline_tests.writes.conftest import hashing, home, night_holds
 
 __all__ = ["home"]  # the fixture, shared with the writes tests

@@ -13,15 +13,8 @@ from memory_pipeline.mcp_server import build_server
 from memory_pipeline.search import search
 from memory_pipeline.store import MemoryStore
 from memory_pipeline.store.invariants import archived_without_summary, summaries_with_unarchived_sources
-from memory_pipeline.store.remember import (
-    WriteError,
-    build_record,
-    forget,
-    ingest_writes,
-    pending,
-    remember,
-    spool_dir,
-)
+from memory_pipeline.store.remember import WriteError, forget, ingest_writes, remember
+from memory_pipeline.store.spool import build_record, pending, spool_dir
 from memory_pipeline_tests.writes.conftest import hashing, night_holds
 
 

@@ -13,7 +13,7 @@ from memory_pipeline.operator.run_guard import busy_reason
 from memory_pipeline.resources import MemoryStoreResource
 from memory_pipeline.search.build import pending_changes
 from memory_pipeline.search.usage_spool import pending_files
-from memory_pipeline.store.remember import spool_dir
+from memory_pipeline.store.spool import spool_dir
 
 INDEX_JOBS = (search_index_update.name, search_index_rebuild.name)
 
