@@ -1,7 +1,6 @@
 """`python -m benchmarks [clustering|incremental|nightly|embeddings|locomo-retention|screening|distill|fleet|gateway|
 current-facts|all] [options]` — results are appended to benchmarks/results/runs/<date>.md with the date, the
-machine, the BLAS
-kernel and the OPENBLAS_* variables."""
+machine, the BLAS kernel and the OPENBLAS_* variables."""
 
 from __future__ import annotations
 
