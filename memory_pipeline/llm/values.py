@@ -132,6 +132,13 @@ def _values(text: str) -> list[_Value]:
     return out
 
 
+def _is_event(text: str) -> bool:
+    """Told as an action ("Closed the TIA long…", "Set a price alert…", "Moved the standup…"), not a state."""
+    words = text.split()
+    first = re.sub(r"\W", "", words[0]).lower() if words else ""
+    return first in _EVENT_OPENERS or (first.endswith("ed") and first not in {"need", "feed", "speed", "seed"})
+
+
 def fact_key(text: str) -> FactKey | None:
     """The key and values of a short statement of fact; None for anything else (a story, an event, a fact with
     no value). A value written before the statement's verb ("Alice's bill is …", "Leeds pickup is …",
@@ -142,8 +149,7 @@ def fact_key(text: str) -> FactKey | None:
     state = _STATE.search(text) or _LABELLED.search(text)
     if state is None:
         return None  # "Meeting with the landlord on 3 March" tells of an event; a fact says what *is*
-    first = re.sub(r"\W", "", words[0]).lower()
-    if first in _EVENT_OPENERS or first.endswith("ed") and first not in {"need", "feed", "speed", "seed"}:
+    if _is_event(text):
         return None
     verb = state.start(1) if state.re is _LABELLED else state.start()
     key: list[str] = []
@@ -194,13 +200,22 @@ def about_words(text: str) -> frozenset[str]:
 def restates(a: str, b: str) -> bool:
     """Whether two short statements are plausibly about one thing with another value, worded as they may be
     ("We run 4 CI runners." / "… so the CI fleet is 6 runners now."): both state values, the values differ, and
-    they share two or more words that make up at least 40 % of the shorter one's. Looser than `versions_of`: it
+    they name the same names, one's first word is in the other, and they share two or more words that make up at
+    least 40 % of the shorter one's; neither tells of an event. Looser than `versions_of`: it
     only orders what is read (the newer first), it never marks anything superseded."""
-    if len(a.split()) > MAX_FACT_WORDS or len(b.split()) > MAX_FACT_WORDS:
+    if len(a.split()) > MAX_FACT_WORDS or len(b.split()) > MAX_FACT_WORDS or _is_event(a) or _is_event(b):
         return False
-    va, vb = stated_values(a), stated_values(b)
-    if not va or not vb or {v.lower() for v in va} == {v.lower() for v in vb}:
+    va, vb = _values(a), _values(b)
+    if not va or not vb or {v.normal for v in va} == {v.normal for v in vb}:
         return False
+    if {v.normal for v in va if v.kind == "name"} != {v.normal for v in vb if v.kind == "name"}:
+        return False  # "on TIA" / "on ARB": two subjects, not one restated
     wa, wb = about_words(a), about_words(b)
     shared = len(wa & wb)
-    return shared >= 2 and shared >= 0.4 * min(len(wa), len(wb))
+    subject = _first_word(a) in wb or _first_word(b) in wa  # "Alice's bill" / "Bob's bill": two subjects
+    return subject and shared >= 2 and shared >= 0.4 * min(len(wa), len(wb))
+
+
+def _first_word(text: str) -> str:
+    words = _CONTENT.findall(text.lower())
+    return next((w for w in words if w not in _COMMON and w not in _IGNORED), "")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory_pipeline.llm.values import fact_key, versions_of
+from memory_pipeline.llm.values import fact_key, restates, versions_of
 
 VERSIONS = [
     ("Per-trade risk cap is 2%.", "Per-trade risk cap is now 1.5%."),
@@ -66,3 +66,19 @@ def test_look_alikes_and_restatements_are_not_versions(one: str, other: str) -> 
 def test_values_are_compared_in_one_form(text: str, values: tuple[str, ...]) -> None:
     key = fact_key(text)
     assert key is not None and key.values == values
+
+
+@pytest.mark.parametrize(
+    ("older", "newer", "restated"),
+    [
+        ("The hosting SLA promises 99.9% uptime.",
+         "New contract: uptime guarantee of 99.95% from the hosting provider.", True),
+        ("Slippage tolerance is 0.5%.", "I tightened my slippage tolerance; it is 0.3% from today.", True),
+        ("Set a price alert on TIA at 5.99: previous all-time high.",
+         "Set a price alert on ARB at 0.71: top of the weekly range.", False),  # events on two tickers
+        ("Alice's phone bill is $80.", "Bob's phone bill is $95.", False),  # two people's
+        ("The office wifi network is Helios-5G.", "The office wifi network is Helios-5G.", False),  # same value
+    ],
+)
+def test_restatements_in_other_words_are_read_newer_first(older: str, newer: str, restated: bool) -> None:
+    assert restates(older, newer) is restated
