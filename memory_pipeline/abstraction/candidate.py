@@ -25,6 +25,8 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from memory_pipeline.abstraction import archive, retention
 from memory_pipeline.abstraction.outcomes import ARCHIVE_BATCH, ClusterOutcome
 from memory_pipeline.llm import facts
@@ -76,7 +78,8 @@ def candidate(
     """Both states, removed on exit. `outcomes` are the night's (copied: phase 2 in the copy marks them);
     `refresh` brings a copy's search index up to date."""
     scratch = home / SCRATCH
-    scratch.mkdir(exist_ok=True)
+    shutil.rmtree(scratch, ignore_errors=True)  # what a killed night left (one night at a time: the lease)
+    scratch.mkdir()
     folder = Path(tempfile.mkdtemp(prefix=f"{run_id[:8]}-", dir=scratch))
     try:
         before, after = folder / "before", folder / "after"
@@ -132,6 +135,28 @@ def idf_of(home: Path) -> Callable[[str], float]:
     return idf
 
 
+QUERY_BATCH = 64
+
+
+def memoised(encode: Callable[[list[str]], Any], known: list[str]) -> Callable[[list[str]], np.ndarray]:
+    """`encode` with the vectors of `known` texts computed up front in batches (a probe's question is embedded
+    once, not once per state and call: embedding the query is most of a `context` call's time), and any other
+    text embedded when asked and kept. Same model, same vectors: the read path answers exactly as it would."""
+    texts = list(dict.fromkeys(known))
+    memo: dict[str, np.ndarray] = {}
+    for lo in range(0, len(texts), QUERY_BATCH):
+        chunk = texts[lo : lo + QUERY_BATCH]
+        memo.update(zip(chunk, np.asarray(encode(chunk), dtype=np.float32), strict=True))
+
+    def encode_known(batch: list[str]) -> np.ndarray:
+        missing = [t for t in dict.fromkeys(batch) if t not in memo]
+        if missing:
+            memo.update(zip(missing, np.asarray(encode(missing), dtype=np.float32), strict=True))
+        return np.vstack([memo[t] for t in batch])
+
+    return encode_known
+
+
 def asker(home: Path, budget: int, embedder: tuple[Any, str] | None, today: date) -> Callable[[str], str | None]:
     """The product's read path on a copy: `context` for the question within `budget` tokens, as its prompt
     text; None when the read path refuses the question (one the compiler cannot answer within the budget)."""
@@ -184,8 +209,9 @@ def grade_night(
             built = [retention.build_probe(m, c.archived[m], found[m], idf, names) for m in chosen if m in found]
             probes = [p for p in built if p is not None]
             day = now.date()
-            outcomes_ = retention.measure(probes, asker(c.before, settings.budget, embedder, day),
-                                          asker(c.after, settings.budget, embedder, day))  # fmt: skip
+            ask_with = None if embedder is None else (memoised(embedder[0], [p.question for p in probes]), embedder[1])
+            outcomes_ = retention.measure(probes, asker(c.before, settings.budget, ask_with, day),
+                                          asker(c.after, settings.budget, ask_with, day))  # fmt: skip
             r = retention.tally(run_id, outcomes_, settings.floor, settings.budget, len(c.archived))
     r.seconds = round(time.perf_counter() - t0, 2)
     r.finished_at = utcnow().isoformat() + "Z"
