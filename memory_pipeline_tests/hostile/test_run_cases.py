@@ -12,9 +12,11 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -247,7 +249,8 @@ CASES = [
         "a live run on another host holds the pool slot: bounded wait",
         both(env("MEMORY_PIPELINE_POOL_WAIT_MINUTES", "0.05"), slot("live-elsewhere", pid=4242, host="host-a")),
         ["run", "--as-of", AS_OF], 1, UNCHANGED,
-        "error: gave up after 3 s waiting for the store's `memory_store` slot, held by run live-elsewhere (pid 4242 "
+        # how long it waited is load's business (3 s at least): the line, its holder and the unchanged rows are not
+        "error: gave up after … s waiting for the store's `memory_store` slot, held by run live-elsewhere (pid 4242 "
         "on host-a, since …): if that run is dead, mark it failed in the Dagster UI…",
     ),
     Case(
@@ -362,13 +365,42 @@ def uts_prefix() -> list[str] | None:
     return None
 
 
-def cli_on_host(host: str, prefix: list[str], env: dict[str, str], *argv: str) -> subprocess.Popen:
-    """`memory-pipeline …` in a process whose hostname is `host` (what a container restart on another node sees)."""
+def cli_on_host(host: str, prefix: list[str], env: dict[str, str], logs: Path, *argv: str) -> subprocess.Popen[bytes]:
+    """`memory-pipeline …` in a process whose hostname is `host` (what a container restart on another node sees),
+    in a process group of its own; its stdout and stderr go to `logs`/<host>.out|.err (files: a pipe nobody reads
+    while we wait could fill and block it)."""
     script = 'hostname "$0" && exec "$@"'
-    return subprocess.Popen(
-        [*prefix, "sh", "-c", script, host, sys.executable, "-m", "memory_pipeline.cli", *argv],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )
+    with (logs / f"{host}.out").open("wb") as out, (logs / f"{host}.err").open("wb") as err:
+        return subprocess.Popen(
+            [*prefix, "sh", "-c", script, host, sys.executable, "-m", "memory_pipeline.cli", *argv],
+            env=env, stdout=out, stderr=err, start_new_session=True,
+        )
+
+
+def stop_group(proc: subprocess.Popen[bytes]) -> None:
+    """Kill the process group of a CLI process we started, whatever the test's outcome."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait(timeout=CROSS_HOST_WAIT_S)
+
+
+def wait_until(what: str, done: Callable[[], bool], proc: subprocess.Popen[bytes], log: Path) -> None:
+    """Poll `done` (a file's content, a record) until it holds; fail at once if `proc` exits first, or after
+    CROSS_HOST_WAIT_S: a bound for a Python + Dagster start on two busy cores, not a target."""
+    deadline = time.monotonic() + CROSS_HOST_WAIT_S
+    while not done():
+        assert proc.poll() is None, f"exited {proc.returncode} before {what}: {log.read_text(errors='replace')[-3000:]}"
+        assert time.monotonic() < deadline, f"not {what} in {CROSS_HOST_WAIT_S} s: {log.read_text(errors='replace')}"
+        time.sleep(0.5)
+
+
+def naive_utc(ts: float) -> datetime:
+    return datetime.fromtimestamp(ts, UTC).replace(tzinfo=None)
+
+
+CROSS_HOST_WAIT_S = 600  # every wait on a CLI process below: minutes, far above the seconds each step needs
 
 
 @pytest.mark.slow
@@ -382,12 +414,15 @@ def test_a_run_killed_on_another_host_does_not_block_the_next_one(base_home: Pat
     env |= {
         "MEMORY_PIPELINE_HOME": str(home), "DAGSTER_HOME": str(dagster_home), "PYTHONPATH": os.pathsep.join(sys.path),
         "MEMORY_PIPELINE_EMBEDDER": "hashing-bow-256", "MEMORY_PIPELINE_PROGRESS": "log",
-        "MEMORY_PIPELINE_POOL_WAIT_MINUTES": "3",
+        "MEMORY_PIPELINE_POOL_WAIT_MINUTES": "10",  # B's own bound: the test expires A's lease long before
     }
     # host A: SIGKILLed mid-run, after its summaries are written as pending and while it holds the pool slot
-    crashed = cli_on_host("host-a", prefix, {**env, CRASH_ENV: "after_phase1"}, "run", "--as-of", AS_OF)
-    crashed.communicate(timeout=600)
-    assert crashed.returncode == -9
+    crashed = cli_on_host("host-a", prefix, {**env, CRASH_ENV: "after_phase1"}, tmp_path, "run", "--as-of", AS_OF)
+    try:
+        crashed.wait(timeout=CROSS_HOST_WAIT_S)
+    finally:
+        stop_group(crashed)
+    assert crashed.returncode == -9, (tmp_path / "host-a.err").read_text()[-3000:]
     with dg.DagsterInstance.from_config(str(dagster_home)) as instance:
         (run_a,) = instance.get_runs(filters=dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED]))
         assert instance.event_log_storage.get_concurrency_info(POOL).active_run_ids == {run_a.run_id}
@@ -397,24 +432,43 @@ def test_a_run_killed_on_another_host_does_not_block_the_next_one(base_home: Pat
         held = lease_mod.current(con)
         assert held is not None and held.holder == run_a.run_id and held.host == "host-a"
         assert invariants.pending_rows(con)
-        # the lease has 40 s left: host B cannot know A is dead before it expires, so it must wait (and say so)
-        soon = datetime.now(UTC).replace(tzinfo=None) + timedelta(seconds=40)
-        con.execute("UPDATE leases SET expires_at = ?", [soon])
+        # host B cannot know A is dead while A's lease runs: it must wait, and say for whom. The lease is live
+        # (an hour) until B says it waits, then the test lets it expire: however late B starts under load, it
+        # meets a live lease first, and the test never waits out a fixed lease
+        con.execute("UPDATE leases SET expires_at = ?", [datetime.now(UTC).replace(tzinfo=None) + timedelta(hours=1)])
 
-    nxt = cli_on_host("host-b", prefix, env, "run", "--as-of", AS_OF)
-    out, err = nxt.communicate(timeout=300)  # bounded: the lease's 40 s, then the run itself
+    nxt = cli_on_host("host-b", prefix, env, tmp_path, "run", "--as-of", AS_OF)
+    err_b = tmp_path / "host-b.err"
+    holder = f"run {run_a.run_id} (pid {run_a.tags[PID]} on host-a"
+    try:
+        waiting = f"waiting for the store's `memory_store` slot, held by {holder}"
+        wait_until("waiting for A's live lease", lambda: waiting in err_b.read_text(errors="replace"), nxt, err_b)
+        with dg.DagsterInstance.from_config(str(dagster_home)) as instance:  # B left the live holder alone
+            assert instance.get_run_by_id(run_a.run_id).status == dg.DagsterRunStatus.STARTED
+        with store.transaction() as con:
+            expired = datetime.now(UTC).replace(tzinfo=None)
+            con.execute("UPDATE leases SET expires_at = ?", [expired])
+        nxt.wait(timeout=CROSS_HOST_WAIT_S)  # bounded: B's next look at the lease (2 s), then the run itself
+    finally:
+        stop_group(nxt)
+    out, err = (tmp_path / "host-b.out").read_text(), err_b.read_text()
     assert nxt.returncode == 0, err[-3000:]
     assert "Traceback" not in out + err
-    holder = f"run {run_a.run_id} (pid {run_a.tags[PID]} on host-a"
-    assert f"waiting for the store's `memory_store` slot, held by {holder}" in err
     assert f"freed the memory_store slot of run {run_a.run_id}: its store lease from host host-a expired at" in err
-    run_id = next(line.split()[-1] for line in out.splitlines() if line.strip().startswith("run_id"))
-    report = json.loads((home / "reports" / f"compression-{run_id}.json").read_text())
+    with dg.DagsterInstance.from_config(str(dagster_home)) as instance:
+        # from the instance's records: A was failed for its expired lease, only once it had expired, and B's run
+        # started only after that
+        assert instance.get_run_by_id(run_a.run_id).status == dg.DagsterRunStatus.FAILURE
+        (failed,) = instance.all_logs(run_a.run_id, of_type=dg.DagsterEventType.RUN_FAILURE)
+        assert "its store lease from host host-a expired at" in (failed.dagster_event.message or ""), failed
+        assert naive_utc(failed.timestamp) >= expired
+        (run_b,) = instance.get_run_records(filters=dg.RunsFilter(tags={"memory_pipeline/host": "host-b"}))
+        assert run_b.dagster_run.status == dg.DagsterRunStatus.SUCCESS
+        assert run_b.start_time is not None and run_b.start_time >= failed.timestamp
+        assert instance.event_log_storage.get_concurrency_info(POOL).active_run_ids == set()
+    report = json.loads((home / "reports" / f"compression-{run_b.dagster_run.run_id}.json").read_text())
     assert report["pending_removed"] + report.get("pending_activated", 0) > 0  # B reconciled what A left pending
     assert report["clusters_compressed"] == 3
-    with dg.DagsterInstance.from_config(str(dagster_home)) as instance:
-        assert instance.get_run_by_id(run_a.run_id).status == dg.DagsterRunStatus.FAILURE
-        assert instance.event_log_storage.get_concurrency_info(POOL).active_run_ids == set()
     with store.connect() as con:
         assert invariants.pending_rows(con) == []
         assert lease_mod.current(con) is None
