@@ -2,6 +2,7 @@
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -11,13 +12,14 @@ from pathlib import Path
 import pytest
 
 from memory_pipeline.faults import ENV as CRASH_ENV
-from memory_pipeline.faults import HOLD_ENV
+from memory_pipeline.faults import HOLD_ENV, HOLD_LIMIT_ENV
 from memory_pipeline.store import MemoryStore, invariants, lease
 from memory_pipeline.store import rollback as rb
 from memory_pipeline_tests.abstraction.test_pipeline import load_report, snapshot, table_counts
 from memory_pipeline_tests.conftest import SAMPLE_NOW, run_job
 
 LEASE_HELD = "night_lease_held"
+WAIT_S = 1800  # every wait on a CLI run below: minutes (a sample night beside other work took 15), not a target
 
 
 def atoms_state(home: Path) -> dict[str, tuple]:
@@ -101,12 +103,29 @@ def cli(
     env |= {"MEMORY_PIPELINE_HOME": str(home), "DAGSTER_HOME": str(dagster_home)}
     if hold_in:
         env[HOLD_ENV] = f"{LEASE_HELD}:{hold_in}"
+        env[HOLD_LIMIT_ENV] = str(WAIT_S)  # parked until the test releases it, however slowly the other starts
     if crash_at:
         env[CRASH_ENV] = crash_at
     return subprocess.Popen(
         [sys.executable, "-m", "memory_pipeline.cli", "run", "--as-of", SAMPLE_NOW.isoformat(), *args],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
     )
+
+
+def finish(proc: subprocess.Popen) -> tuple[str, str]:
+    """Its output once it exits (WAIT_S at most); its process group is killed whatever happens."""
+    try:
+        return proc.communicate(timeout=WAIT_S)
+    finally:
+        stop(proc)
+
+
+def stop(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait(timeout=60)
 
 
 @pytest.mark.slow
@@ -116,7 +135,7 @@ def test_sigkill_at_each_point_leaves_a_consistent_store_and_the_next_run_finish
 ) -> None:
     before = snapshot(workspace)
     proc = cli(workspace, tmp_path / "dh", crash_at=point)
-    proc.communicate(timeout=600)
+    finish(proc)
     assert proc.returncode == -9, f"expected SIGKILL at {point}"
     after_crash = snapshot(workspace)
     assert set(before) <= set(after_crash)
@@ -132,7 +151,7 @@ def test_sigkill_at_each_point_leaves_a_consistent_store_and_the_next_run_finish
     assert_consistent(workspace)
 
     proc = cli(workspace, tmp_path / "dh")  # … and is stale, because its process is gone
-    out, err = proc.communicate(timeout=600)
+    out, err = finish(proc)
     assert proc.returncode in (0, 1), err[-2000:]
     run_id = next(line.split()[-1] for line in out.splitlines() if line.strip().startswith("run_id"))
     report = json.loads((workspace / "reports" / f"compression-{run_id}.json").read_text())
@@ -161,16 +180,19 @@ def test_two_runs_at_once_never_both_write(workspace: Path, tmp_path: Path) -> N
     signals.mkdir()
     procs = [cli(workspace, tmp_path / "dh", hold_in=signals), cli(workspace, tmp_path / "dh2", hold_in=signals)]
     with ThreadPoolExecutor(2) as pool:  # their pipes are read while we wait: a full pipe would stall a run
-        done = [pool.submit(p.communicate, timeout=600) for p in procs]
+        done = [pool.submit(p.communicate, timeout=WAIT_S) for p in procs]
         try:
-            deadline = time.monotonic() + 300  # bounds both start-ups and one night's way to the lease
+            deadline = time.monotonic() + WAIT_S  # bounds both start-ups and one night's way to the lease
             while not ((signals / f"{LEASE_HELD}.reached").exists() and any(f.done() for f in done)):
                 if all(f.done() for f in done) or time.monotonic() > deadline:
                     break  # both ended without one holding the lease, or too slow: the assertions below say which
                 time.sleep(0.2)
+            (signals / f"{LEASE_HELD}.release").touch()
+            outs = [f.result() for f in done]
         finally:
             (signals / f"{LEASE_HELD}.release").touch()
-        outs = [f.result() for f in done]
+            for p in procs:
+                stop(p)
     assert (signals / f"{LEASE_HELD}.reached").exists(), [o[1][-1500:] for o in outs]
     assert not (signals / f"{LEASE_HELD}.gave_up").exists(), "the holder's limit ran out before the other tried"
     assert [p.returncode for p in procs].count(0) == 2, [o[1][-1500:] for o in outs]
