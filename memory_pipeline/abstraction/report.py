@@ -53,6 +53,8 @@ class CompressionRunReport:
     embedding: dict[str, Any] = field(default_factory=dict)
     # clusters found but left alone because an earlier night (within the fingerprint TTL) already tried them
     clusters_recently_processed: int = 0
+    # memories the night marked superseded: a later memory states another value of the same fact
+    supersessions: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -187,6 +189,7 @@ def summary_lines(report: CompressionRunReport) -> list[str]:
         f"{report.clusters_skipped}/{report.clusters_failed}",
         f"  clusters_compressed  {report.clusters_compressed}",
         f"  memories_archived    {report.memories_archived} (+{report.exact_duplicates_archived} exact duplicates)",
+        f"  supersessions        {report.supersessions} (older values of a fact a newer one replaced)",
         f"  abstractions_created {report.abstractions_created}",
         f"  atoms created/enriched {report.atoms_created}/{report.atoms_enriched}",
         f"  tokens before/after  {report.tokens_before} → {report.tokens_after}",

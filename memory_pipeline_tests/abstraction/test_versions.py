@@ -77,6 +77,10 @@ def test_a_night_marks_older_values_superseded_and_a_rollback_takes_them_back(tm
     [check] = [c for c in result.get_asset_check_evaluations() if c.check_name == "supersessions_bounded"]
     assert check.passed
     assert [r.id for r in list_superseded(MemoryStore(home / "memory.duckdb"))] == ["r1", "s1", "r2"]
+    [report] = [m for m in result.asset_materializations_for_node("report")]
+    assert report.metadata["supersessions"].value == 3
+    saved = json.loads((home / "reports" / f"compression-{result.run_id}.json").read_text())
+    assert saved["supersessions"] == 3
 
     _id, done = rollback(MemoryStore(home / "memory.duckdb"), [result.run_id], dry_run=False)
     assert done.supersessions == 3

@@ -20,6 +20,7 @@ from memory_pipeline.resources import EmbedderResource, EngineConfig, LLMResourc
 from memory_pipeline.resources.store import POOL
 from memory_pipeline.similarity.clustering import MemoryCluster
 from memory_pipeline.store import repository as repo
+from memory_pipeline.store import validity
 from memory_pipeline.store.db import utcnow
 
 
@@ -54,6 +55,7 @@ def report(
         tokens_after = repo.active_tokens(con)
         memory_count = repo.memory_count(con)
         archived_by_run = reporting.archived_by_run(con, run_id)
+        superseded = validity.count_for_runs(con, [run_id])
         unreported = repo.unreported_runs(con, run_id)  # nights that died after their work, before their report
         paused = reporting.compaction_paused(con, engine.outbox_critical, clusters)
     finished = utcnow()
@@ -100,6 +102,7 @@ def report(
         pending_removed=len(exact_duplicates.pending_removed),
         skip_reasons=reporting.skip_reasons(outcomes),
         clusters_recently_processed=recent,
+        supersessions=superseded,
     )
     with db.connect() as con:
         graph_section = reporting.graph_section(con, run_id, clusters, outcomes)
@@ -134,6 +137,7 @@ def report(
             "clusters_found": r.clusters_found,
             "clusters_compressed": r.clusters_compressed,
             "memories_archived": r.memories_archived,
+            "supersessions": r.supersessions,
             "avg_compression_ratio": r.avg_compression_ratio,
             "estimated_cost_usd": r.estimated_cost_usd,
             "llm_calls": r.total_llm_calls,
