@@ -68,9 +68,10 @@ def webserver_command(home: Path, host: str = "127.0.0.1", port: int = 3000) -> 
 
 def worker_command(name: str, concurrency: int = 1, config_yaml: Path = CELERY_YAML) -> list[str]:
     """dagster-celery's own worker start (it writes the resolved celery.yaml where the worker imports it), through
-    worker_main, so a worker whose Celery process is killed says so in one line instead of a traceback."""
+    worker_main, so a worker whose Celery process is killed says so in one line instead of a traceback; the
+    worker imports worker_logging, which logs Dagster's console lines at their own level."""
     return [sys.executable, "-m", "memory_pipeline.fleet_ops.worker_main", "-A", "dagster_celery.app",
-            "-y", str(config_yaml),
+            "-y", str(config_yaml), "-i", "memory_pipeline.fleet_ops.worker_logging",
             "-n", name, "-l", "WARNING", "--", f"--concurrency={concurrency}", "--pool=prefork",
             "--without-heartbeat", "--without-gossip", "--without-mingle"]
 
