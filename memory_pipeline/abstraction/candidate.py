@@ -193,9 +193,10 @@ def grade_night(
     index_names: list[str],
     embedder: tuple[Any, str] | None,
     refresh: Callable[[Path], Any],
+    progress: Callable[[int], Callable[[int], Any]] | None = None,
 ) -> retention.Retention:
     """The night's retention: probes from a seeded sample of the memories it would archive, each asked of the
-    state before and of the state it would commit."""
+    state before and of the state it would commit. `progress(total)` gives what hears each probe done."""
     t0 = time.perf_counter()
     ready = [o for o in outcomes if o.summary_id is not None and o.distillation is not None]
     if settings.probes <= 0 or not ready:
@@ -211,7 +212,8 @@ def grade_night(
             day = now.date()
             ask_with = None if embedder is None else (memoised(embedder[0], [p.question for p in probes]), embedder[1])
             outcomes_ = retention.measure(probes, asker(c.before, settings.budget, ask_with, day),
-                                          asker(c.after, settings.budget, ask_with, day))  # fmt: skip
+                                          asker(c.after, settings.budget, ask_with, day),
+                                          None if progress is None else progress(len(probes)))  # fmt: skip
             r = retention.tally(run_id, outcomes_, settings.floor, settings.budget, len(c.archived))
     r.seconds = round(time.perf_counter() - t0, 2)
     r.finished_at = utcnow().isoformat() + "Z"

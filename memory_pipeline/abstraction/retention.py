@@ -210,13 +210,16 @@ def _short(text: str, n: int = 120) -> str:
 
 
 def measure(
-    probes: Sequence[Probe], ask_before: Callable[[str], str | None], ask_after: Callable[[str], str | None]
+    probes: Sequence[Probe], ask_before: Callable[[str], str | None], ask_after: Callable[[str], str | None],
+    progress: Callable[[int], Any] | None = None,
 ) -> list[Outcome]:
-    """Each probe asked of both states in turn (the same question twice in a row: its embedding is reused)."""
+    """Each probe asked of both states in turn; `progress` hears the count done after each."""
     out = []
-    for p in probes:
+    for i, p in enumerate(probes, 1):
         before, after = ask_before(p.question), ask_after(p.question)
         out.append(Outcome(p, _missed(p, before), _missed(p, after)))
+        if progress is not None:
+            progress(i)
     return out
 
 

@@ -7,6 +7,7 @@ import dagster as dg
 from memory_pipeline.abstraction import candidate, retention
 from memory_pipeline.abstraction.outcomes import ClusterOutcome
 from memory_pipeline.defs.abstraction.memory_writer import compressed_memories
+from memory_pipeline.operator.progress import ThrottledProgress
 from memory_pipeline.resources import EmbedderResource, EngineConfig, MemoryStoreResource
 from memory_pipeline.resources.store import POOL
 from memory_pipeline.store.external_index import parse_index_names
@@ -59,7 +60,9 @@ def knowledge_retention(
         return build_index(home, *encoder) if encoder is not None else refresh_index(home)
 
     r = candidate.grade_night(store.open(), store.home_path, compressed_memories, settings, run_id, engine.now(),
-                              parse_index_names(engine.external_indexes), encoder, refresh)  # fmt: skip
+                              parse_index_names(engine.external_indexes), encoder, refresh,
+                              lambda n: ThrottledProgress(context.log.info, "knowledge retention: probes", n,
+                                                          interval=30.0).update)  # fmt: skip
     context.log.info(f"{r.line()} (floor {r.floor}, {r.seconds:.1f} s)")
     if not r.passed:
         _, removed = candidate.stop_night(store.open(), r)
