@@ -13,6 +13,7 @@ surface — its package, or a module its `__init__.py` lists in `__all__`; and t
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
@@ -221,3 +222,19 @@ def test_allowed_imports_pass() -> None:
                Import("memory_pipeline.cli", "memory_pipeline.journals.cli", "c:1"),
                Import("memory_pipeline.journals.knowledge", "memory_pipeline.store", "d:1"))
     assert violations(allowed) == []
+
+
+ISSUE_NUMBER = re.compile(r"(?i)\bissues? #?\d+")
+
+
+def test_the_code_speaks_of_the_code_not_of_the_issue_tracker() -> None:
+    """A reader of the code has no issue tracker: docstrings and comments say what the code does and why in
+    their own words (a design seed's section may be cited for maintainers, docs/layout.md says how)."""
+    found = [
+        f"{path.relative_to(REPO_ROOT)}:{n}"
+        for folder in (ROOT, REPO_ROOT / "benchmarks")
+        for path in sorted(folder.rglob("*.py"))
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
+        if ISSUE_NUMBER.search(line)
+    ]
+    assert not found, f"issue numbers in code: {found}"

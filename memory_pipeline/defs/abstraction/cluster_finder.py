@@ -104,7 +104,7 @@ class ClusterBuild(dg.Config):
     # e.g. "spam:" for the spam-family compaction the trigger sensor requests)
     source: str = ""
     key_prefixes: str = ""
-    # issue 20: single | complete | average for this run; empty = EngineConfig.linkage, else the embedder's default
+    # single | complete | average for this run; empty = EngineConfig.linkage, else the embedder's default
     linkage: str = ""
 
 
