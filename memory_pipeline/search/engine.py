@@ -12,9 +12,9 @@ from pathlib import Path
 import duckdb
 import numpy as np
 
-from memory_pipeline.search import fallback
 from memory_pipeline.search.current import current_first
 from memory_pipeline.search.documents import Doc
+from memory_pipeline.search.fallback import search_plain
 from memory_pipeline.search.hits import NOTHING as NOTHING
 from memory_pipeline.search.hits import Filters, Hit, Hits, make_hit
 from memory_pipeline.search.index import Encode, LoadedIndex, tokenize
@@ -145,7 +145,7 @@ def search(
     idx, notice, fresh = index_for(home, encode, model)
     at = datetime.fromtimestamp(then, UTC).replace(tzinfo=None) if then is not None else None
     if idx is None:
-        plain = fallback.search_plain(home, query, k, filters, _check_choice, r, now_ts, notice)
+        plain = search_plain(home, query, k, filters, _check_choice, r, now_ts, notice)
         return current_first(plain, home, at)
     fresh = fresh or Fresh(store_view(home, idx))
     hits = _search_index(home, idx, fresh, query, k, filters, with_sources, r, encode, model, now_ts)
