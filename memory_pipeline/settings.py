@@ -50,6 +50,7 @@ ENV_NAMES: dict[str, tuple[str, type]] = {
     "retention_floor": ("MEMORY_PIPELINE_RETENTION_FLOOR", float),  # knowledge-retention probes
     "retention_probes": ("MEMORY_PIPELINE_RETENTION_PROBES", int),
     "retention_budget": ("MEMORY_PIPELINE_RETENTION_BUDGET", int),
+    "retention_seconds": ("MEMORY_PIPELINE_RETENTION_SECONDS", float),
 }
 
 # Text settings and their allowed values (None: free text).
@@ -86,6 +87,7 @@ _MINIMA: dict[str, float] = {
     "retention_floor": 0,
     "retention_probes": 0,
     "retention_budget": 1,
+    "retention_seconds": 0,
 }
 
 

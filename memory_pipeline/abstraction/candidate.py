@@ -181,6 +181,7 @@ class ProbeSettings:
     budget: int
     seed: int
     critical_floor: float
+    seconds: float = 0.0  # the probes stop being asked once this long has passed (0: no bound)
 
 
 def grade_night(
@@ -197,7 +198,7 @@ def grade_night(
 ) -> retention.Retention:
     """The night's retention: probes from a seeded sample of the memories it would archive, each asked of the
     state before and of the state it would commit. `progress(total)` gives what hears each probe done."""
-    t0 = time.perf_counter()
+    t0 = time.monotonic()
     ready = [o for o in outcomes if o.summary_id is not None and o.distillation is not None]
     if settings.probes <= 0 or not ready:
         r = retention.tally(run_id, [], settings.floor, settings.budget, 0)
@@ -213,9 +214,11 @@ def grade_night(
             ask_with = None if embedder is None else (memoised(embedder[0], [p.question for p in probes]), embedder[1])
             outcomes_ = retention.measure(probes, asker(c.before, settings.budget, ask_with, day),
                                           asker(c.after, settings.budget, ask_with, day),
-                                          None if progress is None else progress(len(probes)))  # fmt: skip
+                                          None if progress is None else progress(len(probes)),
+                                          t0 + settings.seconds if settings.seconds > 0 else None)  # fmt: skip
             r = retention.tally(run_id, outcomes_, settings.floor, settings.budget, len(c.archived))
-    r.seconds = round(time.perf_counter() - t0, 2)
+            r.built = len(probes)
+    r.seconds = round(time.monotonic() - t0, 2)
     r.finished_at = utcnow().isoformat() + "Z"
     return r
 

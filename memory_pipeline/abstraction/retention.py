@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import random
 import re
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -100,11 +101,9 @@ def missing(answers: Sequence[str], returned: str) -> list[str]:
 
 
 def sample(ids: Sequence[str], n: int, seed: int) -> list[str]:
-    """At most `n` of `ids`, the same ones for the same ids and seed, in their given order."""
-    if len(ids) <= n:
-        return list(ids)
-    chosen = set(random.Random(seed).sample(sorted(ids), n))
-    return [i for i in ids if i in chosen]
+    """At most `n` of `ids` in a seeded random order, the same for the same ids and seed (any first part of it
+    is a random sample too: a time bound may end the asking early)."""
+    return random.Random(seed).sample(sorted(ids), min(n, len(ids)))
 
 
 @dataclass(frozen=True)
@@ -137,7 +136,7 @@ class Retention:
     """The night's figures, as the check's metadata, the run's line, `status` and the fleet report read them."""
 
     run_id: str
-    probes: int  # probes asked (the sample, less memories that make no probe)
+    probes: int  # probes asked (the sample, less memories that make no probe, less any the time bound left out)
     kept_before: int
     kept_after: int  # of the probes kept before, those still kept after
     gained: int  # probes kept after only
@@ -149,6 +148,7 @@ class Retention:
     worst: list[Loss] = field(default_factory=list)
     finished_at: str = ""
     blocked: bool = False
+    built: int = 0  # probes built from the sample; more than `probes` when the time bound ended the asking
 
     @property
     def retention(self) -> float:
@@ -160,7 +160,7 @@ class Retention:
 
     def line(self) -> str:
         if not self.probes:
-            return f"knowledge kept: no probe (the night archives {self.archived} memories)"
+            return f"knowledge kept: no probe asked (the night archives {self.archived} memories)"
         return (f"knowledge kept: {self.kept_after} of {self.kept_before} probes answered before the night "
                 f"({self.probes} asked), retention {self.retention:.3f}")  # fmt: skip
 
@@ -212,10 +212,14 @@ def _short(text: str, n: int = 120) -> str:
 def measure(
     probes: Sequence[Probe], ask_before: Callable[[str], str | None], ask_after: Callable[[str], str | None],
     progress: Callable[[int], Any] | None = None,
+    deadline: float | None = None,
 ) -> list[Outcome]:
-    """Each probe asked of both states in turn; `progress` hears the count done after each."""
+    """Each probe asked of both states in turn, in the given order, until `deadline` (time.monotonic()) has
+    passed; `progress` hears the count done after each."""
     out = []
     for i, p in enumerate(probes, 1):
+        if deadline is not None and time.monotonic() >= deadline:
+            break
         before, after = ask_before(p.question), ask_after(p.question)
         out.append(Outcome(p, _missed(p, before), _missed(p, after)))
         if progress is not None:

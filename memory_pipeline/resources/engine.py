@@ -66,6 +66,7 @@ class EngineConfig(dg.ConfigurableResource):
     retention_probes: int = 300
     retention_budget: int = 1000
     retention_seed: int = 0
+    retention_seconds: float = 60.0  # the probes stop being asked after this long (0: no bound)
 
     @field_validator("as_of")
     @classmethod

@@ -187,3 +187,21 @@ def test_the_fleet_report_shows_each_agents_last_retention(tmp_path: Path) -> No
     row = fleet_report.agent_row("agent-a", [night], now - timedelta(days=1), now)
     assert night.retention == 1.0 and row.retention == 1.0
     assert "| agent-a | PASS | 0 | 1.000 |" in fleet_report.markdown([row])
+
+
+def test_the_time_bound_ends_the_asking_and_the_sample_is_seeded() -> None:
+    import time
+
+    probes = [retention.Probe(f"m{i}", "cl", f"question {i}", ("1",), "values") for i in range(5)]
+    asked: list[str] = []
+
+    def ask(q: str) -> str:
+        asked.append(q)
+        return "1"
+
+    assert retention.measure(probes, ask, ask, deadline=time.monotonic() - 1) == [] and asked == []
+    assert len(retention.measure(probes, ask, ask, deadline=time.monotonic() + 60)) == 5
+    ids = [f"m{i:03d}" for i in range(500)]
+    first = retention.sample(ids, 300, 0)
+    assert first == retention.sample(list(reversed(ids)), 300, 0) and len(set(first)) == 300
+    assert first[:50] != sorted(first)[:50]  # a random order: any first part is a random sample

@@ -18,6 +18,7 @@ def _figures(r: retention.Retention) -> dict[str, Any]:
         "retention": r.retention,
         "floor": r.floor,
         "probes": r.probes,
+        "probes_built": r.built,
         "kept_before": r.kept_before,
         "kept_after": r.kept_after,
         "gained": r.gained,
@@ -36,7 +37,8 @@ def _figures(r: retention.Retention) -> dict[str, Any]:
     pool=POOL,
     description="Knowledge retention before the archive: a seeded sample of the memories the night would archive "
     "(MEMORY_PIPELINE_RETENTION_PROBES, default 300; 0 turns the probes off) becomes cloze probes — numbers, "
-    "dates, identifiers and names masked — asked of `context` (MEMORY_PIPELINE_RETENTION_BUDGET tokens, default "
+    "dates, identifiers and names masked — asked (for at most MEMORY_PIPELINE_RETENTION_SECONDS, default 60) of "
+    "`context` (MEMORY_PIPELINE_RETENTION_BUDGET tokens, default "
     "1000) before the night and as the night would leave the store. Below MEMORY_PIPELINE_RETENTION_FLOOR "
     "(default 0.97) of the probes kept, the night stops before `archive_updates`: nothing is archived, its "
     "pending summaries are removed, and the metadata names the clusters that lost most. Rerun with a lower "
@@ -50,8 +52,10 @@ def knowledge_retention(
     compressed_memories: list[ClusterOutcome],
 ) -> dg.AssetCheckResult:
     run_id = context.run.run_id
-    settings = candidate.ProbeSettings(engine.retention_floor, engine.retention_probes, engine.retention_budget,
-                                       engine.retention_seed, engine.critical_floor)  # fmt: skip
+    settings = candidate.ProbeSettings(
+        engine.retention_floor, engine.retention_probes, engine.retention_budget, engine.retention_seed,
+        engine.critical_floor, engine.retention_seconds,
+    )
     encoder = (embedder.encode, embedder.model) if embedder.can_encode else None
 
     def refresh(home: Any) -> Any:
