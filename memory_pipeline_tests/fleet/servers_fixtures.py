@@ -77,8 +77,10 @@ class Fleet:
             for proc in self.stack.procs:
                 assert proc.alive(), f"{proc.name} exited: {proc.log.read_text(errors='replace')[-2000:]}"
             time.sleep(1.0)
-        states = {r.dagster_run.tags.get(AGENT_TAG): r.dagster_run.status.value for r in records}
-        raise AssertionError(f"timed out waiting for {what}: {states}\n{self.tail_logs()}")
+        states: dict[str, list[str]] = {}  # every run of each agent, oldest first (a retry after its first)
+        for r in sorted(records, key=lambda r: r.create_timestamp):
+            states.setdefault(str(r.dagster_run.tags.get(AGENT_TAG)), []).append(r.dagster_run.status.value)
+        raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}: {states}\n{self.tail_logs()}")
 
     def tail_logs(self) -> str:
         return "\n".join(f"--- {p.name}\n{p.log.read_text(errors='replace')[-1500:]}" for p in self.stack.procs)
@@ -115,13 +117,16 @@ def fleet_fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
         home = stack.prepare_home(root / "dagster_home", LOCATION)
         env = stack.fleet_env(home, pg.url, redis.url, root, max_runs=MAX_RUNS)
         env.update({"MEMORY_PIPELINE_LLM": "offline", "MEMORY_PIPELINE_PROGRESS": "log", **BENCH_ENV})
+        # these tests are about the servers, the queue and a killed step: the nights' knowledge-retention probes
+        # (minutes of a Celery worker per night beside load; their own tests are in abstraction/) are off
+        env["MEMORY_PIPELINE_RETENTION_PROBES"] = "0"
         # a bound for the code server's answers on two busy cores (Dagster's default, 60 s, failed run launches
         # beside a CPU-heavy process), not a target
         env["DAGSTER_GRPC_TIMEOUT_SECONDS"] = "300"
         holds = base / "holds"
         holds.mkdir()
         env[HOLD_ENV] = f"night_phase1@{SLOW}:{holds}"  # only agent SLOW's night; the others never stop there
-        env[HOLD_LIMIT_ENV] = "900"  # parked while other nights finish (the test releases it well before)
+        env[HOLD_LIMIT_ENV] = "3600"  # parked while other nights finish (the test releases it, in a finally)
         procs = stack.Stack(env, base / "logs")
         saved = {k: os.environ.get(k) for k in env}
         os.environ.update(env)  # this process reads the same instance

@@ -1,7 +1,9 @@
 """The fleet location (memory_pipeline.fleet_definitions) on Dagster's production path with real servers (issue 21
 part 4): PostgreSQL instance storage, the queued run coordinator (one run per agent), dagster-daemon running the
 registry sensor (agents → partitions) and ticking the fleet's schedule, and the Celery executor on Redis with two
-dagster-celery workers. Slow: several minutes (the schedule ticks once a minute)."""
+dagster-celery workers. Slow: a few minutes (the schedule ticks once a minute; every step of a night is a Celery
+task, so the test's cost is agents × steps: six agents prove what twenty did — more nights than run slots, so the
+queue holds some back and lets them through while one is parked — at under a third of the round trips)."""
 
 from __future__ import annotations
 
@@ -28,7 +30,11 @@ from memory_pipeline_tests.fleet.servers_fixtures import (
 
 pytestmark = pytest.mark.slow
 
-AGENTS = 20
+AGENTS = 6  # twice MAX_RUNS: the queue must hold nights back, and let them through past the parked one
+# bounds, never targets (two cores beside other work): each wait ends as soon as the instance's records say so
+REACH_HOLD_S = 1200  # the schedule's next tick, the queue and the slow night's way to its hold
+OTHER_NIGHT_S = 1500  # another night finishing while the slow one is parked (its hold lasts up to HOLD_LIMIT_S)
+ALL_NIGHTS_S = 2400  # every night, and the killed night's step run again
 
 
 def _agent(record: Any) -> str:
@@ -87,8 +93,8 @@ def _cmdline(pid: int) -> bytes:
         return b""
 
 
-def test_twenty_agents_nights_one_killed_mid_step_all_pass_and_the_slow_one_holds_nobody_back(fleet: Fleet) -> None:
-    """Twenty agents' nights from the schedule, through the queue and the Celery workers. One agent's night (SLOW)
+def test_agents_nights_one_killed_mid_step_all_pass_and_the_slow_one_holds_nobody_back(fleet: Fleet) -> None:
+    """Six agents' nights from the schedule, through the queue and the Celery workers. One agent's night (SLOW)
     is parked at a hold point in compressed_memories, its pending summaries written (memory_pipeline.faults; the
     fixture arms it for that agent only); while it is parked other nights finish, then the worker process running
     its step is killed there: where the step dies follows from the hold, not from how fast the machine is."""
@@ -98,19 +104,21 @@ def test_twenty_agents_nights_one_killed_mid_step_all_pass_and_the_slow_one_hold
         build_agent(fleet.agents_dir / agent, 160, seed=i)
 
     reached, release = fleet.holds / "night_phase1.reached", fleet.holds / "night_phase1.release"
-    deadline = time.monotonic() + 1200  # bounds the schedule's next tick, the queue and the night's way there
-    while not reached.exists():
-        assert time.monotonic() < deadline, f"the slow agent's night never reached its hold\n{fleet.tail_logs()}"
-        for proc in fleet.stack.procs:
-            assert proc.alive(), f"{proc.name} exited: {proc.log.read_text(errors='replace')[-2000:]}"
-        time.sleep(0.1)
     try:
+        deadline = time.monotonic() + REACH_HOLD_S
+        while not reached.exists():
+            assert time.monotonic() < deadline, f"the slow agent's night never reached its hold\n{fleet.tail_logs()}"
+            for proc in fleet.stack.procs:
+                assert proc.alive(), f"{proc.name} exited: {proc.log.read_text(errors='replace')[-2000:]}"
+            ended = [_status(r) for r in fleet.runs(SLOW) if _status(r) in DONE]
+            assert not ended, f"the slow night ended ({ended}) before its hold\n{fleet.tail_logs()}"
+            time.sleep(0.5)
         # the slow agent holds nobody back, by the run coordinator's own records (never by wall-clock order,
         # which load changes): while its night is parked, other agents' nights leave the queue and finish
         finished_at_park = {r.dagster_run.run_id for r in fleet.runs() if _agent(r) != SLOW and _status(r) in DONE}
         fleet.wait_runs(lambda rs: any(_agent(r) != SLOW and _status(r) == "SUCCESS"
                                        and r.dagster_run.run_id not in finished_at_park for r in rs),
-                        timeout=600, what="another agent's night to finish while the slow one is parked")
+                        timeout=OTHER_NIGHT_S, what="another agent's night to finish while the slow one is parked")
         (slow,) = [r for r in fleet.runs(SLOW) if r.dagster_run.tags.get("dagster/parent_run_id") is None]
         assert _status(slow) == "STARTED", f"the slow night is no longer parked: {_status(slow)}"
         worker = _celery_worker_of(fleet, slow.dagster_run.run_id, "compressed_memories")
@@ -122,15 +130,19 @@ def test_twenty_agents_nights_one_killed_mid_step_all_pass_and_the_slow_one_hold
     finally:
         release.touch()  # the step run again (requeued, or by the retry run) passes the hold at once
 
-    def finished(records: list[Any]) -> bool:
-        return (
-            {_agent(r) for r in records} >= {SLOW, *fast}
-            and all(_status(r) in DONE for r in records)
-            and any(_status(r) == "SUCCESS" and _agent(r) == SLOW for r in records)
-        )
+    def settled(records: list[Any]) -> bool:
+        """Every agent's nights ended and nothing more will start: the slow night passed, or a failure is final
+        (a retry failed, or a fast night failed: the assertions below say which) — no waiting out the bound."""
+        if not ({_agent(r) for r in records} >= {SLOW, *fast} and all(_status(r) in DONE for r in records)):
+            return False
+        failed_retry = any(_status(r) == "FAILURE" and r.dagster_run.tags.get("dagster/parent_run_id")
+                           for r in records)  # fmt: skip
+        failed_fast = any(_status(r) != "SUCCESS" and _agent(r) != SLOW for r in records)
+        slow_passed = any(_status(r) == "SUCCESS" and _agent(r) == SLOW for r in records)
+        return slow_passed or failed_retry or failed_fast
 
-    records = fleet.wait_runs(finished, timeout=1800,  # a bound, not a target: 2 cores, CI beside other work
-                              what="twenty agents' nights and the killed night's step, run again")
+    records = fleet.wait_runs(settled, timeout=ALL_NIGHTS_S,
+                              what="every agent's night and the killed night's step, run again")
     by_agent: dict[str, list[Any]] = {}
     for r in records:
         by_agent.setdefault(_agent(r), []).append(r)
