@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 MAX_FACT_WORDS = 30  # a fact is a short statement; a paragraph is a story
 _MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
@@ -139,6 +140,7 @@ def _is_event(text: str) -> bool:
     return first in _EVENT_OPENERS or (first.endswith("ed") and first not in {"need", "feed", "speed", "seed"})
 
 
+@lru_cache(maxsize=4096)
 def fact_key(text: str) -> FactKey | None:
     """The key and values of a short statement of fact; None for anything else (a story, an event, a fact with
     no value). A value written before the statement's verb ("Alice's bill is …", "Leeds pickup is …",
@@ -197,23 +199,45 @@ def about_words(text: str) -> frozenset[str]:
                      and w not in _IGNORED)  # fmt: skip
 
 
+@dataclass(frozen=True)
+class Statement:
+    """What `restates` reads of a text, read once: its values, its names, what it is about, its first word."""
+
+    values: frozenset[str]
+    names: frozenset[str]
+    about: frozenset[str]
+    first: str
+
+
+@lru_cache(maxsize=4096)
+def statement(text: str) -> Statement | None:
+    """A short statement of values, read for `restates`; None for an event, a long text or one with no value."""
+    if len(text.split()) > MAX_FACT_WORDS or _is_event(text):
+        return None
+    values = _values(text)
+    if not values:
+        return None
+    return Statement(frozenset(v.normal for v in values), frozenset(v.normal for v in values if v.kind == "name"),
+                     about_words(text), _first_word(text))  # fmt: skip
+
+
 def restates(a: str, b: str) -> bool:
     """Whether two short statements are plausibly about one thing with another value, worded as they may be
-    ("We run 4 CI runners." / "… so the CI fleet is 6 runners now."): both state values, the values differ, and
+    ("We run 4 CI runners." / "… so the CI fleet is 6 runners now."): both state values, the values differ,
     they name the same names, one's first word is in the other, and they share two or more words that make up at
-    least 40 % of the shorter one's; neither tells of an event. Looser than `versions_of`: it
-    only orders what is read (the newer first), it never marks anything superseded."""
-    if len(a.split()) > MAX_FACT_WORDS or len(b.split()) > MAX_FACT_WORDS or _is_event(a) or _is_event(b):
-        return False
-    va, vb = _values(a), _values(b)
-    if not va or not vb or {v.normal for v in va} == {v.normal for v in vb}:
-        return False
-    if {v.normal for v in va if v.kind == "name"} != {v.normal for v in vb if v.kind == "name"}:
-        return False  # "on TIA" / "on ARB": two subjects, not one restated
-    wa, wb = about_words(a), about_words(b)
-    shared = len(wa & wb)
-    subject = _first_word(a) in wb or _first_word(b) in wa  # "Alice's bill" / "Bob's bill": two subjects
-    return subject and shared >= 2 and shared >= 0.4 * min(len(wa), len(wb))
+    least 40 % of the shorter one's; neither tells of an event. Looser than `versions_of`: it only orders what
+    is read (the newer first), it never marks anything superseded."""
+    sa, sb = statement(a), statement(b)
+    return sa is not None and sb is not None and restates_read(sa, sb)
+
+
+def restates_read(a: Statement, b: Statement) -> bool:
+    """`restates` on statements already read."""
+    if a.values == b.values or a.names != b.names:
+        return False  # the same value; or "on TIA" / "on ARB": two subjects, not one restated
+    shared = len(a.about & b.about)
+    subject = a.first in b.about or b.first in a.about  # "Alice's bill" / "Bob's bill": two subjects
+    return subject and shared >= 2 and shared >= 0.4 * min(len(a.about), len(b.about))
 
 
 def _first_word(text: str) -> str:

@@ -9,12 +9,14 @@ from datetime import datetime
 from pathlib import Path
 
 from memory_pipeline.llm.distill import VERSION_LINE
-from memory_pipeline.llm.values import FactKey, fact_key, restates, versions_of
+from memory_pipeline.llm.values import FactKey, fact_key, restates_read, statement, versions_of
 from memory_pipeline.search.hits import Hit, Hits
 from memory_pipeline.search.live import reading_store
 from memory_pipeline.store.validity import validity
 
 Validity = tuple[datetime, datetime | None, str | None]
+READ_TIME_WINDOW = 100  # hits told apart as versions at read time (a context call may ask for 640)
+NEWER_FIRST_WINDOW = 30  # hits reordered newer first: the top of the order, where the budget goes
 
 
 def current_first(hits: Hits, home: Path, as_of: datetime | None = None, *, drop_later: bool = True) -> Hits:
@@ -58,30 +60,35 @@ def _ordered(hits: list[Hit], last: list[Hit], original: Hits, rows: dict[str, V
 
 
 def _versions_among(hits: list[Hit], rows: dict[str, Validity]) -> None:
-    """Two current hits stating one fact with different values: the earlier stated is marked superseded by the
-    later, from the later's date."""
-    keyed: list[tuple[Hit, FactKey, str]] = []
-    for h in hits:
+    """Two current hits among the first READ_TIME_WINDOW stating one fact with different values: the earlier
+    stated is marked superseded by the later, from the later's date."""
+    by_fact: dict[tuple[str, ...], list[tuple[str, Hit, FactKey]]] = {}
+    for h in hits[:READ_TIME_WINDOW]:
         key = _key(h) if not h.superseded_by else None
         if key is not None:
             when = rows[h.id][0].isoformat(timespec="seconds") if h.id in rows else h.date
-            keyed.append((h, key, when))
-    keyed.sort(key=lambda t: t[2])
-    for i, (old, key, _) in enumerate(keyed):
-        newer = next(((n, w) for n, k, w in keyed[i + 1 :] if versions_of(key, k)), None)
-        if newer is not None and not old.superseded_by:
-            old.superseded_by, old.valid_until = newer[0].id, newer[1]
+            by_fact.setdefault(key.key, []).append((when, h, key))
+    for group in by_fact.values():
+        group.sort(key=lambda t: t[0])
+        for i, (_, old, key) in enumerate(group):
+            newer = next(((w, n) for w, n, k in group[i + 1 :] if versions_of(key, k)), None)
+            if newer is not None and not old.superseded_by:
+                old.superseded_by, old.valid_until = newer[1].id, newer[0]
 
 
 def _newer_first(hits: list[Hit], rows: dict[str, Validity]) -> list[Hit]:
-    """Two memories that plausibly restate one thing with another value (`llm.values.restates`, worded as they
-    may be): the newer takes the better of their two places. Nothing is marked: a look-alike only moves."""
+    """Two memories among the first NEWER_FIRST_WINDOW that plausibly restate one thing with another value
+    (`llm.values.restates`, worded as they may be): the newer takes the better of their two places. Nothing is
+    marked: a look-alike only moves. Each text is read once, and only the top of the order, where a reader looks."""
     out = list(hits)
-    stated = {h.id: (rows[h.id][0].isoformat() if h.id in rows else h.date) for h in hits}
-    memories = [i for i, h in enumerate(out) if h.source == "store" and h.kind != "summary"]
-    for a_pos, i in enumerate(memories):
-        for j in memories[a_pos + 1 :]:
+    stated = {h.id: (rows[h.id][0].isoformat() if h.id in rows else h.date) for h in hits[:NEWER_FIRST_WINDOW]}
+    read = {i: statement(h.text or h.snippet) for i, h in enumerate(out[:NEWER_FIRST_WINDOW])
+            if h.source == "store" and h.kind != "summary"}  # fmt: skip
+    places = [i for i, st in read.items() if st is not None]
+    for a_pos, i in enumerate(places):
+        for j in places[a_pos + 1 :]:
             a, b = out[i], out[j]
-            if stated[b.id] > stated[a.id] and restates(a.text or a.snippet, b.text or b.snippet):
+            sa, sb = statement(a.text or a.snippet), statement(b.text or b.snippet)
+            if sa and sb and stated[b.id] > stated[a.id] and restates_read(sa, sb):
                 out[i], out[j] = b, a
     return out
