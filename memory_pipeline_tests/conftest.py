@@ -6,6 +6,9 @@ from pathlib import Path
 # Journal partitions start at a workspace's first transcript day; the code location is loaded once per process,
 # so the tests (LoCoMo's 2022–2023 days, the 2026 sample, temporary workspaces) pin one early first day.
 os.environ.setdefault("MEMORY_PIPELINE_JOURNAL_START", "2022-01-01")
+# The knowledge-retention probes ask the read path hundreds of questions per night; the suite runs many nights to
+# test other things, so they are off unless a test turns them on (abstraction/test_retention.py does).
+os.environ.setdefault("MEMORY_PIPELINE_RETENTION_PROBES", "0")
 
 import dagster as dg
 import pytest
@@ -27,7 +30,8 @@ def resources_for(home: Path, **engine: object) -> dict[str, dg.ConfigurableReso
         "llm": LLMResource(mode="offline"),
         # the sample store is built around the seed's 0.82: tests pin it, so MiniLM's shipped default (0.74,
         # embedding/defaults.json) can move without changing what they assert
-        "engine": EngineConfig(as_of=SAMPLE_NOW.isoformat(), **{"similarity_threshold": 0.82, **engine}),  # type: ignore[arg-type]
+        "engine": EngineConfig(as_of=SAMPLE_NOW.isoformat(), **{"similarity_threshold": 0.82, "retention_probes": 0,
+                                                                 **engine}),  # type: ignore[arg-type]
         "notifier": NotifierResource(alerts_path=str(home / "reports" / "alerts.jsonl")),
     }
 

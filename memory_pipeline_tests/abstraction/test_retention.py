@@ -95,7 +95,7 @@ def _workspace(tmp_path: Path) -> Path:
 
 
 def _night(home: Path, instance: dg.DagsterInstance, **engine: Any) -> dg.ExecuteInProcessResult:
-    resources = resources_for(home, **{"similarity_threshold": 0.6, **engine}) | {
+    resources = resources_for(home, **{"similarity_threshold": 0.6, "retention_probes": 300, **engine}) | {
         "embedder": EmbedderResource(model=HASHING)
     }
     return defs_with(resources).resolve_job_def("nightly_consolidation").execute_in_process(
@@ -148,6 +148,7 @@ def test_run_status_and_the_check_agree_on_a_passing_night(tmp_path: Path, monke
     monkeypatch.setenv("MEMORY_PIPELINE_HOME", str(home))
     monkeypatch.setenv("MEMORY_PIPELINE_EMBEDDER", HASHING)
     monkeypatch.setenv("COMPRESSION_SIMILARITY_THRESHOLD", "0.6")
+    monkeypatch.setenv("MEMORY_PIPELINE_RETENTION_PROBES", "300")  # the shipped default (the suite turns them off)
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster_home"))
     assert main(["run"]) == 0
     out = capsys.readouterr().out
