@@ -46,7 +46,9 @@ def current_first(hits: Hits, home: Path, as_of: datetime | None = None, *, drop
     successors = {rows[h.id][2] for h in then if h.id in rows}
     moved = [h for h in hits if h.id in later and (h.id in successors or getattr(_key(h), "key", None) in facts
                                                    or VERSION_LINE.search(h.text or h.snippet))]  # fmt: skip
-    return _ordered([h for h in hits if h not in moved], moved, hits, rows)
+    # read again as of then: search put what no longer holds *now* last, so relevance decides the order anew
+    again = sorted((h for h in hits if h not in moved), key=lambda h: -h.score)
+    return _ordered(again, moved, hits, rows)
 
 
 def _key(h: Hit) -> FactKey | None:
