@@ -12,8 +12,8 @@ from memory_pipeline.resources.store import POOL
 from memory_pipeline.settings import REPO_ROOT, SettingsError, env_overrides
 
 defs = definitions.defs()
-PIPELINE = ["exact_duplicates", "memory_embeddings", "eligible_memories", "clusters", "distillations",
-            "compressed_memories", "archive_updates", "atoms", "report"]
+PIPELINE = ["exact_duplicates", "fact_versions", "validity_updates", "memory_embeddings", "eligible_memories",
+            "clusters", "distillations", "compressed_memories", "archive_updates", "atoms", "report"]
 
 
 def test_definitions_load_and_the_graph_reads_like_the_seed_diagram() -> None:
@@ -28,8 +28,8 @@ def test_definitions_load_and_the_graph_reads_like_the_seed_diagram() -> None:
 
 
 def test_every_store_writer_shares_the_single_writer_pool() -> None:
-    writers = {"exact_duplicates", "memory_embeddings", "clusters", "compressed_memories", "archive_updates", "atoms",
-               "report"}  # clusters saves the threshold graph in runs that also archive
+    writers = {"exact_duplicates", "validity_updates", "memory_embeddings", "clusters", "compressed_memories",
+               "archive_updates", "atoms", "report"}  # clusters saves the threshold graph in runs that also archive
     for name in PIPELINE:
         assets_def = defs.resolve_assets_def(name)
         spec = next(iter(assets_def.specs))
