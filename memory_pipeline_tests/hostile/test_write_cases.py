@@ -10,7 +10,6 @@ from typing import Any
 import anyio
 import duckdb
 import pytest
-from mcp import Client
 from mcp.server.mcpserver.exceptions import ToolError
 
 from memory_pipeline.cli import main
@@ -20,21 +19,9 @@ from memory_pipeline.store import MemoryStore
 from memory_pipeline.store.forgotten import list_forgotten
 from memory_pipeline.store.remember import forget, ingest_writes
 from memory_pipeline.store.spool import pending, spool_dir
-from memory_pipeline_tests.writes.conftest import hashing, home, night_holds
+from memory_pipeline_tests.writes.conftest import hashing, home, mcp_calls, night_holds
 
 __all__ = ["home"]  # the fixture, shared with the writes tests
-
-
-def _calls(ws: Path, *calls: tuple[str, dict[str, Any]]) -> list[Any]:
-    out: list[Any] = []
-
-    async def run() -> None:
-        async with Client(build_server(ws, hashing(), record_usage=False)) as client:
-            for name, args in calls:
-                out.append(await client.call_tool(name, args))
-
-    anyio.run(run)
-    return out
 
 
 def _ids(ws: Path, query: str) -> list[str]:
@@ -58,8 +45,8 @@ TEXT = "The caretaker's name is Ottilie and she keeps the bike shed key"
 @pytest.mark.parametrize("with_id", [True, False], ids=["own-id", "id-from-text"])
 def test_remember_after_forget_makes_the_memory_active_again(home: Path, with_id: bool) -> None:
     args = {"text": TEXT, **({"id": "h3-fixed"} if with_id else {})}
-    [first] = _calls(home, ("remember", args))
-    gone, again, again_twice = _calls(
+    [first] = mcp_calls(home, ("remember", args))
+    gone, again, again_twice = mcp_calls(
         home, ("forget", {"id": first.structured_content["id"], "reason": "test"}), ("remember", args),
         ("remember", args),
     )
@@ -78,7 +65,7 @@ def test_remember_after_forget_makes_the_memory_active_again(home: Path, with_id
 def test_remember_after_forget_while_a_night_holds_the_store(home: Path) -> None:
     text = _content(home, "m-002")
     with night_holds(home / "memory.duckdb"):
-        gone, back = _calls(home, ("forget", {"id": "m-002", "reason": "outdated"}),
+        gone, back = mcp_calls(home, ("forget", {"id": "m-002", "reason": "outdated"}),
                             ("remember", {"text": text, "id": "m-002"}))  # fmt: skip
         assert gone.structured_content["stored"] is False and back.structured_content["revived"] is True
         assert "m-002" not in pending(home).forgotten  # the later remember wins in what search reads
@@ -98,7 +85,7 @@ def _content(ws: Path, mid: str) -> str:
 def test_forget_while_a_night_holds_the_store_is_spooled_hidden_and_applied_afterwards(home: Path) -> None:
     assert _ids(home, "Biscuit the cat allergic chicken")[0] == "m-002"
     with night_holds(home / "memory.duckdb"):
-        done, unknown = _calls(home, ("forget", {"id": "m-002", "reason": "moved on"}),
+        done, unknown = mcp_calls(home, ("forget", {"id": "m-002", "reason": "moved on"}),
                                ("forget", {"id": "no-such-id", "reason": "typo"}))  # fmt: skip
         assert not done.is_error and done.structured_content["stored"] is False
         assert "applied when the store is free" in done.structured_content["note"]

@@ -3,6 +3,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -50,3 +51,21 @@ def night_holds(store: Path) -> Iterator[None]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout=20)
+
+
+def mcp_calls(home: Path, *calls: tuple[str, dict[str, Any]]) -> list[Any]:
+    """The MCP tool calls, in order, through the SDK's own client against a server on `home` (hashing embedder)."""
+    import anyio
+    from mcp import Client
+
+    from memory_pipeline.mcp_server import build_server
+
+    out: list[Any] = []
+
+    async def run() -> None:
+        async with Client(build_server(home, hashing(), record_usage=False)) as client:
+            for name, args in calls:
+                out.append(await client.call_tool(name, args))
+
+    anyio.run(run)
+    return out

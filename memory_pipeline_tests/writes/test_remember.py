@@ -3,19 +3,16 @@ import os
 from pathlib import Path
 from typing import Any
 
-import anyio
 import duckdb
 import pytest
-from mcp import Client
 
 from memory_pipeline.cli import main
-from memory_pipeline.mcp_server import build_server
 from memory_pipeline.search import search
 from memory_pipeline.store import MemoryStore
 from memory_pipeline.store.invariants import archived_without_summary, summaries_with_unarchived_sources
 from memory_pipeline.store.remember import WriteError, forget, ingest_writes, remember
 from memory_pipeline.store.spool import build_record, pending, spool_dir
-from memory_pipeline_tests.writes.conftest import hashing, night_holds
+from memory_pipeline_tests.writes.conftest import hashing, mcp_calls, night_holds
 
 
 def _ids(home: Path, query: str) -> list[str]:
@@ -39,21 +36,9 @@ def _count(home: Path) -> int:
         con.close()
 
 
-def _calls(home: Path, *calls: tuple[str, dict[str, Any]]) -> list[Any]:
-    out: list[Any] = []
-
-    async def run() -> None:
-        async with Client(build_server(home, hashing(), record_usage=False)) as client:
-            for name, args in calls:
-                out.append(await client.call_tool(name, args))
-
-    anyio.run(run)
-    return out
-
-
 def test_remember_over_mcp_is_searchable_at_once_and_idempotent_on_its_id(home: Path) -> None:
     text = "The harbour master at Piraeus is called Eleni Vasilaki"
-    first, again, other, found = _calls(
+    first, again, other, found = mcp_calls(
         home,
         ("remember", {"text": text, "id": "client-1", "category": "travel", "tags": ["greece"], "importance": 2}),
         ("remember", {"text": text, "id": "client-1"}),
@@ -94,7 +79,7 @@ def test_forget_hides_from_search_and_context_keeps_a_tombstone_and_is_restored_
     home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert _ids(home, "Biscuit the cat allergic chicken")[0] == "m-002"
-    done, again, unknown, ctx = _calls(
+    done, again, unknown, ctx = mcp_calls(
         home,
         ("forget", {"id": "m-002", "reason": "the user asked me to"}),
         ("forget", {"id": "m-002", "reason": "twice"}),
