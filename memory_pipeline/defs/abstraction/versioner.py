@@ -70,5 +70,5 @@ def validity_updates(
     the newer was stated; logged with the run, so a rollback takes them back."""
     with store.open().transaction() as con:
         written = validity.apply(con, fact_versions.supersessions, context.run.run_id, engine.now())
-    context.log.info(f"Versioner: {written} memorie(s) marked superseded")
+    context.log.info(f"Versioner: memories marked superseded: {written}")
     return dg.MaterializeResult(metadata={"superseded": written})
