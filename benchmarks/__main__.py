@@ -1,5 +1,5 @@
 """`python -m benchmarks [clustering|incremental|nightly|embeddings|locomo-retention|screening|distill|fleet|gateway|
-current-facts|all] [options]` — results are appended to benchmarks/results/runs/<date>.md with the date, the
+current-facts|abstention|all] [options]` — results are appended to benchmarks/results/runs/<date>.md with the date, the
 machine, the BLAS kernel and the OPENBLAS_* variables."""
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ NAMES = (
     "first-call",
     "gateway",
     "current-facts",
+    "abstention",
 )
 
 

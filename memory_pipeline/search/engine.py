@@ -15,6 +15,7 @@ import numpy as np
 from memory_pipeline.search.current import current_first
 from memory_pipeline.search.documents import Doc
 from memory_pipeline.search.fallback import search_plain
+from memory_pipeline.search.focus import TOP_HITS, focus_open
 from memory_pipeline.search.hits import NOTHING as NOTHING
 from memory_pipeline.search.hits import Filters, Hit, Hits, make_hit
 from memory_pipeline.search.index import Encode, LoadedIndex, tokenize
@@ -53,6 +54,7 @@ from memory_pipeline.search.scoring import (
     rrf,
     vector_query,
 )
+from memory_pipeline.search.tokens import tokenize_one
 
 KINDS_ALIAS = {"memory": "any store row that is not a summary"}
 _STATE = attrgetter("lifecycle", "importance", "archived_by", "usage")  # a document's state, as the live view holds it
@@ -202,6 +204,7 @@ def _search_index(
     # can have, so a question about something never stored is not judged by its commonest words alone
     unseen = sum(1 for t in q_tokens if t not in idf) if r.unseen_words else 0
     floor_scale = ceiling / (ceiling + unseen * float(np.log(1.0 + (n_all + 0.5) / 0.5)))
+    shares = {t: idf_share(idf[t], n_all) if t in idf else 0.0 for t in q_tokens}
     delta_keys = {d.key for d in delta}
     lists = filters.category is not None  # else categories and lineage are read for the hits only
     found = idx.docs_at(keys, lists)
@@ -266,6 +269,7 @@ def _search_index(
         fill,
         floor_scale,
         hub,
+        shares,
     )
 
 
@@ -298,6 +302,7 @@ def _rank(
     fill: Callable[[list[int]], None] | None = None,
     floor_scale: float = 1.0,
     hub: Callable[[list[int]], np.ndarray] | None = None,
+    shares: dict[str, float] | None = None,
 ) -> Hits:
     live = view.overrides
     # each candidate's state: the store's where it changed since the build, else its own (read in one pass)
@@ -341,7 +346,13 @@ def _rank(
     order: list[int] = by_final[ok[by_final]].tolist()
     gated = dict(zip(order[:k], specific(order[:k]).tolist(), strict=True)) if r.background_gate > 0 else {}
     if fill is not None:
-        fill([keep[j] for j in order[:k]])
+        fill([keep[j] for j in order[: max(k, TOP_HITS if r.focus_gate else 0)]])
+    if r.focus_gate and shares is not None:
+        top = order[:TOP_HITS]
+        values = specific(top).tolist() if r.background_gate > 0 else [0.0] * len(top)
+        words = [frozenset(tokenize_one(docs[keep[j]].text)) for j in top]
+        if not focus_open(shares, zip(values, words, strict=True), r.focus_gate, r.focus_share, r.focus_rescue):
+            return Hits([], notice or NOTHING)
     hits: list[Hit] = []
     for j in order[:k]:
         i = keep[j]
@@ -366,8 +377,9 @@ def _rank(
     return out
 
 
-def _gate_open(relevance: np.ndarray, ok: np.ndarray, specific: Callable[[Sequence[int]], np.ndarray],
-               gate: float) -> bool:
+def _gate_open(
+    relevance: np.ndarray, ok: np.ndarray, specific: Callable[[Sequence[int]], np.ndarray], gate: float
+) -> bool:
     """Whether a hit over the floor reaches the gate, read in relevance order a few hits at a time (the first
     few settle an answerable query; only one that abstains reads them all)."""
     by_relevance = np.flatnonzero(ok)[np.argsort(-relevance[ok], kind="stable")].tolist()

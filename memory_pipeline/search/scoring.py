@@ -50,6 +50,11 @@ class Ranking:
     background_gate: float = 0.0
     # BM25's weight in the gate's value (its vector part keeps `vector_weight`)
     gate_bm25_weight: float = 0.4
+    # a question with focus words is answered only when one of its top hits holds one, or reaches
+    # `focus_rescue` with the background gate's value (search/focus.py; "": off)
+    focus_gate: str = ""
+    focus_share: float = 0.05
+    focus_rescue: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def with_(self, **changes: Any) -> Ranking:

@@ -1,0 +1,175 @@
+"""`python -m benchmarks abstention`: a gate for questions about things never stored, chosen by a written rule.
+
+The rule (benchmarks/abstention_rule.md, committed before the first run): three candidate gates on top of the
+shipped floors — `unseen`, `focus` and `rarest` — each with a rescue bar `t` chosen on LoCoMo dev alone (the
+highest on the grid at which answerable questions lose at most 0.5 % of their hits), then judged on the held-out
+everyday set (benchmarks/everyday_questions.json): 127 notes, 44 answerable and 44 never-stored questions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from benchmarks.common import HERE, append_results, load_average, machine, table
+
+EVERYDAY = HERE / "everyday_questions.json"
+NEVER = HERE / "search_never_stored.txt"
+GRID: list[float | None] = [round(0.08 + 0.02 * i, 2) for i in range(27)] + [None]  # None: no rescue
+CANDIDATES = ("unseen", "focus", "rarest")
+FOCUS_SHARE = 0.05
+LOCOMO_LOSS = 0.005
+EVERYDAY_NEVER = 0.05
+
+
+@dataclass
+class Asked:
+    """One question's shipped hits, as the candidates read them."""
+
+    group: str  # "locomo" | "probe" | "cross" | "everyday"
+    text: str
+    never: bool
+    found: bool  # answerable: its evidence among the shipped top 10
+    words: dict[str, float]  # content word → share of documents holding it (0: none)
+    hits: list[tuple[float, frozenset[str]]]  # (specific, the hit's words), top 10 over the shipped floors
+
+
+def answered(a: Asked, candidate: str, t: float | None) -> bool:
+    """Whether the candidate gate with rescue bar `t` lets the question's shipped hits through."""
+    from memory_pipeline.search.focus import focus_open
+
+    return focus_open(a.words, a.hits, candidate, FOCUS_SHARE, t)
+
+
+def _ask(home: Path, questions: Sequence[tuple[str, bool, Callable[[list[Any]], bool]]], group: str,
+         encode: Any, model: str, now: datetime) -> list[Asked]:  # fmt: skip
+    from memory_pipeline.search import search
+    from memory_pipeline.search.engine import clear_cache
+    from memory_pipeline.search.index import load_index, tokenize
+    from memory_pipeline.search.scoring import idf_share
+
+    clear_cache()
+    idx = load_index(home)
+    out = []
+    for text, never, evidence in questions:
+        hits = search(text, 10, home=home, embedder=(encode, model), now=now)
+        words = {}
+        for w in dict.fromkeys(tokenize([text])[0]):
+            idf = idx.idf_of(w)
+            words[w] = 0.0 if idf is None else idf_share(idf, idx.n_live)
+        out.append(Asked(group, text, never, bool(hits) and not never and evidence(hits), words,
+                         [(h.parts.get("specific", 0.0), frozenset(tokenize([h.text])[0])) for h in hits]))  # fmt: skip
+    return out
+
+
+def run(data: Path, conversations: list[str] | None) -> list[Asked]:
+    from benchmarks.search_locomo import _cached, cross_probes
+    from memory_pipeline.evaluation.locomo import answer_support, evidence_hit, load_locomo, write_jsonl
+    from memory_pipeline.resources.embedder import MINILM, EmbedderResource
+    from memory_pipeline.search import build_index
+    from memory_pipeline.store import MemoryStore
+    from memory_pipeline.store.importers import import_jsonl
+
+    encode = _cached(EmbedderResource(model=MINILM).encode)
+    probes = [q for q in NEVER.read_text().splitlines() if q.strip() and not q.startswith("#")]
+    rows: list[Asked] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        convs = load_locomo(data, conversations)
+        for conv in convs:
+            home = Path(tmp) / conv.sample_id
+            home.mkdir()
+            import_jsonl(MemoryStore(home / "memory.duckdb"), write_jsonl(conv, home / "turns.jsonl"))
+            build_index(home, encode, MINILM)
+            now = (conv.last_session_at + timedelta(days=1)).replace(tzinfo=UTC)
+            qs = [(q.question, False, lambda hits, q=q: bool(evidence_hit(q.evidence, [h.id for h in hits], {})))
+                  for q in conv.questions if q.category != 5 and q.evidence]  # fmt: skip
+            rows += _ask(home, qs, "locomo", encode, MINILM, now)
+            rows += _ask(home, [(p, True, bool) for p in probes], "probe", encode, MINILM, now)
+            rows += _ask(home, [(p, True, bool) for p in cross_probes(conv, convs)], "cross", encode, MINILM, now)
+        everyday = json.loads(EVERYDAY.read_text(encoding="utf-8"))
+        home = Path(tmp) / "everyday"
+        home.mkdir()
+        lines = [json.dumps({"id": f"note-{i:03d}", "content": n["text"], "created_at": f"{n['date']}T09:00:00+00:00"})
+                 for i, n in enumerate(everyday["notes"])]  # fmt: skip
+        (home / "notes.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        import_jsonl(MemoryStore(home / "memory.duckdb"), home / "notes.jsonl")
+        build_index(home, encode, MINILM)
+        now = datetime(2026, 11, 28, 9, tzinfo=UTC)
+        qs = [(q["q"], False, lambda hits, a=q["answer"]: bool(answer_support(a, [h.text for h in hits])))
+              for q in everyday["answerable"]]  # fmt: skip
+        rows += _ask(home, qs + [(q, True, bool) for q in everyday["never"]], "everyday", encode, MINILM, now)
+    return rows
+
+
+def rates(rows: list[Asked], group: str, candidate: str | None, t: float | None) -> tuple[float, float, int, int]:
+    """(answerable loss, never-stored answered, answerable found, never-stored asked) for one group."""
+
+    def passes(a: Asked) -> bool:
+        return bool(a.hits) if candidate is None else answered(a, candidate, t)
+
+    found = [a for a in rows if a.group == group and a.found]
+    never = [a for a in rows if a.group == group and a.never]
+    loss = sum(not passes(a) for a in found) / max(len(found), 1)
+    return loss, sum(passes(a) for a in never) / max(len(never), 1), len(found), len(never)
+
+
+def choose(rows: list[Asked]) -> dict[str, float | None]:
+    """Each candidate's `t`: the highest on the grid (no rescue counts highest) with LoCoMo loss ≤ 0.5 %."""
+    out: dict[str, float | None] = {}
+    for c in CANDIDATES:
+        ok = [t for t in GRID if rates(rows, "locomo", c, t)[0] <= LOCOMO_LOSS]
+        out[c] = ok[-1] if ok else GRID[0]
+    return out
+
+
+def report(rows: list[Asked]) -> str:
+    chosen = choose(rows)
+    heads = ["gate", "t", "LoCoMo loss", "LoCoMo probes answered", "cross answered", "everyday loss",
+             "everyday never answered", "passes"]  # fmt: skip
+    body, passing = [], []
+    for c in (None, *CANDIDATES):
+        t = chosen.get(c) if c else None
+        lo, _, nf, _ = rates(rows, "locomo", c, t)
+        _, pr, _, _ = rates(rows, "probe", c, t)
+        _, cr, _, _ = rates(rows, "cross", c, t)
+        el, en, ef, nn = rates(rows, "everyday", c, t)
+        ok = c is not None and el * ef <= 1 and en <= EVERYDAY_NEVER
+        if ok:
+            passing.append((en * nn + pr * sum(a.group == "probe" for a in rows), CANDIDATES.index(c), c))
+        body.append([c or "shipped", "-" if c is None else ("none" if t is None else f"{t:.2f}"), f"{lo:.3f}",
+                     f"{pr:.3f}", f"{cr:.3f}", f"{el:.3f} ({round(el * ef)} of {ef})",
+                     f"{en:.3f} ({round(en * nn)} of {nn})", "yes" if ok else "no"])  # fmt: skip
+    found = sum(a.found for a in rows if a.group == "locomo")
+    verdict = f"ships: `{min(passing)[2]}`" if passing else "none passes: nothing ships"
+    text = (f"LoCoMo: {found} answerable questions with evidence in the shipped top 10. Rule: "
+            f"`benchmarks/abstention_rule.md`. {verdict}.\n\n") + table(heads, body)  # fmt: skip
+    everyday = [a for a in rows if a.group == "everyday"]
+    for c in CANDIDATES:
+        leaks = [a for a in everyday if a.never and answered(a, c, chosen[c])]
+        text += f"\n- `{c}` answers never-stored: {', '.join(sorted(map(_q, leaks))) or 'none'}"
+    return text + "\n"
+
+
+def _q(a: Asked) -> str:
+    return a.text
+
+
+def main(argv: list[str]) -> None:
+    from memory_pipeline.evaluation.locomo_transcripts import default_locomo_path
+
+    parser = argparse.ArgumentParser(prog="python -m benchmarks abstention", description=__doc__)
+    parser.add_argument("--data", type=Path, default=default_locomo_path())
+    parser.add_argument("--conversations", default="", help="comma-separated sample ids (default: all)")
+    parser.add_argument("--rows", type=Path, default=None, help="also write each question's hits here (JSON)")
+    args = parser.parse_args(argv)
+    env, load = machine(), load_average()
+    rows = run(args.data, [c for c in args.conversations.split(",") if c] or None)
+    if args.rows:
+        args.rows.write_text(json.dumps([{**vars(a), "hits": [[s, sorted(w)] for s, w in a.hits]} for a in rows]))
+    append_results("abstention: a gate for never-stored questions", report(rows), env, load)
