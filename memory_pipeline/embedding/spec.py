@@ -20,8 +20,11 @@ import numpy as np
 from memory_pipeline.settings import SettingsError
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
+# The same network with int8 matmuls (ONNX Runtime): its vectors differ from MINILM's (cosine ~0.98-0.99), so
+# they are stored under a name of their own and a store never mixes, or reads one as the other.
+MINILM_INT8 = "all-MiniLM-L6-v2-int8"
 HASHING = "hashing-bow-256"
-BUILTIN = (MINILM, HASHING)
+BUILTIN = (MINILM, MINILM_INT8, HASHING)
 IMPORTED_PREFIX = "imported:"
 ENV_MODEL = "MEMORY_PIPELINE_EMBEDDER"
 ENV_PLUGIN = "MEMORY_PIPELINE_EMBEDDER_PLUGIN"

@@ -1,4 +1,4 @@
-"""The embedder resource. Default: all-MiniLM-L6-v2 run offline by a numpy forward pass.
+"""The embedder resource. Default: all-MiniLM-L6-v2 run offline (ONNX Runtime, else a numpy forward pass).
 
 Bring your own embeddings: `imported=True` clusters on vectors imported under `model` (env
 `MEMORY_PIPELINE_EMBEDDER=imported:<model>`), and `plugin` ("package.module:function", env
@@ -22,10 +22,10 @@ __all__ = ["HASHING", "MINILM", "EmbedderResource", "hashing_embed"]
 
 
 def _builtin_encode(model: str, texts: Sequence[str], batch_size: int) -> np.ndarray:
-    if model == MINILM:
+    if model in (MINILM, spec.MINILM_INT8):
         from memory_pipeline.embedding.minilm import get_encoder
 
-        return get_encoder().encode(list(texts), batch_size=batch_size)
+        return get_encoder(variant="int8" if model == spec.MINILM_INT8 else "fp32").encode(list(texts), batch_size)
     return hashing_embed(texts)
 
 

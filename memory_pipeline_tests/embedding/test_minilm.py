@@ -27,7 +27,8 @@ def reference() -> dict:
 
 @pytest.fixture(scope="module")
 def encoder() -> MiniLMEncoder:
-    return get_encoder()
+    """The numpy forward pass itself (get_encoder prefers ONNX Runtime: test_onnx_minilm.py)."""
+    return MiniLMEncoder()
 
 
 @pytest.fixture(scope="module")
