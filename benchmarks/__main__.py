@@ -1,6 +1,6 @@
 """`python -m benchmarks [clustering|incremental|nightly|embeddings|locomo-retention|screening|distill|fleet|gateway|
-current-facts|abstention|all] [options]` — results are appended to benchmarks/results/runs/<date>.md with the date, the
-machine, the BLAS kernel and the OPENBLAS_* variables."""
+current-facts|abstention|retention-probes|all] [options]` — results are appended to
+benchmarks/results/runs/<date>.md with the date, the machine, the BLAS kernel and the OPENBLAS_* variables."""
 
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ NAMES = (
     "gateway",
     "current-facts",
     "abstention",
+    "retention-probes",
 )
 
 

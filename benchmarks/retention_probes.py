@@ -1,0 +1,165 @@
+"""`python -m benchmarks retention-probes`: does the night's knowledge-retention probe track what the agent can
+still answer? The rule: benchmarks/retention_rule.md (written before the first run).
+
+Per LoCoMo conversation the turns are imported and embedded once; per grid point (threshold × linkage) a copy is
+consolidated by the real `nightly_consolidation` job with the retention check on (floor 0: every night commits) and
+`context`'s answer support on categories 1-4 is measured before and after at 1,000 and 2,000 tokens. The table
+holds, per grid point pooled over the conversations, the probe retention (and the rule's declared variant) beside
+the answer-support ratio, and Spearman's rank correlation between them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import shutil
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from benchmarks.common import append_results, load_average, machine, table
+
+THRESHOLDS = (0.60, 0.66, 0.70, 0.74, 0.78, 0.82)
+LINKAGES = ("single", "complete")
+CONVERSATIONS = ("conv-26", "conv-41")
+BUDGETS = (1000, 2000)
+GOAL = 0.8
+
+
+def support(home: Path, conv: Any) -> dict[int, int]:
+    """Questions (categories 1-4) whose answer `context` puts in the prompt, per budget."""
+    from memory_pipeline.context.search_adapter import default_search
+    from memory_pipeline.context.service import compile_for_agent
+    from memory_pipeline.embedding.spec import MINILM
+    from memory_pipeline.evaluation.locomo import answer_support
+    from memory_pipeline.resources.embedder import EmbedderResource
+    from memory_pipeline.search import build_index
+    from memory_pipeline.search.engine import clear_cache
+
+    encode = EmbedderResource().encode
+    build_index(home, encode, MINILM, full=True)
+    clear_cache()
+    search = functools.lru_cache(maxsize=4)(default_search(home, embedder=(encode, MINILM)))
+    out = dict.fromkeys(BUDGETS, 0)
+    for q in conv.questions:
+        if q.category == 5:
+            continue
+        for b in BUDGETS:
+            compiled, _ = compile_for_agent(home, q.question, budget_tokens=b, search=search)
+            out[b] += bool(answer_support(q.answer, [compiled.prompt]))
+    return out
+
+
+def night(base: Any, threshold: float, linkage: str) -> tuple[Path, dict[str, Any]]:
+    """A copy of the embedded store consolidated at (threshold, linkage), the retention check on, floor 0."""
+    import dagster as dg
+
+    from benchmarks.locomo_e2e import _resources
+    from memory_pipeline.definitions import defs_with
+    from memory_pipeline.resources import EngineConfig
+    from memory_pipeline.settings import console_loggers
+
+    home = base.home.parent / f"t{threshold:.2f}-{linkage}"
+    shutil.rmtree(home, ignore_errors=True)
+    shutil.copytree(base.home, home)
+    resources = _resources(home, base.as_of, threshold, linkage)
+    resources["engine"] = EngineConfig(as_of=base.as_of.isoformat(), similarity_threshold=threshold, linkage=linkage,
+                                       retention_floor=0.0, retention_probes=300, retention_seconds=0.0)  # fmt: skip
+    run = defs_with(resources).resolve_job_def("nightly_consolidation").execute_in_process(
+        instance=dg.DagsterInstance.ephemeral(), raise_on_error=False,
+        run_config={"loggers": console_loggers("WARNING")},
+    )  # fmt: skip
+    if not run.success:
+        raise RuntimeError(f"{base.conv.sample_id} at {threshold} {linkage}: the night failed")
+    figures = json.loads((home / "reports" / f"retention-{run.run_id}.json").read_text(encoding="utf-8"))
+    return home, figures
+
+
+def active_count(home: Path) -> int:
+    import duckdb
+
+    with duckdb.connect(str(home / "memory.duckdb"), read_only=True) as con:
+        row = con.execute("SELECT count(*) FROM memories WHERE lifecycle = 'active'").fetchone()
+    return int(row[0]) if row else 0
+
+
+def run(data: Path, conversations: Sequence[str], thresholds: Sequence[float], linkages: Sequence[str],
+        work: Path) -> list[dict[str, Any]]:  # fmt: skip
+    from benchmarks.locomo_e2e import prepare_turns
+    from memory_pipeline.evaluation.locomo import load_locomo
+
+    points = []
+    for conv in load_locomo(data, list(conversations)):
+        base = prepare_turns(conv, work)
+        before, active = support(base.home, conv), active_count(base.home)
+        print(f"  {conv.sample_id}: before {before}, {active} active memories", flush=True)
+        for t in thresholds:
+            for link in linkages:
+                home, fig = night(base, t, link)
+                after = support(home, conv)
+                points.append({"conversation": conv.sample_id, "threshold": t, "linkage": link, "before": before,
+                               "after": after, "active_before": active, "kept_before": fig["kept_before"],
+                               "kept_after": fig["kept_after"], "archived": fig["archived"],
+                               "probes": fig["probes"]})  # fmt: skip
+                print(f"    {t:.2f} {link}: retention {fig['retention']:.3f}, archived {fig['archived']}, "
+                      f"after {after}", flush=True)  # fmt: skip
+                shutil.rmtree(home, ignore_errors=True)
+        shutil.rmtree(base.home.parent, ignore_errors=True)
+    return points
+
+
+def pooled(points: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per grid point over the conversations: retention, the store-level variant, and the support ratios."""
+    rows = []
+    for t, link in sorted({(p["threshold"], p["linkage"]) for p in points}):
+        g = [p for p in points if (p["threshold"], p["linkage"]) == (t, link)]
+        kb, ka = sum(p["kept_before"] for p in g), sum(p["kept_after"] for p in g)
+        retention = ka / kb if kb else 1.0
+        share = sum(p["archived"] for p in g) / max(sum(p["active_before"] for p in g), 1)
+        row = {"threshold": t, "linkage": link, "retention": retention, "store_level": 1 - (1 - retention) * share,
+               "archived_share": share}  # fmt: skip
+        for b in BUDGETS:
+            row[f"ratio_{b}"] = sum(p["after"][b] for p in g) / max(sum(p["before"][b] for p in g), 1)
+        rows.append(row)
+    return rows
+
+
+def report(points: list[dict[str, Any]]) -> str:
+    from scipy.stats import spearmanr
+
+    rows = pooled(points)
+    convs = sorted({p["conversation"] for p in points})
+    body = table(["threshold", "linkage", "archived share", "probe retention", "store-level (variant)",
+                  *[f"support ratio @{b}" for b in BUDGETS]],
+                 [[f"{r['threshold']:.2f}", r["linkage"], f"{r['archived_share']:.3f}", f"{r['retention']:.3f}",
+                   f"{r['store_level']:.3f}", *[f"{r[f'ratio_{b}']:.3f}" for b in BUDGETS]] for r in rows])  # fmt: skip
+    lines = []
+    for name in ("retention", "store_level"):
+        for b in BUDGETS:
+            rho = spearmanr([r[name] for r in rows], [r[f"ratio_{b}"] for r in rows]).statistic
+            verdict = "met" if rho >= GOAL else "missed"
+            lines.append(f"- {name.replace('_', '-')} vs support ratio at {b:,} tokens: Spearman ρ = {rho:.3f} "
+                         f"(goal ≥ {GOAL}: {verdict})")  # fmt: skip
+    return (f"Conversations {', '.join(convs)}; rule `benchmarks/retention_rule.md`; 300 probes, budget 1,000, "
+            f"no time bound, floor 0.\n\n{body}\n" + "\n".join(lines) + "\n")
+
+
+def main(argv: list[str]) -> None:
+    from memory_pipeline.evaluation.locomo_transcripts import default_locomo_path
+
+    parser = argparse.ArgumentParser(prog="python -m benchmarks retention-probes", description=__doc__)
+    parser.add_argument("--data", type=Path, default=default_locomo_path())
+    parser.add_argument("--conversations", default=",".join(CONVERSATIONS), help="comma-separated sample ids")
+    parser.add_argument("--thresholds", default=",".join(map(str, THRESHOLDS)))
+    parser.add_argument("--linkages", default=",".join(LINKAGES))
+    parser.add_argument("--save", type=Path, default=None, help="also write the grid points here (JSON)")
+    args = parser.parse_args(argv)
+    env, load = machine(), load_average()
+    with tempfile.TemporaryDirectory() as tmp:
+        points = run(args.data, args.conversations.split(","), [float(t) for t in args.thresholds.split(",")],
+                     args.linkages.split(","), Path(tmp))  # fmt: skip
+    if args.save:
+        args.save.write_text(json.dumps(points))
+    append_results("retention probes against answer support (LoCoMo)", report(points), env, load)
