@@ -1,6 +1,8 @@
 """`transcripts import`: Claude Code, Codex CLI and message logs → transcripts the journal pipeline reads."""
 
+import os
 import shutil
+import time
 from datetime import UTC, date, datetime
 from pathlib import Path
 
@@ -216,10 +218,10 @@ def test_import_rebuilds_the_journals_of_the_affected_days_through_the_journal_j
         assert all(r.status == dg.DagsterRunStatus.SUCCESS for r in instance.get_runs())
 
 
-def test_the_sensor_imports_new_and_grown_files_and_requests_their_days(
+def test_the_sensor_imports_quiet_sessions_skips_live_ones_and_requests_their_days(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memory_pipeline.defs.journals.transcript_sources import transcript_sources_sensor
+    from memory_pipeline.defs.journals.agent_transcripts import agent_transcripts_sensor
     from memory_pipeline.resources import MemoryStoreResource
 
     home, watched = tmp_path / "ws", tmp_path / "sessions"
@@ -228,13 +230,16 @@ def test_the_sensor_imports_new_and_grown_files_and_requests_their_days(
     live = watched / CC_MAIN.name
     live.write_text("".join(lines[:5]), encoding="utf-8")
     shutil.copyfile(CODEX, watched / CODEX.name)
+    an_hour_ago = time.time() - 3600
+    os.utime(watched / CODEX.name, (an_hour_ago, an_hour_ago))  # quiet for an hour; the Claude Code one is live
     monkeypatch.setenv("MEMORY_PIPELINE_JOURNAL_GIT", "0")
+    monkeypatch.delenv("MEMORY_PIPELINE_TRANSCRIPT_QUIET_MINUTES", raising=False)  # the default: 10 minutes
     resources = {"store": MemoryStoreResource(home=str(home))}
     instance = dg.DagsterInstance.ephemeral()
 
     def tick(cursor: str | None) -> dg.SensorResult:
         with dg.build_sensor_context(instance=instance, resources=resources, cursor=cursor) as context:
-            result = transcript_sources_sensor(context)
+            result = agent_transcripts_sensor(context)
         assert isinstance(result, dg.SensorResult)
         return result
 
@@ -242,15 +247,27 @@ def test_the_sensor_imports_new_and_grown_files_and_requests_their_days(
     assert "is not set" in str(tick(None).skip_reason)
     monkeypatch.setenv("MEMORY_PIPELINE_TRANSCRIPT_SOURCES", str(watched))
     first = tick(None)
-    assert sorted(r.partition_key or "" for r in first.run_requests or []) == ["2026-10-14", "2026-10-15"]
-    assert len(transcripts(home / "raw")) == 2
-    quiet = tick(first.cursor)
-    assert quiet.run_requests == [] and "no new or grown session files" in str(quiet.skip_reason)
-    live.write_text("".join(lines), encoding="utf-8")  # the live session grew
+    assert [r.partition_key for r in first.run_requests or []] == ["2026-10-15"]  # the quiet Codex session
+    assert list(transcripts(home / "raw")) == ["cx_0199e0d24c1b7a30b5e42f8d9c6a1e57"]  # the live one not imported
+    still_live = tick(first.cursor)
+    assert still_live.run_requests == [] and "1 live session file(s) wait until quiet for 10 min" in str(
+        still_live.skip_reason
+    )
+    os.utime(live, (an_hour_ago, an_hour_ago))  # the session went quiet
+    quieted = tick(still_live.cursor)
+    assert [r.partition_key for r in quieted.run_requests or []] == ["2026-10-14"]
+    quiet = tick(quieted.cursor)
+    assert quiet.run_requests == [] and "no new or grown quiet session files" in str(quiet.skip_reason)
+    live.write_text("".join(lines), encoding="utf-8")  # it went on, and went quiet again
+    os.utime(live, (an_hour_ago + 60, an_hour_ago + 60))
     grown = tick(quiet.cursor)
     assert [r.partition_key for r in grown.run_requests or []] == ["2026-10-14"]
     versions = {t.session_id: t.frontmatter["version"] for t in transcripts(home / "raw").values()}
     assert versions == {"cc_3f2a9c1e7b4d4e8a9c2f5d6e7f8a9b0c": 2, "cx_0199e0d24c1b7a30b5e42f8d9c6a1e57": 1}
+    monkeypatch.setenv("MEMORY_PIPELINE_TRANSCRIPT_QUIET_MINUTES", "soon")
+    assert "MEMORY_PIPELINE_TRANSCRIPT_QUIET_MINUTES='soon': expected a number of minutes" in str(
+        tick(grown.cursor).skip_reason
+    )
 
 
 def test_a_codex_sub_agent_session_and_grouped_message_logs(tmp_path: Path) -> None:

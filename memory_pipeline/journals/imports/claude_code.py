@@ -4,8 +4,9 @@ Each line is one JSON object tagged by `type` (see docs/transcript-imports.md fo
 `user` and `assistant` lines — `sessionId`, `uuid`, `timestamp`, `isSidechain`, `isMeta`, `agentId`, `cwd`,
 `gitBranch`, `version` and `message` (an Anthropic Messages API message: `role`, `id`, `model`, `content` as a
 string or blocks `text`, `thinking`, `tool_use` {id, name, input}, `tool_result` {tool_use_id, content, is_error})
-— and `summary` lines (`summary`: the session's title). Other line types (`system`, `file-history-snapshot`, …)
-are bookkeeping and left out, as are `isMeta` user lines (notices Claude Code injects, not the user's words).
+— and `summary` lines (`summary`: the session's title). The bookkeeping line types (`BOOKKEEPING`: `system`,
+`file-history-snapshot`, `queue-operation`, …) are left out, as are `isMeta` user lines (notices Claude Code
+injects, not the user's words); a line type or content block not known here is left out and counted.
 Lines are grouped by `sessionId`; a sub-agent's own file (every message line `isSidechain` with an `agentId`)
 is a session of its own, `<parent>_<agentId>`, naming its parent; sidechain lines in a main file stay in that
 session as `[sidechain]` turns.
@@ -16,15 +17,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from memory_pipeline.journals.imports.lines import ReadStats, SourceError, jsonl_records
 from memory_pipeline.journals.imports.model import (
     SIDECHAIN,
     THINKING,
     Entry,
-    SourceError,
     SourceSession,
     ToolUse,
     compact_json,
-    jsonl_records,
     safe_id,
     timestamp,
     title_from,
@@ -32,6 +32,9 @@ from memory_pipeline.journals.imports.model import (
 
 PREFIX = "cc_"
 MESSAGE_TYPES = ("user", "assistant")
+# bookkeeping lines Claude Code writes (see the module doc): left out, not counted as unknown
+BOOKKEEPING = ("system", "file-history-snapshot", "queue-operation", "progress", "custom-title", "summary")
+BLOCKS_LEFT_OUT = ("redacted_thinking",)
 
 
 def looks_like(record: Any) -> bool:
@@ -66,10 +69,11 @@ class _Session:
         self.agent_id: str | None = None
 
 
-def parse(path: Path, text: str) -> list[SourceSession]:
+def parse(path: Path, stats: ReadStats | None = None) -> list[SourceSession]:
+    stats = stats if stats is not None else ReadStats()
     sessions: dict[str, _Session] = {}
     summaries: list[str] = []
-    for number, record in jsonl_records(path, text):
+    for number, record in jsonl_records(path, stats):
         if not isinstance(record, dict):
             raise SourceError(f"{path}:{number}: expected a JSON object, got {type(record).__name__}")
         kind = record.get("type")
@@ -77,6 +81,8 @@ def parse(path: Path, text: str) -> list[SourceSession]:
             summaries.append(record["summary"])
             continue
         if kind not in MESSAGE_TYPES:
+            if kind not in BOOKKEEPING:
+                stats.skip(kind)
             continue
         sid, message = record.get("sessionId"), record.get("message")
         if not isinstance(sid, str) or not sid or not isinstance(message, dict):
@@ -101,7 +107,7 @@ def parse(path: Path, text: str) -> list[SourceSession]:
             extra["claude_code_version"] = record["version"]
         if kind == "user" and record.get("isMeta") is True:
             continue
-        _add(state, kind, message, at, SIDECHAIN if side else None, number, path)
+        _add(state, kind, message, at, SIDECHAIN if side else None, f"{path}:{number}", stats)
     out = []
     for sid, state in sessions.items():
         session = state.out
@@ -117,8 +123,8 @@ def parse(path: Path, text: str) -> list[SourceSession]:
     return out
 
 
-def _add(state: _Session, kind: str, message: dict[str, Any], at: Any, side: str | None, number: int,
-         path: Path) -> None:  # fmt: skip
+def _add(state: _Session, kind: str, message: dict[str, Any], at: Any, side: str | None, where: str,
+         stats: ReadStats) -> None:  # fmt: skip
     content = message.get("content")
     role = "user" if kind == "user" else "agent"
     key = message.get("id") if isinstance(message.get("id"), str) else None
@@ -126,7 +132,7 @@ def _add(state: _Session, kind: str, message: dict[str, Any], at: Any, side: str
         state.out.entries.append(Entry(at, role, content, kind=side, key=key))
         return
     if not isinstance(content, list):
-        raise SourceError(f"{path}:{number}: field 'message.content' must be a string or a list of blocks")
+        raise SourceError(f"{where}: field 'message.content' must be a string or a list of blocks")
     entry = Entry(at, role, kind=side, key=key)
     texts = []
     for block in content:
@@ -149,7 +155,9 @@ def _add(state: _Session, kind: str, message: dict[str, Any], at: Any, side: str
                 entry.tools.append(ToolUse("tool_result", str(block.get("tool_use_id") or ""), None, result))
             else:
                 call.result, call.error = result, block.get("is_error") is True
-        elif btype == "image":
-            texts.append("[image]")
+        elif btype in ("image", "document"):
+            texts.append(f"[{btype}]")
+        elif btype not in BLOCKS_LEFT_OUT:
+            stats.skip(f"block {btype}")
     entry.text = "\n\n".join(t for t in texts if t.strip())
     state.out.entries.append(entry)

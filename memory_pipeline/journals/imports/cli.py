@@ -3,18 +3,40 @@
 The transcripts are written by `importer` (no Dagster); then, as `reconstruct` does, the affected days are one
 `journal_daily` run per run of consecutive days and the weeks they touch one `journal_weekly` run — the jobs the
 schedules launch, recorded in the workspace's Dagster instance and visible in the UI.
+
+`--watch` is the `agent_transcripts_sensor` for people who run no daemon: every `--interval` seconds the folders
+are scanned (`watch.scan`), the session files that are new or grew and have been quiet for `--quiet-minutes` are
+imported as above. Ctrl-C sets a flag instead of raising: the file being read is finished, the files not begun
+and the journal rebuild are left (the `reconstruct` command is printed), and the command ends with one line.
 """
 
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import threading
+import time
+from collections.abc import Callable
 from datetime import date, datetime, timedelta
 from pathlib import Path
+from types import FrameType
 
+from memory_pipeline.errors import UserError
 from memory_pipeline.journals.imports.importer import FORMATS, ImportReport, Options, commit_imported, import_paths
-from memory_pipeline.journals.imports.model import TOOL_RESULT_CAP, SourceError, timestamp
+from memory_pipeline.journals.imports.lines import SourceError
+from memory_pipeline.journals.imports.model import TOOL_RESULT_CAP, timestamp
+from memory_pipeline.journals.imports.watch import (
+    QUIET_ENV,
+    SOURCES_ENV,
+    configured_sources,
+    quiet_minutes,
+    remember,
+    scan,
+)
 from memory_pipeline.settings import workspace_home
+
+PROGRESS_FROM = 20  # files: fewer import too fast to need a progress line
 
 
 def _date(value: str) -> date:
@@ -29,6 +51,26 @@ def _started(value: str) -> datetime:
     if ts is None:
         raise argparse.ArgumentTypeError(f"expected an ISO-8601 time such as 2026-10-16T12:00:00Z, got {value!r}")
     return ts
+
+
+def _minutes(value: str) -> float:
+    try:
+        minutes = float(value)
+    except ValueError:
+        minutes = -1.0
+    if not minutes >= 0 or minutes == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number of minutes ≥ 0, got {value!r}")
+    return minutes
+
+
+def _seconds(value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1.0
+    if not 0.1 <= seconds < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected seconds ≥ 0.1, got {value!r}")
+    return seconds
 
 
 def runs_of_days(days: list[date]) -> list[tuple[date, date]]:
@@ -48,31 +90,127 @@ def summary(report: ImportReport) -> str:
     line = f"{report.files} file(s): {new} new transcript(s), {updated} updated, {report.unchanged} unchanged"
     if report.before_since:
         line += f", {report.before_since} before --since"
+    if report.no_session:
+        line += f", {report.no_session} without a session"
+    if report.notes:
+        line += f", {len(report.notes)} with an unfinished last line"
+    if report.skipped:
+        top = ", ".join(f"{kind} ×{n}" for kind, n in report.skipped.most_common(3))
+        more = ", …" if len(report.skipped) > 3 else ""
+        line += f"; {report.skipped.total()} unknown event(s) skipped ({top}{more})"
     if report.errors:
         line += f"; {len(report.errors)} failed"
     return line + ("" if report.written else "; nothing written")
 
 
+def progress_printer(stream: object = None) -> Callable[[int, int], None]:
+    """`progress(done, total)` on stderr for PROGRESS_FROM files or more: a bar redrawn in place on a terminal
+    (or MEMORY_PIPELINE_PROGRESS=bar), else an `importing i/n files` line every few seconds and at the end."""
+    from memory_pipeline.operator.progress import ThrottledProgress, wants_bar
+
+    err = sys.stderr
+    if wants_bar(err):
+
+        def bar(done: int, total: int) -> None:
+            if total >= PROGRESS_FROM and (done == total or done % 25 == 0):
+                filled = 24 * done // total
+                err.write(f"\r\x1b[Kimporting [{'#' * filled}{'-' * (24 - filled)}] {done}/{total} files")
+                err.write("\n" if done == total else "")
+                err.flush()
+
+        return bar
+    throttled: list[ThrottledProgress] = []
+
+    def log(done: int, total: int) -> None:
+        if total < PROGRESS_FROM:
+            return
+        if not throttled:
+            throttled.append(ThrottledProgress(lambda s: print(s, file=err, flush=True), "importing", total))
+        throttled[0].update(done, "files")
+
+    return log
+
+
 def cmd_import(args: argparse.Namespace) -> int:
     home = workspace_home()
-    raw_root = home / "raw" / "conversations"
     options = Options(args.format, args.since, args.started, args.keep_thinking)
+    if args.watch:
+        return watch(args, home, options)
+    if not args.paths:
+        print(f"error: give a PATH to import (or --watch, which reads the folders in {SOURCES_ENV})", file=sys.stderr)
+        return 2
     try:
-        report = import_paths(args.paths, raw_root, options)
+        report = import_paths(args.paths, home / "raw" / "conversations", options, progress=progress_printer())
     except SourceError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    return 1 if show_and_rebuild(home, report, args) else 0
+
+
+def show_and_rebuild(home: Path, report: ImportReport, args: argparse.Namespace, journals: bool = True) -> bool:
+    """Print what was written, the errors and notes and the summary line; commit and rebuild the journals of the
+    affected days (or print the `reconstruct` command when `journals` is off). True when something failed."""
     for w in report.written:
         rel = w.path.relative_to(home)
         more = f", version {w.version}, +{w.added} turn(s)" if not w.new else ""
         print(f"{'new' if w.new else 'updated'} {rel} ({w.turns} turn(s){more})")
     for line in report.errors:
         print(f"error: {line}", file=sys.stderr)
-    print(summary(report))
+    for line in report.notes:
+        print(f"note: {line}", file=sys.stderr)
+    print(summary(report), flush=True)
     failed = bool(report.errors)
     if report.written:
-        failed |= _commit(home, report) or _journals(home, report.days, args)
-    return 1 if failed else 0
+        failed |= _commit(home, report) or _journals(home, report.days, args, journals)
+    return failed
+
+
+def watch(args: argparse.Namespace, home: Path, options: Options) -> int:
+    sources: list[Path] = list(args.paths) or configured_sources()
+    if not sources:
+        print(f"error: nothing to watch: give the folders as PATH or set {SOURCES_ENV}", file=sys.stderr)
+        return 2
+    try:
+        quiet = args.quiet_minutes if args.quiet_minutes is not None else quiet_minutes()
+    except UserError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    stop = threading.Event()
+
+    def interrupted(_signum: int, _frame: FrameType | None) -> None:
+        stop.set()
+
+    previous = signal.signal(signal.SIGINT, interrupted)
+    shown = ", ".join(str(s) for s in sources)
+    print(f"watching {shown} every {args.interval:g} s; sessions quiet for {quiet:g} min are imported; "
+          "Ctrl-C stops", flush=True)  # fmt: skip
+    seen: dict[str, list[int]] = {}
+    written, live_before = 0, -1
+    try:
+        while not stop.is_set():
+            found = scan(sources, seen, time.time_ns(), quiet * 60)
+            for line in found.missing:
+                print(f"error: {line}", file=sys.stderr)
+            if len(found.live) != live_before and found.live:
+                print(f"{len(found.live)} live session file(s) wait until quiet for {quiet:g} min", flush=True)
+            live_before = len(found.live)
+            if found.ready:
+                try:
+                    report = import_paths(found.ready, home / "raw" / "conversations", options,
+                                          progress=progress_printer(), stop=stop.is_set)  # fmt: skip
+                except SourceError as exc:
+                    print(f"error: {exc}", file=sys.stderr)
+                    return 2
+                seen = remember(seen, found, report.done)
+                written += len(report.written)
+                show_and_rebuild(home, report, args, journals=not stop.is_set())
+            else:
+                seen = remember(seen, found, [])
+            stop.wait(args.interval)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    print(f"stopped watching: {written} transcript(s) written", flush=True)
+    return 0
 
 
 def _commit(home: Path, report: ImportReport) -> bool:
@@ -84,13 +222,14 @@ def _commit(home: Path, report: ImportReport) -> bool:
     return bool(outcome.error)
 
 
-def _journals(home: Path, days: list[date], args: argparse.Namespace) -> bool:
+def _journals(home: Path, days: list[date], args: argparse.Namespace, rebuild: bool = True) -> bool:
     """Rebuild the journals of `days` through the journal jobs (one ranged run per run of consecutive days)."""
     spans = runs_of_days(days)
     shown = ", ".join(str(a) if a == b else f"{a}..{b}" for a, b in spans)
-    if args.no_journals:
+    if args.no_journals or not rebuild:
+        why = "--no-journals" if args.no_journals else "stopped"
         for start, end in spans:
-            print(f"journals not rebuilt (--no-journals): memory-pipeline reconstruct --from {start} --to {end}")
+            print(f"journals not rebuilt ({why}): memory-pipeline reconstruct --from {start} --to {end}")
         return False
     from memory_pipeline.journals.reconstruct import reconstruct
     from memory_pipeline.operator.instance import cli_instance, recover_dead_cli_runs
@@ -122,7 +261,21 @@ def register(sub: argparse._SubParsersAction) -> None:
         "nothing, a session file that grew updates its transcript as a new version. Tool results longer than "
         f"{TOOL_RESULT_CAP} characters are cut, noting their size; thinking is left out unless --keep-thinking.",
     )
-    imp.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="a session file, or a folder of them")
+    imp.add_argument(
+        "paths",
+        nargs="*",
+        type=Path,
+        metavar="PATH",
+        help=f"a session file, or a folder of them (with --watch, default: the folders in {SOURCES_ENV})",
+    )
+    imp.add_argument("--watch", action="store_true",
+                     help="keep watching the folders: import each session once it has been quiet for "
+                     "--quiet-minutes, rebuild the journals of its day; Ctrl-C stops")  # fmt: skip
+    imp.add_argument("--quiet-minutes", type=_minutes, metavar="N",
+                     help=f"--watch: minutes a session file must go unwritten before it is imported (default: "
+                     f"{QUIET_ENV}, else 10)")  # fmt: skip
+    imp.add_argument("--interval", type=_seconds, default=60.0, metavar="SECONDS",
+                     help="--watch: seconds between looks at the folders (default 60)")  # fmt: skip
     imp.add_argument("--format", choices=("auto", *FORMATS), default="auto",
                      help="the files' format (default: detected per file)")  # fmt: skip
     imp.add_argument("--since", type=_date, metavar="DATE", help="skip sessions that started before DATE (YYYY-MM-DD)")

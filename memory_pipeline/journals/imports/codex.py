@@ -9,7 +9,8 @@ text}]}, `reasoning` {summary: [{text}]} (thinking), `function_call` {name, argu
 `function_call_output` {call_id, output}, `custom_tool_call` {name, input, call_id} and `custom_tool_call_output`,
 `local_shell_call` {call_id, action: {command}}, `web_search_call` {action: {query}}. `event_msg` lines repeat
 the messages for the UI and are left out, as are `developer`/`system` messages and the user messages Codex
-injects (`<user_instructions>`, `<environment_context>`).
+injects (`<user_instructions>`, `<environment_context>`). A line type or response item not known here is left out
+and counted.
 """
 
 from __future__ import annotations
@@ -17,15 +18,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from memory_pipeline.journals.imports.lines import ReadStats, SourceError, jsonl_records
 from memory_pipeline.journals.imports.model import (
     SIDECHAIN,
     THINKING,
     Entry,
-    SourceError,
     SourceSession,
     ToolUse,
     compact_json,
-    jsonl_records,
     safe_id,
     timestamp,
     title_from,
@@ -33,11 +33,24 @@ from memory_pipeline.journals.imports.model import (
 
 PREFIX = "cx_"
 LINE_TYPES = ("session_meta", "response_item", "compacted", "turn_context", "event_msg")
+ITEMS_READ = ("message", "reasoning", "function_call", "function_call_output", "custom_tool_call",
+              "custom_tool_call_output", "local_shell_call", "web_search_call")  # fmt: skip
+ITEMS_LEFT_OUT = ("ghost_snapshot", "compaction", "compaction_summary", "additional_tools", "other")
 INJECTED = ("<user_instructions>", "<environment_context>")  # protocol.rs USER_INSTRUCTIONS/ENVIRONMENT_CONTEXT
 
 
 def looks_like(record: Any) -> bool:
     return isinstance(record, dict) and record.get("type") in LINE_TYPES and "payload" in record
+
+
+def _envelope(record: Any) -> bool:
+    """A RolloutLine of any type, known or not: `timestamp`, a string `type` and `payload`."""
+    return (
+        isinstance(record, dict)
+        and isinstance(record.get("type"), str)
+        and "payload" in record
+        and "timestamp" in record
+    )
 
 
 def _text(content: Any) -> str:
@@ -63,18 +76,22 @@ def _output(output: Any) -> tuple[str, bool]:
     return ("" if output is None else str(output)), False
 
 
-def parse(path: Path, text: str) -> list[SourceSession]:
+def parse(path: Path, stats: ReadStats | None = None) -> list[SourceSession]:
+    stats = stats if stats is not None else ReadStats()
     session = SourceSession("codex", "", "", path)
     calls: dict[str, ToolUse] = {}
     side: str | None = None
-    for number, record in jsonl_records(path, text):
-        if not looks_like(record):
+    for number, record in jsonl_records(path, stats):
+        if not _envelope(record):
             raise SourceError(f"{path}:{number}: not a Codex rollout line (expected 'timestamp', 'type', 'payload')")
         at = timestamp(record.get("timestamp"))
         if at is None:
             shown = record.get("timestamp")
             raise SourceError(f"{path}:{number}: field 'timestamp' is not an ISO-8601 time: {shown!r}")
         kind, payload = record["type"], record["payload"]
+        if kind not in LINE_TYPES:
+            stats.skip(kind)
+            continue
         if not isinstance(payload, dict):
             raise SourceError(f"{path}:{number}: field 'payload' must be an object")
         if kind == "session_meta":
@@ -90,7 +107,10 @@ def parse(path: Path, text: str) -> list[SourceSession]:
             continue
         if not session.source_id:
             raise SourceError(f"{path}:{number}: a response_item before the session_meta line")
-        _item(session, calls, payload, at, side)
+        if payload.get("type") in ITEMS_READ:
+            _item(session, calls, payload, at, side)
+        elif payload.get("type") not in ITEMS_LEFT_OUT:
+            stats.skip(f"response_item {payload.get('type')}")
     if not session.source_id:
         raise SourceError(f"{path}:1: no session_meta line (not a Codex rollout, or an empty one)")
     session.session_id = PREFIX + safe_id(session.source_id)

@@ -12,6 +12,7 @@ file leaves nothing half-written and the other files still import.
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
@@ -20,7 +21,8 @@ from pathlib import Path
 from memory_pipeline.journals.commit_messages import KnowledgeChange, template
 from memory_pipeline.journals.gitlog import CommitOutcome, commit_knowledge
 from memory_pipeline.journals.imports import claude_code, codex, messages
-from memory_pipeline.journals.imports.model import SourceError, SourceSession, jsonl_records, render
+from memory_pipeline.journals.imports.lines import ReadStats, SourceError, jsonl_records
+from memory_pipeline.journals.imports.model import SourceSession, render
 from memory_pipeline.journals.transcript import (
     FILENAME,
     Transcript,
@@ -64,6 +66,10 @@ class ImportReport:
     unchanged: int = 0  # sessions whose transcript already says the same
     before_since: int = 0
     errors: list[str] = field(default_factory=list)  # one line each, naming the file (and line)
+    notes: list[str] = field(default_factory=list)  # one line each: an unfinished last line left for later
+    skipped: Counter[str] = field(default_factory=Counter)  # unknown event types left out, over all files
+    no_session: int = 0  # files of a known format with no message in them (e.g. only summary lines)
+    done: list[Path] = field(default_factory=list)  # files read (imported, unchanged or refused), in order
 
     @property
     def days(self) -> list[date]:
@@ -84,12 +90,12 @@ def source_files(paths: Iterable[Path]) -> tuple[list[Path], list[str]]:
     return list(dict.fromkeys(files)), errors
 
 
-def detect(path: Path, text: str) -> str:
+def detect(path: Path) -> str:
     """The format of one file, from its first records; a `SourceError` naming the file when none fits."""
     if path.suffix.lower() == ".json":
-        messages.load(path, text)  # raises naming the file when it is not a message list
-        return "messages"
-    for seen, (_number, record) in enumerate(jsonl_records(path, text)):
+        return "messages"  # one JSON value: the message log's reader says so when it is not a message list
+    records = jsonl_records(path)
+    for seen, (_number, record) in enumerate(records):
         if codex.looks_like(record):
             return "codex"
         if claude_code.looks_like(record):
@@ -98,18 +104,19 @@ def detect(path: Path, text: str) -> str:
             return "messages"
         if seen >= DETECT_LINES:
             break
+    records.close()
     raise SourceError(f"{path}: unknown format (not a Claude Code session, a Codex rollout or a message log); "
                       "give --format claude-code|codex|messages")  # fmt: skip
 
 
-def parse_file(path: Path, text: str, options: Options) -> list[SourceSession]:
-    fmt = detect(path, text) if options.format == "auto" else options.format
+def parse_file(path: Path, options: Options, stats: ReadStats) -> list[SourceSession]:
+    fmt = detect(path) if options.format == "auto" else options.format
     if fmt == "claude-code":
-        return claude_code.parse(path, text)
+        return claude_code.parse(path, stats)
     if fmt == "codex":
-        return codex.parse(path, text)
+        return codex.parse(path, stats)
     if fmt == "messages":
-        return messages.parse(path, text, options.started)
+        return messages.parse(path, options.started, stats)
     raise SourceError(f"unknown --format {fmt!r}: use auto, {', '.join(FORMATS)}")
 
 
@@ -207,9 +214,9 @@ def write_atomically(path: Path, text: str) -> None:
 
 def import_file(path: Path, raw_root: Path, index: dict[str, Path], options: Options, report: ImportReport) -> None:
     """One source file: every session planned first, then each transcript written; a problem is one error line."""
+    stats = ReadStats()
     try:
-        text = path.read_text(encoding="utf-8")
-        sessions = parse_file(path, text, options)
+        sessions = parse_file(path, options, stats)
         plans = []
         for session in sessions:
             if options.since is not None and session.started.astimezone(UTC).date() < options.since:
@@ -224,11 +231,19 @@ def import_file(path: Path, raw_root: Path, index: dict[str, Path], options: Opt
         report.errors.append(f"{exc}; file not imported")
         return
     except UnicodeDecodeError as exc:
-        report.errors.append(f"{path}: not UTF-8 (byte {exc.start}); file not imported")
+        report.errors.append(f"{path}: not UTF-8 (byte {exc.start + 1} of the file); file not imported")
         return
     except OSError as exc:
         report.errors.append(f"{path}: cannot be read: {exc.strerror or exc}; file not imported")
         return
+    report.skipped.update(stats.skipped)
+    if stats.unfinished is not None:
+        report.notes.append(
+            f"{path}:{stats.unfinished}: the last line is unfinished (a session still being written):"
+            f" imported the {stats.unfinished - 1} line(s) before it; the rest on the next import"
+        )
+    if not sessions:
+        report.no_session += 1
     for plan in plans:
         write_atomically(plan.path, plan.text)
         index[plan.written.session_id] = plan.path
@@ -237,19 +252,24 @@ def import_file(path: Path, raw_root: Path, index: dict[str, Path], options: Opt
 
 def import_paths(
     paths: Sequence[Path], raw_root: Path, options: Options | None = None,
-    progress: Callable[[Path], object] | None = None,
+    progress: Callable[[int, int], object] | None = None, stop: Callable[[], bool] | None = None,
 ) -> ImportReport:  # fmt: skip
-    """Import every source file under `paths` into `raw_root` (a workspace's `raw/conversations`)."""
+    """Import every source file under `paths` into `raw_root` (a workspace's `raw/conversations`), one file at a
+    time (memory holds one file's sessions); `progress(done, total)` after each file; when `stop()` says so, the
+    files not begun yet are left (`report.done` lists those read)."""
     options = options or Options()
     if options.format != "auto" and options.format not in FORMATS:
         raise SourceError(f"unknown --format {options.format!r}: use auto, {', '.join(FORMATS)}")
     files, errors = source_files(paths)
     report = ImportReport(files=len(files), errors=errors)
     index = transcript_index(raw_root)
-    for f in files:
-        if progress is not None:
-            progress(f)
+    for done, f in enumerate(files, 1):
+        if stop is not None and stop():
+            break
         import_file(f, raw_root, index, options, report)
+        report.done.append(f)
+        if progress is not None:
+            progress(done, len(files))
     return report
 
 

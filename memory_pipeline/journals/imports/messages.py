@@ -4,10 +4,11 @@ Both API shapes are read. Anthropic Messages API: `content` a string or blocks `
 {id, name, input}, `tool_result` {tool_use_id, content, is_error}. OpenAI Chat Completions: `content` a string,
 null or parts {type: text, text}; `tool_calls` [{id, function: {name, arguments}}] on an assistant message and
 `role: tool` messages with `tool_call_id`. Roles: user → user, assistant → agent, system/developer → system,
-tool → the result of its call. Times: each message's `timestamp` (ISO-8601 or epoch seconds; a message without
-one takes the one before it), else `started` (the object's field or `--started`). Sessions: messages with a
-`session_id` field are grouped by it; else the object's `session_id`; else one session per file, its id a hash
-of the file name, the first message and the start (so a log that grows stays one session).
+tool → the result of its call; any other role (and content block) is left out and counted. Times: each message's
+`timestamp` (ISO-8601 or epoch seconds; a message without one takes the one before it), else `started` (the
+object's field or `--started`). Sessions: messages with a `session_id` field are grouped by it; else the object's
+`session_id`; else one session per file, its id a hash of the file name, the first message and the start (so a
+log that grows stays one session).
 """
 
 from __future__ import annotations
@@ -18,20 +19,20 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from memory_pipeline.journals.imports.lines import ReadStats, SourceError, jsonl_records
 from memory_pipeline.journals.imports.model import (
     THINKING,
     Entry,
-    SourceError,
     SourceSession,
     ToolUse,
     compact_json,
-    jsonl_records,
     safe_id,
     timestamp,
     title_from,
 )
 
 PREFIX = "msg_"
+KNOWN_PARTS = ("text", "input_text", "output_text", "image", "image_url", "input_image", "redacted_thinking")
 ROLES = {"user": "user", "assistant": "agent", "system": "system", "developer": "system", "tool": "tool"}
 
 
@@ -43,12 +44,13 @@ def looks_like(record: Any) -> bool:
     )
 
 
-def load(path: Path, text: str) -> tuple[list[tuple[str, Any]], dict[str, Any]]:
-    """(where, message) pairs — where is `path:LINE` in JSONL, `path: message N` in JSON — and the wrapper's fields."""
+def load(path: Path, stats: ReadStats | None = None) -> tuple[list[tuple[str, Any]], dict[str, Any]]:
+    """(where, message) pairs — where is `path:LINE` in JSONL, `path: message N` in JSON — and the wrapper's fields.
+    A JSONL log is streamed; a JSON document is read whole (it is one value)."""
     if path.suffix.lower() == ".jsonl":
-        return [(f"{path}:{n}", m) for n, m in jsonl_records(path, text)], {}
+        return [(f"{path}:{n}", m) for n, m in jsonl_records(path, stats)], {}
     try:
-        data = json.loads(text)
+        data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise SourceError(f"{path}:{exc.lineno}: not JSON ({exc.msg} at column {exc.colno})") from None
     wrapper: dict[str, Any] = {}
@@ -59,20 +61,22 @@ def load(path: Path, text: str) -> tuple[list[tuple[str, Any]], dict[str, Any]]:
     return [(f"{path}: message {i}", m) for i, m in enumerate(data)], wrapper
 
 
-def parse(path: Path, text: str, started: datetime | None = None) -> list[SourceSession]:
-    rows, wrapper = load(path, text)
+def parse(path: Path, started: datetime | None = None, stats: ReadStats | None = None) -> list[SourceSession]:
+    stats = stats if stats is not None else ReadStats()
+    rows, wrapper = load(path, stats)
     start = timestamp(wrapper.get("started")) or started
     groups: dict[str, list[tuple[str, dict[str, Any]]]] = {}
     for where, m in rows:
         if not looks_like(m):
             raise SourceError(f"{where}: expected an object with 'role' and 'content'")
-        if m["role"] not in ROLES:
-            raise SourceError(f"{where}: field 'role' must be one of {', '.join(ROLES)}, got {m['role']!r}")
+        if m["role"] not in ROLES:  # an unknown event type: left out and counted
+            stats.skip(f"role {m['role']}")
+            continue
         sid = m.get("session_id", wrapper.get("session_id"))
         groups.setdefault(str(sid) if sid is not None else "", []).append((where, m))
     out = []
     for sid, messages in groups.items():
-        session = _session(path, sid, messages, start)
+        session = _session(path, sid, messages, start, stats)
         session.title = title_from(str(wrapper.get("title") or "")) or next(
             (title_from(e.text) for e in session.entries if e.role == "user" and e.text.strip()), session.session_id
         )
@@ -81,7 +85,8 @@ def parse(path: Path, text: str, started: datetime | None = None) -> list[Source
     return out
 
 
-def _session(path: Path, sid: str, messages: list[tuple[str, dict[str, Any]]], start: datetime | None) -> SourceSession:
+def _session(path: Path, sid: str, messages: list[tuple[str, dict[str, Any]]], start: datetime | None,
+             stats: ReadStats) -> SourceSession:  # fmt: skip
     at = start
     entries: list[Entry] = []
     calls: dict[str, ToolUse] = {}
@@ -102,7 +107,7 @@ def _session(path: Path, sid: str, messages: list[tuple[str, dict[str, Any]]], s
             else:
                 call.result = result
             continue
-        entries += _entries(where, m, role, at, calls)
+        entries += _entries(where, m, role, at, calls, stats)
     first = json.dumps(messages[0][1], sort_keys=True, ensure_ascii=False) if messages else ""
     stamp = min((e.at for e in entries), default=start)
     if sid:
@@ -135,7 +140,8 @@ def _part(part: Any) -> str:
     return ""
 
 
-def _entries(where: str, m: dict[str, Any], role: str, at: datetime, calls: dict[str, ToolUse]) -> list[Entry]:
+def _entries(where: str, m: dict[str, Any], role: str, at: datetime, calls: dict[str, ToolUse],
+             stats: ReadStats) -> list[Entry]:  # fmt: skip
     content = m.get("content")
     entry = Entry(at, role)
     out = [entry]
@@ -160,6 +166,8 @@ def _entries(where: str, m: dict[str, Any], role: str, at: datetime, calls: dict
                 else:
                     call.result, call.error = result, block.get("is_error") is True
             else:
+                if isinstance(block, dict) and block.get("type") not in KNOWN_PARTS:
+                    stats.skip(f"block {block.get('type')}")
                 texts.append(_part(block))
         entry.text = "\n\n".join(t for t in texts if t.strip())
     else:

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from memory_pipeline.errors import UserError
+from memory_pipeline.journals.imports.lines import CUT_NOTE, SourceError
 from memory_pipeline.journals.transcript import Turn, escape_body, format_transcript
 
 TOOL_INPUT_CAP = 300  # characters of a tool call's input kept on its marker line
@@ -26,10 +26,6 @@ TITLE_CAP = 80
 SIDECHAIN = "sidechain"
 THINKING = "thinking"
 _TOOL_NAME = re.compile(r"[^A-Za-z0-9_.\-]+")
-
-
-class SourceError(UserError):
-    """A source file that cannot be imported; the message is one line naming the file (and line)."""
 
 
 @dataclass
@@ -73,7 +69,9 @@ def one_line(text: str) -> str:
 
 def cap(text: str, limit: int) -> str:
     """`text` cut at `limit` characters (before its line breaks become ⏎), noting its size: `… [cut: 2000 of 18234
-    chars]`."""
+    chars]`; a string already cut while its huge line was read keeps that size: `… [cut: 2000 of 52428800 bytes]`."""
+    if (read_cut := CUT_NOTE.search(text)) is not None and read_cut.start() > limit:
+        return f"{text[:limit].rstrip()} … [cut: {limit} of {read_cut['size']} bytes]"
     if len(text) <= limit:
         return text
     return f"{text[:limit].rstrip()} … [cut: {limit} of {len(text)} chars]"
@@ -109,21 +107,6 @@ def timestamp(value: Any) -> datetime | None:
     except ValueError:
         return None
     return ts.replace(tzinfo=UTC) if ts.tzinfo is None else ts.astimezone(UTC)
-
-
-def jsonl_records(path: Path, text: str) -> Iterator[tuple[int, Any]]:
-    """(line number, value) of each non-blank line. A line that is not JSON is one `SourceError` naming it — except
-    an unfinished last line (no newline yet: a live session being appended to), which waits for the next import."""
-    lines = text.split("\n")
-    for number, raw in enumerate(lines, 1):
-        if not raw.strip():
-            continue
-        try:
-            yield number, json.loads(raw)
-        except json.JSONDecodeError as exc:
-            if number == len(lines):  # no newline after it: still being written
-                return
-            raise SourceError(f"{path}:{number}: not a JSON line ({exc.msg} at column {exc.colno})") from None
 
 
 def title_from(text: str) -> str:
@@ -186,4 +169,5 @@ def render(
     for e in entries:
         body = (escape_body(e.text.strip()) if e.text.strip() else []) + [tool_line(t) for t in e.tools]
         turns.append(Turn(hhmm=f"{e.at.astimezone(UTC):%H:%M}", role=e.role, kind=e.kind, lines=tuple(body)))
-    return format_transcript(meta, title, turns)
+    text = format_transcript(meta, title, turns)
+    return text.encode("utf-8", "replace").decode("utf-8")  # a lone surrogate (a cut \\ud83d pair) as ?
