@@ -104,6 +104,7 @@ CHECKS: dict[str, Check] = {
     "MEMORY_PIPELINE_SEARCH_UPDATE_SECONDS": _number(float, 0, what=" (seconds)"),
     "MEMORY_PIPELINE_HTTP_HEADER_TIMEOUT": _number(float, 0.001, what=" (seconds)"),
     "MEMORY_PIPELINE_HTTP_BODY_TIMEOUT": _number(float, 0.001, what=" (seconds)"),
+    "MEMORY_PIPELINE_TRANSCRIPT_QUIET_MINUTES": _number(float, 0, what=" (minutes)"),
 }
 
 
