@@ -1,0 +1,114 @@
+"""docs/connecting-agents.md: every snippet that cannot run as a marked bash block (test_docs runs those) is at
+least parsed — JSON, TOML, Python — and what it configures is run: the MCP server every host config names
+answers `tools/list` with the page's tools, and the Claude Code hooks import the session they are given."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGE = ROOT / "docs" / "connecting-agents.md"
+CHECKOUT = "/path/to/memory_pipeline"  # the page's placeholder for the checkout
+CC_SESSION = ROOT / "memory_pipeline_tests" / "fixtures" / "transcript_imports" / "claude_code"
+WAIT_S = 300  # every wait on a subprocess: minutes
+
+
+def blocks(lang: str) -> list[str]:
+    text = PAGE.read_text(encoding="utf-8")
+    return [str(b) for b in re.findall(rf"^```{lang}\n(.*?)^```$", text, re.DOTALL | re.MULTILINE)]
+
+
+def mcp_commands() -> list[list[str]]:
+    """The server command of every MCP config on the page: JSON `mcpServers`, TOML `mcp_servers`, and the
+    `claude mcp add` / `codex mcp add` lines (what follows `--`)."""
+    out = []
+    for block in blocks("json"):
+        for server in json.loads(block).get("mcpServers", {}).values():
+            out.append([server["command"], *server["args"]])
+    for block in blocks("toml"):
+        for server in tomllib.loads(block)["mcp_servers"].values():
+            out.append([server["command"], *server["args"]])
+    text = PAGE.read_text(encoding="utf-8")
+    for line in re.findall(r"(?:claude|codex) mcp add [^`\n]+", text):
+        words = shlex.split(line)
+        out.append(words[words.index("--") + 1 :])
+    return out
+
+
+def hook_commands() -> dict[str, str]:
+    [settings] = [json.loads(b) for b in blocks("json") if "hooks" in json.loads(b)]
+    return {event: entry["hooks"][0]["command"] for event, [entry] in settings["hooks"].items()}
+
+
+def test_the_pages_json_toml_and_python_parse_and_name_one_server_command() -> None:
+    assert len(blocks("json")) == 2 and len(blocks("toml")) == 1
+    for block in blocks("python"):
+        compile(block, str(PAGE), "exec")
+    commands = mcp_commands()
+    assert len(commands) == 4  # Claude Desktop/Cursor JSON, Codex TOML, `claude mcp add`, `codex mcp add`
+    assert all(c == [f"{CHECKOUT}/.venv/bin/memory-pipeline", "mcp"] for c in commands), commands
+    assert set(hook_commands()) == {"PreCompact", "SessionEnd"}
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}
+    return {**env, "MEMORY_PIPELINE_HOME": str(tmp_path / "ws"), "DAGSTER_HOME": str(tmp_path / "dagster_home"),
+            "MEMORY_PIPELINE_EMBEDDER": "hashing-bow-256", "MEMORY_PIPELINE_JOURNAL_GIT": "0",
+            "MEMORY_PIPELINE_LLM": "offline"}  # fmt: skip
+
+
+@pytest.mark.slow  # starts the MCP server (a few seconds)
+def test_the_configured_mcp_server_answers_tools_list(tmp_path: Path) -> None:
+    command = [part.replace(CHECKOUT, str(ROOT)) for part in mcp_commands()[0]]
+    hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "docs", "version": "1"}}
+    lines = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+    ]
+    stdin = "".join(json.dumps(line) + "\n" for line in lines)
+    proc = subprocess.Popen(command, env=_env(tmp_path), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        out, err = proc.communicate(stdin, timeout=WAIT_S)  # stdin closed after the three lines: it exits
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=WAIT_S)
+    answers = {a.get("id"): a for a in map(json.loads, out.splitlines())}
+    tools = {t["name"] for t in answers[2]["result"]["tools"]}
+    assert {"search", "context", "flush", "remember", "forget"} <= tools, (tools, err[-2000:])
+
+
+@pytest.mark.slow  # the SessionEnd hook rebuilds a day's journal through the journal job (~30 s)
+def test_the_claude_code_hooks_import_the_session_they_are_given(tmp_path: Path) -> None:
+    session = tmp_path / "project" / "3f2a9c1e-7b4d-4e8a-9c2f-5d6e7f8a9b0c.jsonl"
+    session.parent.mkdir()
+    lines = (CC_SESSION / session.name).read_text(encoding="utf-8").splitlines(keepends=True)
+    session.write_text("".join(lines[:6]), encoding="utf-8")  # the session so far, before its compaction
+    env = _env(tmp_path)
+    home = Path(env["MEMORY_PIPELINE_HOME"])
+
+    def run(event: str) -> str:
+        event_input = {"session_id": "3f2a9c1e-7b4d-4e8a-9c2f-5d6e7f8a9b0c", "transcript_path": str(session),
+                       "cwd": str(tmp_path), "hook_event_name": event}  # fmt: skip
+        command = hook_commands()[event].replace(CHECKOUT, str(ROOT))
+        done = subprocess.run(["bash", "-c", command], input=json.dumps(event_input), env=env, capture_output=True,
+                              text=True, timeout=WAIT_S, check=False)  # fmt: skip
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+        return done.stdout
+
+    assert "1 new transcript(s)" in run("PreCompact")
+    assert not (home / "knowledge" / "journal" / "2026-10-14.md").exists()  # --no-journals: compaction waits less
+    session.write_text("".join(lines), encoding="utf-8")  # the session went on to its end
+    out = run("SessionEnd")
+    assert "0 new transcript(s), 1 updated" in out and "rebuilding the journals of 2026-10-14" in out
+    assert (home / "knowledge" / "journal" / "2026-10-14.md").is_file()
