@@ -1,5 +1,5 @@
 """`python -m benchmarks [clustering|incremental|nightly|embeddings|locomo-retention|screening|distill|fleet|gateway|
-current-facts|abstention|retention-probes|all] [options]` — results are appended to
+current-facts|abstention|retention-probes|transcripts|all] [options]` — results are appended to
 benchmarks/results/runs/<date>.md with the date, the machine, the BLAS kernel and the OPENBLAS_* variables."""
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ NAMES = (
     "current-facts",
     "abstention",
     "retention-probes",
+    "transcripts",
 )
 
 
