@@ -1,7 +1,8 @@
 """`python -m benchmarks abstention`: a gate for questions about things never stored, chosen by a written rule.
 
-The rule (benchmarks/abstention_rule.md, committed before the first run): three candidate gates on top of the
-shipped floors — `unseen`, `focus` and `rarest` — each with a rescue bar `t` chosen on LoCoMo dev alone (the
+The rule (benchmarks/abstention_rule.md, committed before the first run, amended before candidates 4-6): three
+candidate gates on top of the shipped floors — `unseen`, `focus` and `rarest`, reading a question's content words
+(its words less a maintained stop list) — each with a rescue bar `t` chosen on LoCoMo dev alone (the
 highest on the grid at which answerable questions lose at most 0.5 % of their hits), then judged on the held-out
 everyday set (benchmarks/everyday_questions.json): 127 notes, 44 answerable and 44 never-stored questions.
 """
@@ -51,6 +52,7 @@ def _ask(home: Path, questions: Sequence[tuple[str, bool, Callable[[list[Any]], 
          encode: Any, model: str, now: datetime) -> list[Asked]:  # fmt: skip
     from memory_pipeline.search import search
     from memory_pipeline.search.engine import clear_cache
+    from memory_pipeline.search.focus import content_words
     from memory_pipeline.search.index import load_index, tokenize
     from memory_pipeline.search.scoring import idf_share
 
@@ -60,7 +62,8 @@ def _ask(home: Path, questions: Sequence[tuple[str, bool, Callable[[list[Any]], 
     for text, never, evidence in questions:
         hits = search(text, 10, home=home, embedder=(encode, model), now=now)
         words = {}
-        for w in dict.fromkeys(tokenize([text])[0]):
+        content = content_words(text)
+        for w in [t for t in dict.fromkeys(tokenize([text])[0]) if t in content]:
             idf = idx.idf_of(w)
             words[w] = 0.0 if idf is None else idf_share(idf, idx.n_live)
         out.append(Asked(group, text, never, bool(hits) and not never and evidence(hits), words,

@@ -15,7 +15,7 @@ import numpy as np
 from memory_pipeline.search.current import current_first
 from memory_pipeline.search.documents import Doc
 from memory_pipeline.search.fallback import search_plain
-from memory_pipeline.search.focus import TOP_HITS, focus_open
+from memory_pipeline.search.focus import TOP_HITS, content_words, focus_open
 from memory_pipeline.search.hits import NOTHING as NOTHING
 from memory_pipeline.search.hits import Filters, Hit, Hits, make_hit
 from memory_pipeline.search.index import Encode, LoadedIndex, tokenize
@@ -204,7 +204,8 @@ def _search_index(
     # can have, so a question about something never stored is not judged by its commonest words alone
     unseen = sum(1 for t in q_tokens if t not in idf) if r.unseen_words else 0
     floor_scale = ceiling / (ceiling + unseen * float(np.log(1.0 + (n_all + 0.5) / 0.5)))
-    shares = {t: idf_share(idf[t], n_all) if t in idf else 0.0 for t in q_tokens}
+    content = content_words(query)
+    shares = {t: idf_share(idf[t], n_all) if t in idf else 0.0 for t in q_tokens if t in content}
     delta_keys = {d.key for d in delta}
     lists = filters.category is not None  # else categories and lineage are read for the hits only
     found = idx.docs_at(keys, lists)

@@ -9,9 +9,20 @@ words with their share of the documents (0: no memory holds the word) and its to
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 
+from memory_pipeline.search.tokens import _WORDS, stem
+
+_LINES = Path(__file__).with_name("function_words_en.txt").read_text(encoding="utf-8").splitlines()
+FUNCTION_WORDS = frozenset(w.strip() for w in _LINES if w.strip() and not w.startswith("#"))
 GATES = ("unseen", "focus", "rarest")
 TOP_HITS = 10  # the hits the gate reads: those a caller sees first
+
+
+def content_words(question: str) -> set[str]:
+    """The question's words as the index stems them, less the words any question asks with ("what", "does",
+    "my", "how much"): the index's stop list is short, and a store of notes never writes "what"."""
+    return {stem(w) for w in _WORDS.findall(question.lower()) if w not in FUNCTION_WORDS}
 
 
 def focus_words(shares: Mapping[str, float], gate: str, share: float) -> set[str]:

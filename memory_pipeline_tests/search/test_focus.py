@@ -62,3 +62,17 @@ def test_search_abstains_when_no_top_hit_holds_the_questions_focus(workspace: Pa
     before, after = (search(known, k=10, home=workspace, embedder=minilm(), now=NOW, ranking=r)
                      for r in (ranking, ranking.with_(focus_gate="rarest")))  # fmt: skip
     assert [h.id for h in after] == [h.id for h in before] and before
+
+
+def test_question_words_are_not_content_words() -> None:
+    from memory_pipeline.search.focus import content_words
+
+    assert content_words("What's the name of Alex's sister?") == {"alex", "sister"}
+
+
+def test_the_function_word_list_is_scikit_learns() -> None:
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    from memory_pipeline.search.focus import FUNCTION_WORDS
+
+    assert FUNCTION_WORDS == ENGLISH_STOP_WORDS
