@@ -186,11 +186,14 @@ def watch(args: argparse.Namespace, home: Path, options: Options) -> int:
           "Ctrl-C stops", flush=True)  # fmt: skip
     seen: dict[str, list[int]] = {}
     written, live_before = 0, -1
+    missing_shown: set[str] = set()
     try:
         while not stop.is_set():
             found = scan(sources, seen, time.time_ns(), quiet * 60)
             for line in found.missing:
-                print(f"error: {line}", file=sys.stderr)
+                if line not in missing_shown:  # once, not every look
+                    print(f"error: {line}", file=sys.stderr)
+            missing_shown = set(found.missing)
             if len(found.live) != live_before and found.live:
                 print(f"{len(found.live)} live session file(s) wait until quiet for {quiet:g} min", flush=True)
             live_before = len(found.live)
