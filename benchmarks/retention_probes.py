@@ -16,6 +16,8 @@ import json
 import shutil
 import tempfile
 from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +28,8 @@ LINKAGES = ("single", "complete")
 CONVERSATIONS = ("conv-26", "conv-41")
 BUDGETS = (1000, 2000)
 GOAL = 0.8
+SHIPPED: dict[str, Any] = {"retention_floor": 0.97, "retention_probes": 300, "retention_seconds": 60.0}
+HARMFUL = 0.45  # far below the default: the night merges what should stay apart
 
 
 def support(home: Path, conv: Any) -> dict[int, int]:
@@ -52,8 +56,9 @@ def support(home: Path, conv: Any) -> dict[int, int]:
     return out
 
 
-def night(base: Any, threshold: float, linkage: str) -> tuple[Path, dict[str, Any]]:
-    """A copy of the embedded store consolidated at (threshold, linkage), the retention check on, floor 0."""
+def night(base: Any, threshold: float | None, linkage: str | None, **engine: Any) -> tuple[Path, dict[str, Any], bool]:
+    """A copy of the embedded store consolidated at (threshold, linkage) by the real job with the retention check on
+    (by default floor 0, no time bound: every night commits): (home, the check's figures, whether the run passed)."""
     import dagster as dg
 
     from benchmarks.locomo_e2e import _resources
@@ -61,20 +66,67 @@ def night(base: Any, threshold: float, linkage: str) -> tuple[Path, dict[str, An
     from memory_pipeline.resources import EngineConfig
     from memory_pipeline.settings import console_loggers
 
-    home = base.home.parent / f"t{threshold:.2f}-{linkage}"
+    home = base.home.parent / f"t{threshold or 0:.2f}-{linkage}"
     shutil.rmtree(home, ignore_errors=True)
     shutil.copytree(base.home, home)
     resources = _resources(home, base.as_of, threshold, linkage)
+    settings = {"retention_floor": 0.0, "retention_probes": 300, "retention_seconds": 0.0, **engine}
     resources["engine"] = EngineConfig(as_of=base.as_of.isoformat(), similarity_threshold=threshold, linkage=linkage,
-                                       retention_floor=0.0, retention_probes=300, retention_seconds=0.0)  # fmt: skip
+                                       **settings)  # fmt: skip
     run = defs_with(resources).resolve_job_def("nightly_consolidation").execute_in_process(
         instance=dg.DagsterInstance.ephemeral(), raise_on_error=False,
         run_config={"loggers": console_loggers("WARNING")},
     )  # fmt: skip
-    if not run.success:
-        raise RuntimeError(f"{base.conv.sample_id} at {threshold} {linkage}: the night failed")
-    figures = json.loads((home / "reports" / f"retention-{run.run_id}.json").read_text(encoding="utf-8"))
-    return home, figures
+    path = home / "reports" / f"retention-{run.run_id}.json"
+    if not path.exists():
+        raise RuntimeError(f"{home.name}: the night failed before its retention check")
+    return home, json.loads(path.read_text(encoding="utf-8")), run.success
+
+
+@dataclass
+class Sample:
+    home: Path
+    as_of: datetime
+    conv: Any = None
+
+
+def harmful(work: Path, threshold: float) -> str:
+    """The sample workspace's default night and one at `threshold`, each with the shipped check (floor, probes,
+    time bound): the report's lines."""
+    from benchmarks.locomo_e2e import _embed
+    from memory_pipeline.context.sample import install_sample_knowledge
+    from memory_pipeline.sample_data import write_sample_jsonl
+    from memory_pipeline.store import MemoryStore
+    from memory_pipeline.store.importers import import_jsonl
+
+    now = datetime.now(UTC)
+    base = Sample(work / "sample" / "base", now)
+    base.home.mkdir(parents=True)
+    sample = base.home.parent / "memories.jsonl"
+    write_sample_jsonl(sample, now)
+    import_jsonl(MemoryStore(base.home / "memory.duckdb"), sample)
+    install_sample_knowledge(base.home)
+    _embed(base.home, now)
+    lines = [f"Sample workspace ({active_count(base.home):,} active memories), the shipped check: floor, probes and "
+             "time bound as `EngineConfig`'s defaults."]  # fmt: skip
+    for label, t in (("default", None), ("harmful", threshold)):
+        home, fig, passed = night(base, t, None, **SHIPPED)
+        archived_rows = _archived(home)
+        lines.append(f"- {label} night (threshold {t if t is not None else 'default'}): retention "
+                     f"{fig['retention']:.3f} ({fig['kept_after']} of {fig['kept_before']} probes kept, "
+                     f"{fig['probes']} asked in {fig['seconds']:.0f} s), the night would archive {fig['archived']:,}; "
+                     f"run "
+                     f"{'passed' if passed else 'stopped'}, {archived_rows:,} memories archived")  # fmt: skip
+        shutil.rmtree(home, ignore_errors=True)
+    return "\n".join(lines) + "\n"
+
+
+def _archived(home: Path) -> int:
+    import duckdb
+
+    with duckdb.connect(str(home / "memory.duckdb"), read_only=True) as con:
+        row = con.execute("SELECT count(*) FROM memories WHERE lifecycle = 'archived'").fetchone()
+    return int(row[0]) if row else 0
 
 
 def active_count(home: Path) -> int:
@@ -97,7 +149,7 @@ def run(data: Path, conversations: Sequence[str], thresholds: Sequence[float], l
         print(f"  {conv.sample_id}: before {before}, {active} active memories", flush=True)
         for t in thresholds:
             for link in linkages:
-                home, fig = night(base, t, link)
+                home, fig, _ = night(base, t, link)
                 after = support(home, conv)
                 points.append({"conversation": conv.sample_id, "threshold": t, "linkage": link, "before": before,
                                "after": after, "active_before": active, "kept_before": fig["kept_before"],
@@ -155,8 +207,15 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--thresholds", default=",".join(map(str, THRESHOLDS)))
     parser.add_argument("--linkages", default=",".join(LINKAGES))
     parser.add_argument("--save", type=Path, default=None, help="also write the grid points here (JSON)")
+    parser.add_argument("--harmful", action="store_true",
+                        help=f"instead: the sample workspace's default night and one at {HARMFUL}, the shipped check")
     args = parser.parse_args(argv)
     env, load = machine(), load_average()
+    if args.harmful:
+        with tempfile.TemporaryDirectory() as tmp:
+            text = harmful(Path(tmp), HARMFUL)
+        append_results("retention check: a harmful night against the default (sample workspace)", text, env, load)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         points = run(args.data, args.conversations.split(","), [float(t) for t in args.thresholds.split(",")],
                      args.linkages.split(","), Path(tmp))  # fmt: skip
