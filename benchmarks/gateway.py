@@ -33,6 +33,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -540,7 +541,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--max-calls", type=int, default=20_000, help="per phase")
     parser.add_argument("--modes", default="gateway,stdio")
     parser.add_argument("--embedder", choices=sorted(EMBEDDERS), default="minilm")
-    parser.add_argument("--work", type=Path, default=Path("/tmp/gw-bench"), help="cached workspaces and runs")
+    parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "memory-pipeline-gateway-bench",
+                        help="cached workspaces and runs")  # fmt: skip
     parser.add_argument("--rate", type=float, default=0.0, help="gateway --rate (default: the gateway's own)")
     parser.add_argument("--burst", type=int, default=40, help="gateway --burst, with --rate")
     parser.add_argument("--workers", type=int, default=0, help="gateway --workers (default: the gateway's own)")
