@@ -1,5 +1,5 @@
 """`python -m benchmarks [clustering|incremental|nightly|embeddings|locomo-retention|screening|distill|fleet|gateway|
-current-facts|abstention|retention-probes|transcripts|all] [options]` — results are appended to
+current-facts|current-facts-locomo|abstention|retention-probes|transcripts|all] [options]` — results are appended to
 benchmarks/results/runs/<date>.md with the date, the machine, the BLAS kernel and the OPENBLAS_* variables."""
 
 from __future__ import annotations
