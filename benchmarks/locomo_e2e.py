@@ -132,7 +132,7 @@ def _journal_child(data: Path, sample_id: str) -> int:
     import dagster as dg
 
     from memory_pipeline.evaluation.locomo_transcripts import locomo_to_transcripts
-    from memory_pipeline.journals.reconstruct import reconstruct
+    from memory_pipeline.journals.cli.reconstruct import reconstruct
     from memory_pipeline.settings import workspace_home
 
     raw = workspace_home() / "raw" / "conversations"

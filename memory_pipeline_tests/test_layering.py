@@ -4,7 +4,8 @@
     lower       store, resources, embedding, llm, similarity, operator
     domain      every other sub-package: abstraction, journals, rollups, compaction, graph, search, context, …
     defs        memory_pipeline.defs.<domain>: Dagster objects
-    entry       definitions, fleet_definitions, cli, mcp_server, <domain>.cli and the runners that launch Dagster runs
+    entry       definitions, fleet_definitions, cli, mcp_server, and each <domain>.cli (a module, or a package with the
+                runners that launch Dagster runs of the loaded location)
 
 An import never goes up a layer; a domain (or its defs) reaches another domain only through that domain's public
 surface — its package, or a module its `__init__.py` lists in `__all__`; and the units never import in a circle.
@@ -27,7 +28,7 @@ ROOT = REPO_ROOT / "memory_pipeline"
 BASE = {"settings", "tokens", "faults", "errors", "sample_data", "sample"}
 LOWER = {"store", "resources", "embedding", "llm", "similarity", "operator"}
 # launch runs of the loaded location
-RUNNERS = {"journals.jobs", "journals.reconstruct", "rollups.backfill", "fleet_ops.launch"}
+RUNNERS = {"fleet_ops.launch"}
 RANK = {"base": 0, "lower": 1, "domain": 2, "defs": 3, "entry": 4}
 
 
@@ -79,7 +80,7 @@ def layer(module: str) -> tuple[str, str]:
         return "base", "memory_pipeline"
     top = parts[0]
     rest = ".".join(parts)
-    if top in ("definitions", "fleet_definitions", "cli", "mcp_server") or parts[-1] == "cli" or rest in RUNNERS:
+    if top in ("definitions", "fleet_definitions", "cli", "mcp_server") or "cli" in parts or rest in RUNNERS:
         return "entry", module
     if top == "defs":
         return "defs", ".".join(parts[:2])

@@ -5,7 +5,7 @@ import dagster as dg
 import pytest
 
 from memory_pipeline.cli import main
-from memory_pipeline.journals.reconstruct import RANGE_END_TAG, RANGE_START_TAG, RunOutcome, backfill
+from memory_pipeline.journals.cli.reconstruct import RANGE_END_TAG, RANGE_START_TAG, RunOutcome, backfill
 from memory_pipeline.settings import REPO_ROOT
 from memory_pipeline.store import MemoryStore
 

@@ -11,8 +11,8 @@ from memory_pipeline.defs.journals.common import EXTRACTOR_KEYS, IO_MANAGER, LIN
 from memory_pipeline.defs.journals.io import ParquetIOManager
 from memory_pipeline.defs.journals.knowledge_files import journal_archive, memory_cap_result, memory_md
 from memory_pipeline.journals import extractors, knowledge, tables
+from memory_pipeline.journals.cli.reconstruct import range_tags
 from memory_pipeline.journals.llm_extractors import llm_configured, version_for
-from memory_pipeline.journals.reconstruct import range_tags
 from memory_pipeline.resources import EngineConfig, LLMResource, MemoryStoreResource
 from memory_pipeline.settings import REPO_ROOT
 from memory_pipeline.store import MemoryStore

@@ -10,7 +10,7 @@ import pytest
 
 from memory_pipeline.defs.rollups.sensors import rollups_sensor
 from memory_pipeline.rollups import build
-from memory_pipeline.rollups.backfill import backfill
+from memory_pipeline.rollups.cli.backfill import backfill
 from memory_pipeline.rollups.schema import validate
 from memory_pipeline.store import MemoryStore
 from memory_pipeline.store.db import atomic, utcnow

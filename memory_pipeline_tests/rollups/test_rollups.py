@@ -12,7 +12,7 @@ from memory_pipeline.defs.rollups.partitions import cores_partitions, spheres_pa
 from memory_pipeline.defs.rollups.sensors import rollups_sensor
 from memory_pipeline.resources import MemoryStoreResource
 from memory_pipeline.rollups import build, repository
-from memory_pipeline.rollups.backfill import backfill
+from memory_pipeline.rollups.cli.backfill import backfill
 from memory_pipeline.rollups.schema import RollupSchemaError, validate
 from memory_pipeline_tests.conftest import resources_for
 from memory_pipeline_tests.rollups.helpers import START, insert_sessions, session

@@ -234,7 +234,7 @@ def _journals(home: Path, days: list[date], args: argparse.Namespace, rebuild: b
         for start, end in spans:
             print(f"journals not rebuilt ({why}): memory-pipeline reconstruct --from {start} --to {end}")
         return False
-    from memory_pipeline.journals.reconstruct import reconstruct
+    from memory_pipeline.journals.cli.reconstruct import reconstruct
     from memory_pipeline.operator.instance import cli_instance, recover_dead_cli_runs
 
     print(f"rebuilding the journals of {shown}")

@@ -206,7 +206,7 @@ def reconstruct(
     quiet_level: str = "INFO",
 ) -> ReconstructResult:
     from memory_pipeline.defs.journals.partitions import daily_partitions, weekly_partitions
-    from memory_pipeline.journals.jobs import journal_daily_job, journal_weekly_job
+    from memory_pipeline.journals.cli.jobs import journal_daily_job, journal_weekly_job
     from memory_pipeline.resources.store import POOL
     from memory_pipeline.settings import console_loggers
 

@@ -18,7 +18,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     from memory_pipeline.operator.instance import open_store as _store
     from memory_pipeline.operator.instance import recover_dead_cli_runs as _recover_dead_cli_runs
     from memory_pipeline.resources.defaults import default_resources
-    from memory_pipeline.rollups.backfill import backfill
+    from memory_pipeline.rollups.cli.backfill import backfill
 
     home = workspace_home()
     store = _store(home)

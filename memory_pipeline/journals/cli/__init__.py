@@ -36,8 +36,8 @@ def _day(value: str) -> date:
 
 def cmd_reconstruct(args: argparse.Namespace) -> int:
 
+    from memory_pipeline.journals.cli.reconstruct import reconstruct
     from memory_pipeline.journals.extractors import select
-    from memory_pipeline.journals.reconstruct import reconstruct
     from memory_pipeline.operator.instance import cli_instance
     from memory_pipeline.operator.instance import recover_dead_cli_runs as _recover_dead_cli_runs
 
@@ -95,8 +95,8 @@ def _commit_ask() -> Callable[[str], str] | None:
 def tag_main(home: Path, extractors: list[str] | None) -> None:
     """After a reconstruction on main: `memory/extract/<label>` when the extractor set/versions changed."""
     from memory_pipeline.journals import branches
+    from memory_pipeline.journals.cli.reconstruct import extractor_versions
     from memory_pipeline.journals.gitlog import git_enabled
-    from memory_pipeline.journals.reconstruct import extractor_versions
 
     if not git_enabled() or not (home / ".git").is_dir():
         return  # optional, like the knowledge commits themselves
@@ -112,8 +112,8 @@ def tag_main(home: Path, extractors: list[str] | None) -> None:
 def cmd_branch(args: argparse.Namespace, home: Path) -> int:
     """`reconstruct --branch NAME [--questions FILE]`, `--adopt NAME`, `--prune-branches` (seed 001 §3.3, §10.4)."""
     from memory_pipeline.journals import branches
+    from memory_pipeline.journals.cli.reconstruct import reconstruct_branch
     from memory_pipeline.journals.extractors import select
-    from memory_pipeline.journals.reconstruct import reconstruct_branch
 
     try:
         if args.prune_branches and args.branch is None and args.adopt is None:
@@ -212,10 +212,10 @@ def flush_session(home: Path, turns: list, now: datetime | None = None) -> dict[
     a running git holding .git/index.lock raises GitLockError before anything is written."""
 
     from memory_pipeline.faults import crash_point
+    from memory_pipeline.journals.cli.reconstruct import reconstruct
     from memory_pipeline.journals.commit_messages import KnowledgeChange, template
     from memory_pipeline.journals.flush import existing, is_done, mark_done, session_id_of, write_flush
     from memory_pipeline.journals.gitlog import check_index_lock, commit_knowledge
-    from memory_pipeline.journals.reconstruct import reconstruct
     from memory_pipeline.operator.instance import cli_instance
     from memory_pipeline.operator.instance import recover_dead_cli_runs as _recover_dead_cli_runs
 
@@ -517,7 +517,7 @@ def install_demo_transcripts(home: Path, sample_root: Path) -> None:
 
 def demo_journals(home: Path, sample_root: Path, in_process: bool = True) -> int:
     """The demo's second half: the sample transcripts into the workspace, then the journal pipeline over them."""
-    from memory_pipeline.journals.reconstruct import reconstruct
+    from memory_pipeline.journals.cli.reconstruct import reconstruct
     from memory_pipeline.journals.sample_transcripts import DAYS, START
     from memory_pipeline.operator.instance import cli_instance
 
