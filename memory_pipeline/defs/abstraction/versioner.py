@@ -5,11 +5,11 @@ from typing import Any
 
 import dagster as dg
 
-from memory_pipeline.abstraction import versions
+from memory_pipeline.abstraction import judged_versions, versions
 from memory_pipeline.defs.abstraction.common import GROUP
 from memory_pipeline.defs.abstraction.cortex_dedupe import exact_duplicates
 from memory_pipeline.operator.metadata import OWNERS
-from memory_pipeline.resources import EngineConfig, MemoryStoreResource
+from memory_pipeline.resources import EmbedderResource, EngineConfig, LLMResource, MemoryStoreResource
 from memory_pipeline.resources.store import POOL
 from memory_pipeline.store import validity
 
@@ -17,14 +17,52 @@ RUNAWAY_FLOOR = 10  # fewer supersessions than this never count as a runaway, wh
 
 
 @dg.asset(group_name=GROUP, kinds={"duckdb"}, owners=OWNERS, tags={"component": "Versioner"}, deps=[exact_duplicates])
-def fact_versions(context: dg.AssetExecutionContext, store: MemoryStoreResource) -> dg.Output[versions.VersionPlan]:
-    """Memories that state another value of a fact a later memory states: which one supersedes which. Read
-    only: the check below decides whether `validity_updates` may write them."""
+def fact_versions(
+    context: dg.AssetExecutionContext, store: MemoryStoreResource, engine: EngineConfig, embedder: EmbedderResource,
+    llm: LLMResource,
+) -> dg.Output[versions.VersionPlan]:
+    """Memories that state another value of a fact a later memory states: which one supersedes which. Offline,
+    by the masked-text rule; with Claude, each group of near statements is also judged by the model (its
+    answer validated; an invalid one, or none, leaves the group to the offline rule). Read only: the check
+    below decides whether `validity_updates` may write them."""
+    stats: judged_versions.JudgeStats | None = None
     with store.open().connect() as con:
-        plan = versions.plan(validity.fact_rows(con), validity.undone_pairs(con))
+        rows, undone = validity.fact_rows(con), validity.undone_pairs(con)
+        plan = versions.plan(rows, undone)
+        if llm.uses_anthropic():
+            plan, stats = _judged(context, store, engine, embedder, llm, con, rows, undone, plan)
     context.log.info(f"Versioner: {len(plan.supersessions)} supersession(s) among {plan.facts_read} statements of "
                      f"fact ({plan.groups} facts stated more than once)")  # fmt: skip
-    return dg.Output(plan, metadata=_metadata(plan))
+    if stats is not None:
+        context.log.info(f"Versioner: {stats.line()}")
+    return dg.Output(plan, metadata={**_metadata(plan), **(stats.metadata() if stats else {})})
+
+
+def _judged(
+    context: dg.AssetExecutionContext, store: MemoryStoreResource, engine: EngineConfig, embedder: EmbedderResource,
+    llm: LLMResource, con: Any, rows: list[validity.FactRow], undone: set[tuple[str, str]],
+    offline: versions.VersionPlan,
+) -> tuple[versions.VersionPlan, judged_versions.JudgeStats]:
+    """Claude's judgement of the night's candidate groups, under the run's rate limit, cost cap and ledger."""
+    from memory_pipeline.llm.version_judge import ClaudeVersionJudge, user_message
+
+    distiller = llm.get_distiller(
+        reports_dir=store.reports_dir, run_id=context.run.run_id, rate_limit_per_min=engine.rate_limit_per_min,
+        max_cost_usd=engine.max_cost_usd, log=context.log.info,
+    )  # fmt: skip
+    judge = ClaudeVersionJudge(distiller)
+    said = judged_versions.statements(rows)
+    own = embedder.encode if embedder.can_encode else None
+    vectors = judged_versions.statement_vectors(con, embedder.model, said, own, embedder.encode_text)
+    groups = judged_versions.candidate_groups(said, vectors)
+    cache = judged_versions.ReplyCache(store.reports_dir / judged_versions.CACHE_FILE)
+    plan, stats = judged_versions.judged_plan(
+        offline, groups, judge.ask, undone, cache=cache, log=context.log.info,
+        request_key=lambda members: cache.key(llm.model, user_message(members)),
+    )  # fmt: skip
+    cache.save()
+    plan.facts_read = max(plan.facts_read, judged_versions.read_count(rows))
+    return plan, stats
 
 
 def _metadata(plan: versions.VersionPlan) -> dict[str, Any]:
