@@ -25,13 +25,12 @@ from memory_pipeline.defs.journals.partitions import journal_timezone
 from memory_pipeline.fleet import budget, registry
 from memory_pipeline.fleet import report as fleet_report_rows
 from memory_pipeline.fleet_ops.executor import fleet_default_executor, fleet_executor
+from memory_pipeline.fleet_ops.names import AGENT_TAG, AGENTS, NIGHT_TAG, PERIOD_TAG, fleet_timezone
 from memory_pipeline.operator.alert import Alert
 from memory_pipeline.resources.engine import EngineConfig
 from memory_pipeline.resources.notifier import NotifierResource
 from memory_pipeline.resources.store import MemoryStoreResource
 
-AGENT_TAG = "memory_pipeline/agent"  # deploy/fleet/dagster.yaml: one run per value at a time
-NIGHT_TAG = "memory_pipeline/night"
 # Per agent: the nightly engine, the journals (agent × day, week, month), tiered compaction (agent × week) and
 # the search index (kept current per agent by its eager condition). Rollups and graph: see README.
 PER_AGENT_GROUPS = ("abstraction", "journals", "compaction", "search")
@@ -39,11 +38,10 @@ TIME_DIMENSIONS: dict[type, str] = {
     dg.DailyPartitionsDefinition: "day", dg.WeeklyPartitionsDefinition: "week", dg.MonthlyPartitionsDefinition: "month",
 }
 FLEET_CRON = os.environ.get("MEMORY_PIPELINE_FLEET_CRON", "30 3 * * *")
-FLEET_TZ = os.environ.get("NIGHTLY_CONSOLIDATION_TZ", "America/New_York")
+FLEET_TZ = fleet_timezone()
 AS_OF_ENV = "MEMORY_PIPELINE_FLEET_AS_OF"  # a fixed clock for every night (tests, replays); empty = now
 REPORT_ASSET = dg.AssetKey("report")
 
-AGENTS = "agents"
 agents = dg.DynamicPartitionsDefinition(name=AGENTS)
 
 
@@ -199,7 +197,6 @@ def _days_before(context: dg.ScheduleEvaluationContext, days: int) -> str:
     return f"{context.scheduled_execution_time - timedelta(days=days):%Y-%m-%d}"
 
 
-PERIOD_TAG = "memory_pipeline/period"
 DIMENSION_OF_JOB = {"agent_journal_day": "day", "agent_journal_week": "week", "agent_journal_month": "month",
                     "agent_compaction_week": "week"}
 

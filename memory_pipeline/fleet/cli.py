@@ -12,7 +12,7 @@ from typing import Any
 from memory_pipeline.errors import UserError
 from memory_pipeline.fleet import registry
 
-PARTITIONS = "agents"  # memory_pipeline.fleet_definitions.AGENTS
+PARTITIONS = "agents"  # memory_pipeline.fleet_ops.names.AGENTS
 
 
 def _sync_instance(add: list[str], delete: list[str]) -> str:

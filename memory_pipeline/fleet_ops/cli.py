@@ -1,7 +1,9 @@
 """`memory-pipeline fleet postgres|redis|daemon|webserver|worker|serve`: each of the fleet's processes, one command,
 in the foreground (run each under systemd, supervisord or a terminal of its own). See notes on "Running a fleet".
-Each owns its server's process tree: SIGTERM or Ctrl-C stops all of it (fleet_ops/supervise.py). `fleet night
-AGENT [--now]` and `fleet report` queue one run on the instance and return (fleet_ops/launch.py).
+Each owns its server's process tree: SIGTERM or Ctrl-C stops all of it (fleet_ops/supervise.py), records itself
+while it runs and prints one "… ready" line once it serves; `fleet status` reads them and `fleet stop` stops them
+(fleet_ops/health.py). `fleet night AGENT [--now]` and `fleet report` queue one run on the instance and return
+(fleet_ops/launch.py).
 
 Every command reads the same variables: MEMORY_PIPELINE_FLEET_ROOT (the directory every machine shares),
 MEMORY_PIPELINE_PG_URL, MEMORY_PIPELINE_CELERY_BROKER, and optionally MEMORY_PIPELINE_MAX_CONCURRENT_RUNS.
@@ -51,11 +53,20 @@ def _instance_env() -> dict[str, str]:
     return fleet_env(home, pg, broker, root, int(os.environ.get(MAX_RUNS_ENV) or DEFAULT_MAX_RUNS))
 
 
-def _serve(cmd: list[str], env: dict[str, str], **kwargs: Any) -> int:
-    """The server in a process group this command owns: SIGTERM/Ctrl-C here stops the whole tree."""
-    from memory_pipeline.fleet_ops import supervise
+def _serve(name: str, address: str, cmd: list[str], env: dict[str, str], **kwargs: Any) -> int:
+    """The server in a process group this command owns: SIGTERM/Ctrl-C here stops the whole tree. Recorded for
+    `fleet status` and `fleet stop` while it runs."""
+    from memory_pipeline.fleet_ops import health, supervise
 
-    return supervise.run(cmd, env, **kwargs)
+    with health.recorded(_root(), name, address):
+        return supervise.run(cmd, env, **kwargs)
+
+
+def _listening(name: str, host: str, port: int, what: str) -> Any:
+    """An `announce` for supervise.run: the ready line once `host:port` accepts connections."""
+    from memory_pipeline.fleet_ops import health
+
+    return lambda: f"{name} ready: {what} (pid {os.getpid()})" if health.port_listens(host, port) else None
 
 
 def cmd_postgres(args: argparse.Namespace) -> int:
@@ -71,11 +82,12 @@ def cmd_postgres(args: argparse.Namespace) -> int:
         servers.wait_for_port(args.port, proc, "postgres")
         servers.retry(lambda: servers.create_database(args.port))
         print(f"export {PG_URL_ENV}={url}", flush=True)
+        print(f"postgres ready: {servers.public_url(url)} (pid {os.getpid()})", flush=True)
 
     # PostgreSQL refuses root: as root it runs as the `postgres` user it was initialised for. SIGINT is its fast
     # shutdown (SIGTERM would wait for every connected daemon, webserver and worker to disconnect).
-    return _serve(servers.postgres_command(data, args.port), dict(os.environ), stop_signal=signal.SIGINT,
-                  user=servers.postgres_user(), cwd=data, ready=ready)
+    return _serve("postgres", f"127.0.0.1:{args.port}", servers.postgres_command(data, args.port),
+                  dict(os.environ), stop_signal=signal.SIGINT, user=servers.postgres_user(), cwd=data, ready=ready)
 
 
 def cmd_redis(args: argparse.Namespace) -> int:
@@ -83,22 +95,44 @@ def cmd_redis(args: argparse.Namespace) -> int:
 
     directory = Path(args.data) if args.data else _root() / "redis"
     directory.mkdir(parents=True, exist_ok=True)
-    print(f"export {BROKER_ENV}=redis://127.0.0.1:{args.port}/0", flush=True)
-    return _serve(servers.redis_command(directory, args.port, persistent=True), dict(os.environ))
+    url = f"redis://127.0.0.1:{args.port}/0"
+    print(f"export {BROKER_ENV}={url}", flush=True)
+    return _serve("redis", f"127.0.0.1:{args.port}", servers.redis_command(directory, args.port, persistent=True),
+                  dict(os.environ), announce=_listening("redis", "127.0.0.1", args.port, url))
 
 
 def cmd_daemon(args: argparse.Namespace) -> int:
-    from memory_pipeline.fleet_ops.stack import daemon_command
+    """dagster-daemon and, before it in the same process group, the location's code server on a local socket: the
+    location is imported once, there, and `fleet night` on this machine asks it instead of importing it again."""
+    import time
+
+    from memory_pipeline.fleet_ops import health, servers
+    from memory_pipeline.fleet_ops.names import code_server_socket
+    from memory_pipeline.fleet_ops.stack import code_server_command, daemon_command, daemon_workspace
 
     env = _instance_env()
-    return _serve(daemon_command(Path(env["DAGSTER_HOME"])), env)
+    home = Path(env["DAGSTER_HOME"])
+    sock = code_server_socket(home)
+    started = time.time()
+
+    def ready() -> str | None:
+        if not health.daemon_ready(env[PG_URL_ENV], started):
+            return None
+        return f"daemon ready: schedules, sensors, run queue and monitoring beating; code server on {sock} " \
+               f"(pid {os.getpid()})"
+
+    first = (code_server_command(sock), lambda proc: servers.wait_for_socket(sock, proc, "the code server"))
+    return _serve("daemon", str(sock), daemon_command(home, daemon_workspace(home, sock)), env, first=first,
+                  announce=ready)
 
 
 def cmd_webserver(args: argparse.Namespace) -> int:
     from memory_pipeline.fleet_ops.stack import webserver_command
 
     env = _instance_env()
-    return _serve(webserver_command(Path(env["DAGSTER_HOME"]), args.host, args.port), env)
+    url = f"http://{args.host}:{args.port}"
+    return _serve("webserver", url, webserver_command(Path(env["DAGSTER_HOME"]), args.host, args.port), env,
+                  announce=_listening("webserver", args.host, args.port, url))
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
@@ -108,7 +142,8 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
     env = _instance_env()
     name = args.name or f"worker-{socket.gethostname()}-{os.getpid()}"
-    return _serve(worker_command(name, args.concurrency), env)
+    # the worker prints its own ready line (fleet_ops/worker_logging.py, on Celery's worker_ready)
+    return _serve(f"worker:{name}", env[BROKER_ENV], worker_command(name, args.concurrency), env)
 
 
 @contextmanager
@@ -121,13 +156,35 @@ def _fleet_instance() -> Iterator[Any]:
         yield instance
 
 
+def _code_server() -> Path:
+    from memory_pipeline.fleet_ops.names import code_server_socket
+
+    return code_server_socket(fleet_dagster_home())
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from memory_pipeline.fleet import registry
+    from memory_pipeline.fleet_ops import status
+
+    os.environ.setdefault(MAX_RUNS_ENV, DEFAULT_MAX_RUNS)  # the instance's dagster.yaml reads it
+    root = _root()
+    return status.report(root, registry.list_agents(root), os.environ)
+
+
+def cmd_stop(args: argparse.Namespace) -> int:
+    from memory_pipeline.fleet_ops import health
+
+    health.stop(_root())
+    return 0
+
+
 def cmd_night(args: argparse.Namespace) -> int:
     from memory_pipeline.fleet import registry
     from memory_pipeline.fleet_ops import launch
 
     registry.agent_home(registry.fleet_root(), args.agent)  # an unknown agent: one line, before anything loads
     with _fleet_instance() as instance:
-        night, queued = launch.queue_night(instance, args.agent, now=args.now)
+        night, queued = launch.queue_night(instance, args.agent, now=args.now, socket=_code_server())
     print(f"queued {args.agent}'s night ({night}): run {queued.run_id}")
     print(f"  it starts once {args.agent} has no other run in flight (memory_pipeline/agent="
           f"{queued.tags.get('memory_pipeline/agent', '?')}) and a run slot is free; follow it in the UI (Runs)")
@@ -138,7 +195,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from memory_pipeline.fleet_ops import launch
 
     with _fleet_instance() as instance:
-        queued = launch.queue_report(instance)
+        queued = launch.queue_report(instance, socket=_code_server())
     print(f"queued the fleet report: run {queued.run_id}; it writes {_root() / 'reports'}/fleet-<time>.json")
     return 0
 
@@ -168,11 +225,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
     print(f"serving {len(list_agents(root))} agent(s) of {root} at http://{args.host}:{args.port}/mcp with "
           f"{workers} worker process(es) (probes: /healthz, /readyz; audit: {root / 'gateway' / 'audit.jsonl'})",
           flush=True)  # fmt: skip
+    from memory_pipeline.fleet_ops import health
+
     try:
-        # http: uvicorn's protocol with read-time bounds on each request's headers and body (a stalled client's
-        # connection is closed; MEMORY_PIPELINE_HTTP_HEADER_TIMEOUT / _BODY_TIMEOUT, read by each worker)
-        uvicorn.run("memory_pipeline.fleet_ops.cli:gateway_app", factory=True, host=args.host, port=args.port,
-                    workers=workers, log_level="warning", http=HTTP_PROTOCOL)  # fmt: skip
+        with health.recorded(root, "serve", f"http://{args.host}:{args.port}/mcp"):
+            # http: uvicorn's protocol with read-time bounds on each request's headers and body (a stalled
+            # client's connection is closed; MEMORY_PIPELINE_HTTP_HEADER_TIMEOUT / _BODY_TIMEOUT, read by each worker)
+            uvicorn.run("memory_pipeline.fleet_ops.cli:gateway_app", factory=True, host=args.host, port=args.port,
+                        workers=workers, log_level="warning", http=HTTP_PROTOCOL)  # fmt: skip
     finally:
         if rate_dir is not None:
             shutil.rmtree(rate_dir, ignore_errors=True)
@@ -251,6 +311,23 @@ def register(sub: argparse._SubParsersAction) -> None:
         "and a worker must be running for it to start.",
     )  # fmt: skip
     p.set_defaults(fn=cmd_report)
+    p = cmds.add_parser(
+        "status", help="is the fleet up: each server, the workers, runs queued and in flight, each agent's last night",
+        description="Print each server of the fleet — PostgreSQL and Redis (do they accept connections at the "
+        "exported URLs), the daemon (are its heartbeats fresh), the webserver — up or down with its address and the "
+        "pid of the `fleet` command running it on this machine; the Celery workers that answer the broker; the runs "
+        "queued and in flight; each agent's last night. Exit status 0 when the fleet can run a night (PostgreSQL, "
+        "Redis, the daemon and a worker up), else 1.",
+    )  # fmt: skip
+    p.set_defaults(fn=cmd_status)
+    p = cmds.add_parser(
+        "stop", help="stop the `fleet` servers running on this machine: workers first, PostgreSQL last",
+        description="Stop every `memory-pipeline fleet` server command running on this machine for this fleet root "
+        "(each records itself under <fleet root>/servers/<host>/ while it runs), one after the other in reverse "
+        "order of need — workers, gateway, webserver, daemon, Redis, PostgreSQL — each with SIGTERM, as `kill PID` "
+        "would, waiting for it to stop before the next.",
+    )  # fmt: skip
+    p.set_defaults(fn=cmd_stop)
     p = cmds.add_parser("worker", help="a dagster-celery worker (any machine that mounts the fleet root)")
     p.add_argument("--name", help="the Celery node name (default: worker-<host>-<pid>)")
     p.add_argument("--concurrency", type=int, default=1, help="steps this worker runs at once (default 1)")

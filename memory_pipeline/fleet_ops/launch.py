@@ -1,6 +1,8 @@
 """`memory-pipeline fleet night AGENT [--now]` and `fleet report`: queue one run on the fleet's instance, as the UI's
-launch button does. The code location is loaded in this process under the name the daemon knows it by, the run
-gets the partition's tags from it (for agent_night: memory_pipeline/agent=<agent>, the job's partition → tags
+launch button does. The run is built from the code location the daemon knows (name `memory_pipeline`): the code
+server `fleet daemon` runs on this machine when it answers (a second or two: nothing is imported here but Dagster),
+else the location loaded in this process (the whole pipeline imported: tens of seconds on a busy machine). The
+run gets the partition's tags from it (for agent_night: memory_pipeline/agent=<agent>, the job's partition → tags
 mapping in fleet_definitions.agent_tagged) and goes to the run queue, so the per-agent limit holds: a night
 queued while the agent has one in flight starts after it."""
 
@@ -11,16 +13,16 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
 import dagster as dg
 
 from memory_pipeline.errors import UserError
+from memory_pipeline.fleet_ops.names import AGENT_TAG, AGENTS, LOCATION, MODULE, NIGHT_TAG, PERIOD_TAG, fleet_timezone
 from memory_pipeline.settings import REPO_ROOT
 
-LOCATION = "memory_pipeline"  # fleet_ops.stack.prepare_home writes this name into workspace.yaml
-MODULE = "memory_pipeline.fleet_definitions"
 NIGHT_JOB = "agent_night"
 REPORT_JOB = "fleet_report_job"
 UNFINISHED = [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING,
@@ -40,8 +42,6 @@ def night_of(now: datetime, timezone: str) -> str:
 
 def earlier_night(instance: dg.DagsterInstance, agent: str, night: str) -> str | None:
     """Why a night for `agent` should not be queued again without --now (None: nothing stands in the way)."""
-    from memory_pipeline.fleet_definitions import AGENT_TAG, PERIOD_TAG
-
     in_flight = instance.get_run_records(
         dg.RunsFilter(job_name=NIGHT_JOB, tags={AGENT_TAG: agent}, statuses=UNFINISHED), limit=1)
     if in_flight:
@@ -55,19 +55,44 @@ def earlier_night(instance: dg.DagsterInstance, agent: str, night: str) -> str |
     return None
 
 
-@contextmanager
-def _location(instance: dg.DagsterInstance) -> Iterator[tuple[Any, Any, Any]]:
-    """The fleet's code location, loaded here under the daemon's name for it: (request context, location,
-    repository)."""
-    from dagster._core.remote_origin import InProcessCodeLocationOrigin
-    from dagster._core.types.loadable_target_origin import LoadableTargetOrigin
-    from dagster._core.workspace.context import WorkspaceProcessContext
-    from dagster._core.workspace.load_target import InProcessWorkspaceLoadTarget
+def code_server_answers(socket: Path) -> bool:
+    """Whether the code server `fleet daemon` runs for this instance listens on `socket` (this machine only)."""
+    if not socket.exists():
+        return False
+    from dagster._grpc.client import DagsterGrpcClient
 
-    origin = InProcessCodeLocationOrigin(
+    try:
+        DagsterGrpcClient(socket=str(socket)).ping("")
+    except Exception:  # a socket left by a daemon that was killed, or one still loading: load the location here
+        return False
+    return True
+
+
+def location_origin(socket: Path | None) -> Any:
+    """Where the location comes from: the daemon's code server on `socket` when it answers, else this process."""
+    from dagster._core.remote_origin import GrpcServerCodeLocationOrigin, InProcessCodeLocationOrigin
+    from dagster._core.types.loadable_target_origin import LoadableTargetOrigin
+
+    if socket is not None and code_server_answers(socket):
+        return GrpcServerCodeLocationOrigin(host="localhost", socket=str(socket), location_name=LOCATION)
+    return InProcessCodeLocationOrigin(
         LoadableTargetOrigin(executable_path=sys.executable, module_name=MODULE, working_directory=str(REPO_ROOT)),
         location_name=LOCATION)
-    with WorkspaceProcessContext(instance, InProcessWorkspaceLoadTarget(origin)) as process:
+
+
+@contextmanager
+def _location(instance: dg.DagsterInstance, socket: Path | None = None) -> Iterator[tuple[Any, Any, Any]]:
+    """The fleet's code location under the daemon's name for it: (request context, location, repository)."""
+    from dagster._core.workspace.context import WorkspaceProcessContext
+    from dagster._core.workspace.load_target import WorkspaceLoadTarget
+
+    origin = location_origin(socket)
+
+    class Target(WorkspaceLoadTarget):
+        def create_origins(self) -> list[Any]:
+            return [origin]
+
+    with WorkspaceProcessContext(instance, Target()) as process:
         context = process.create_request_context()
         errors = context.get_code_location_error(LOCATION)
         if errors is not None:
@@ -78,13 +103,14 @@ def _location(instance: dg.DagsterInstance) -> Iterator[tuple[Any, Any, Any]]:
         yield context, location, repository
 
 
-def submit(instance: dg.DagsterInstance, job: str, partition: str | None, tags: Mapping[str, str]) -> Queued:
+def submit(instance: dg.DagsterInstance, job: str, partition: str | None, tags: Mapping[str, str],
+           socket: Path | None = None) -> Queued:
     """Create a run of `job` (for `partition`, with the tags the code location gives that partition) and hand it
-    to the instance's run coordinator; return it as queued."""
+    to the instance's run coordinator; return it as queued. `socket`: the daemon's code server, if any."""
     from dagster._cli.job import _create_run
     from dagster._core.remote_representation.external_data import PartitionExecutionErrorSnap
 
-    with _location(instance) as (context, location, repository):
+    with _location(instance, socket) as (context, location, repository):
         remote_job = repository.get_full_job(job)
         run_tags: dict[str, str] = {}
         if partition is not None:
@@ -101,23 +127,21 @@ def submit(instance: dg.DagsterInstance, job: str, partition: str | None, tags: 
 
 
 def queue_night(
-    instance: dg.DagsterInstance, agent: str, now: bool, clock: datetime | None = None
+    instance: dg.DagsterInstance, agent: str, now: bool, clock: datetime | None = None, socket: Path | None = None
 ) -> tuple[str, Queued]:
     """Queue `agent`'s night (its partition of agent_night): (the night's date, the run). Without `now`, an agent
     whose night is in flight or already succeeded for this date is refused in one line."""
     from memory_pipeline.fleet import registry
-    from memory_pipeline.fleet_definitions import AGENTS, FLEET_TZ, NIGHT_TAG, PERIOD_TAG
-
     registry.agent_home(registry.fleet_root(), agent)  # one line naming the agent when it is not registered
-    night = night_of(clock or datetime.now(UTC), FLEET_TZ)
+    night = night_of(clock or datetime.now(UTC), fleet_timezone())
     if not now:
         reason = earlier_night(instance, agent, night)
         if reason:
             raise UserError(f"{reason}; `memory-pipeline fleet night {agent} --now` queues another")
     if not instance.has_dynamic_partition(AGENTS, agent):  # registered a moment ago: the sensor has not run yet
         instance.add_dynamic_partitions(AGENTS, [agent])
-    return night, submit(instance, NIGHT_JOB, agent, {NIGHT_TAG: night, PERIOD_TAG: night})
+    return night, submit(instance, NIGHT_JOB, agent, {NIGHT_TAG: night, PERIOD_TAG: night}, socket)
 
 
-def queue_report(instance: dg.DagsterInstance) -> Queued:
-    return submit(instance, REPORT_JOB, None, {})
+def queue_report(instance: dg.DagsterInstance, socket: Path | None = None) -> Queued:
+    return submit(instance, REPORT_JOB, None, {}, socket)

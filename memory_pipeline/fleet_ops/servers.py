@@ -92,6 +92,26 @@ def wait_for_port(port: int, proc: subprocess.Popen[bytes] | None, what: str, lo
     raise UserError(f"{what} did not listen on 127.0.0.1:{port} within {START_TIMEOUT_S:.0f} s")
 
 
+CODE_SERVER_WAIT_S = 900.0  # importing the whole pipeline on a busy machine: minutes, not seconds
+
+
+def wait_for_socket(path: Path, proc: subprocess.Popen[bytes], what: str) -> None:
+    """Wait until a server listens on the unix socket `path` (a code server binds it once its code is loaded)."""
+    deadline = time.monotonic() + CODE_SERVER_WAIT_S
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise UserError(f"{what} exited with code {proc.returncode} while starting (its output is above)")
+        if path.exists():
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+                try:
+                    probe.connect(str(path))
+                    return
+                except OSError:
+                    pass
+        time.sleep(0.2)
+    raise UserError(f"{what} did not listen on {path} within {CODE_SERVER_WAIT_S:.0f} s")
+
+
 @dataclass
 class Server:
     """A running server process we started: its URL, its process and where it keeps its files."""

@@ -23,6 +23,7 @@ from memory_pipeline.fleet_ops.executor import (
     PG_URL_ENV,
     instance_yaml,
 )
+from memory_pipeline.fleet_ops.names import LOCATION, MODULE
 from memory_pipeline.fleet_ops.servers import default_stop_signals, group_members
 from memory_pipeline.settings import REPO_ROOT
 
@@ -30,7 +31,7 @@ BIN = Path(sys.executable).parent
 WORKSPACE_YAML = "workspace.yaml"
 
 
-def prepare_home(home: Path, workspace_module: str = "memory_pipeline.fleet_definitions") -> Path:
+def prepare_home(home: Path, workspace_module: str = MODULE) -> Path:
     """DAGSTER_HOME with the fleet's dagster.yaml and a workspace.yaml naming the code location's module."""
     home.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(instance_yaml(), home / "dagster.yaml")
@@ -38,9 +39,24 @@ def prepare_home(home: Path, workspace_module: str = "memory_pipeline.fleet_defi
         "load_from:\n"
         f"  - python_module:\n      module_name: {workspace_module}\n"
         f"      working_directory: {REPO_ROOT}\n"
-        "      location_name: memory_pipeline\n"
+        f"      location_name: {LOCATION}\n"
     )
     return home
+
+
+def code_server_command(socket: Path) -> list[str]:
+    """The fleet location's code server on a unix socket (what `fleet daemon` runs beside dagster-daemon): the
+    location is imported once, there, and the daemon, its run workers and `fleet night` ask it over gRPC."""
+    return [str(BIN / "dagster"), "code-server", "start", "-m", MODULE, "--location-name", LOCATION,
+            "-s", str(socket), "--working-directory", str(REPO_ROOT), "--log-level", "warning"]
+
+
+def daemon_workspace(home: Path, socket: Path) -> Path:
+    """A workspace file naming the code server on `socket` (written per start: the socket is this machine's)."""
+    path = home / f"workspace-daemon-{socket.stem}.yaml"
+    path.write_text(f"load_from:\n  - grpc_server:\n      socket: {socket}\n      host: localhost\n"
+                    f"      location_name: {LOCATION}\n")
+    return path
 
 
 def fleet_env(home: Path, pg_url: str, broker: str, fleet_root: Path, max_runs: int = 4,
@@ -58,8 +74,8 @@ def fleet_env(home: Path, pg_url: str, broker: str, fleet_root: Path, max_runs: 
     return env
 
 
-def daemon_command(home: Path) -> list[str]:
-    return [str(BIN / "dagster-daemon"), "run", "-w", str(home / WORKSPACE_YAML)]
+def daemon_command(home: Path, workspace: Path | None = None) -> list[str]:
+    return [str(BIN / "dagster-daemon"), "run", "-w", str(workspace or home / WORKSPACE_YAML)]
 
 
 def webserver_command(home: Path, host: str = "127.0.0.1", port: int = 3000) -> list[str]:

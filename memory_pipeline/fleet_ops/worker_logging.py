@@ -61,7 +61,19 @@ def _install_on_signal(**_: Any) -> None:
     install()
 
 
+def ready_line(hostname: str, concurrency: Any) -> str:
+    return f"worker {hostname} ready: {concurrency} process(es) taking the fleet's tasks"
+
+
+def _say_ready(sender: Any = None, **_: Any) -> None:
+    """Celery's own "ready" is an INFO line the worker's `-l WARNING` hides: say it on the real stdout."""
+    hostname = getattr(sender, "hostname", "?")
+    concurrency = getattr(getattr(sender, "controller", None), "concurrency", None) or "?"
+    print(ready_line(hostname, concurrency), file=sys.__stdout__, flush=True)
+
+
 # prefork: in each pool process, once Celery has redirected its streams; solo and thread pools run tasks in the
 # worker process itself, ready once its streams are redirected
 _signals.worker_process_init.connect(_install_on_signal, weak=False)
 _signals.worker_ready.connect(_install_on_signal, weak=False)
+_signals.worker_ready.connect(_say_ready, weak=False)

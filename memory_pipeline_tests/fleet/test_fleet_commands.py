@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -18,7 +19,7 @@ import pytest
 
 from memory_pipeline.fleet_ops import servers
 from memory_pipeline.fleet_ops.executor import BROKER_ENV, FLEET_ROOT_ENV, PG_URL_ENV
-from memory_pipeline_tests.fleet.cli_fixtures import CLI, Command
+from memory_pipeline_tests.fleet.cli_fixtures import CLI, START_WAIT_S, STOP_WAIT_S, Command
 from memory_pipeline_tests.fleet.cli_fixtures import CliFleet as Fleet
 from memory_pipeline_tests.fleet.cli_fixtures import alive as _alive
 from memory_pipeline_tests.fleet.cli_fixtures import cmdline as _cmdline
@@ -133,3 +134,76 @@ def test_sigterm_stops_the_whole_tree(name: str, fleet: Fleet, servers_up: dict[
     assert len(command.tree()) >= 2, f"`fleet {name}` runs its server as a child it owns"
     left = command.terminate()
     assert left == [], f"`fleet {name}`: {[(p, _cmdline(p)) for p in left]} survived SIGTERM"
+
+
+def test_servers_say_ready_status_reads_them_a_night_is_queued_through_the_code_server_and_stop_stops_all(
+        fleet: Fleet, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each server prints one "… ready" line; `fleet status` names each up with its command's pid and the worker
+    the broker sees; `fleet night` builds its run from the daemon's code server (the run's origin says so), not
+    from the location loaded in the command; `fleet stop` stops every command, workers first, PostgreSQL last,
+    leaving no process of any tree. A fleet root of its own: `fleet stop` stops what runs for its root."""
+    import re
+    from datetime import UTC, datetime
+
+    import dagster as dg
+    from dagster._core.remote_origin import GrpcServerCodeLocationOrigin
+
+    from memory_pipeline.fleet import registry
+
+    root = fleet.root / "status-fleet"
+    root.mkdir(mode=0o755)
+    env = {**fleet.env, FLEET_ROOT_ENV: str(root)}
+    pg_port, redis_port = servers.free_port(), servers.free_port()
+    pg = fleet.start("postgres", "--port", str(pg_port), env=env)
+    redis = fleet.start("redis", "--port", str(redis_port), env=env)
+    pg.wait_for("its ready line", lambda: "postgres ready: " in pg.output())
+    redis.wait_for("its ready line", lambda: f"redis ready: redis://127.0.0.1:{redis_port}/0 (pid {redis.proc.pid})"
+                   in redis.output())
+    env.update({PG_URL_ENV: servers.pg_url(pg_port), BROKER_ENV: f"redis://127.0.0.1:{redis_port}/0"})
+    registry.add_agent(root, "ada", datetime.now(UTC))
+    daemon = fleet.start("daemon", env=env)
+    worker = fleet.start("worker", "--name", "w1", env=env)
+    daemon.wait_for("its ready line", lambda: "daemon ready: " in daemon.output())
+    worker.wait_for("its ready line", lambda: re.search(r"worker w1@\S+ ready: ", worker.output()) is not None)
+
+    night = subprocess.run([str(CLI), "fleet", "night", "ada"], env=env, capture_output=True, text=True,
+                           timeout=START_WAIT_S)
+    assert night.returncode == 0, night.stderr
+    run_id = re.search(r"run ([0-9a-f-]{36})", night.stdout).group(1)  # type: ignore[union-attr]
+    for name in (PG_URL_ENV, BROKER_ENV, FLEET_ROOT_ENV):
+        monkeypatch.setenv(name, env[name])
+    monkeypatch.setenv("MEMORY_PIPELINE_MAX_CONCURRENT_RUNS", "4")
+    with dg.DagsterInstance.from_config(str(root / "dagster_home")) as instance:
+        run = instance.get_run_by_id(run_id)
+        assert run is not None and run.tags.get("memory_pipeline/agent") == "ada"
+        origin = run.remote_job_origin.repository_origin.code_location_origin  # type: ignore[union-attr]
+        assert isinstance(origin, GrpcServerCodeLocationOrigin), origin
+
+    def status() -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(CLI), "fleet", "status"], env=env, capture_output=True, text=True,
+                              timeout=START_WAIT_S)
+
+    deadline = time.monotonic() + START_WAIT_S  # the worker answers the broker's ping once its pool is up
+    shown = status()
+    while shown.returncode != 0 and time.monotonic() < deadline:
+        time.sleep(2.0)
+        shown = status()
+    assert shown.returncode == 0, shown.stdout + shown.stderr
+    rows = {line.split()[0]: line.split() for line in shown.stdout.splitlines()}
+    assert rows["postgres"][1:] == ["up", f"127.0.0.1:{pg_port}", "pid", str(pg.proc.pid)]
+    assert rows["redis"][1:] == ["up", f"127.0.0.1:{redis_port}", "pid", str(redis.proc.pid)]
+    assert rows["daemon"][1] == "up" and rows["daemon"][-1] == str(daemon.proc.pid)
+    assert rows["workers"][1:3] == ["1", "answering:"] and rows["workers"][3].startswith("w1@")
+    assert re.search(r"^night +ada: [A-Z]+ ", shown.stdout, re.M), shown.stdout
+
+    commands = [worker, daemon, redis, pg]
+    for command in commands:
+        command.tree()  # remember every process of each tree before it goes
+    stopped = subprocess.run([str(CLI), "fleet", "stop"], env=env, capture_output=True, text=True,
+                             timeout=4 * STOP_WAIT_S)
+    assert stopped.returncode == 0, stopped.stderr
+    assert [line.split()[1] for line in stopped.stdout.splitlines()] == ["worker:w1", "daemon", "redis", "postgres"]
+    for command in commands:
+        command.proc.wait(STOP_WAIT_S)
+        assert _alive(sorted(command.seen)) == [], f"`fleet {command.name}` left processes behind"
+    assert list((root / "servers").rglob("*.json")) == []
