@@ -250,3 +250,15 @@ def test_the_versioner_step_asks_claude_in_anthropic_mode_and_says_what_it_judge
     lines = [r.user_message for r in instance.all_logs(night.run_id) if "Claude judged" in r.user_message]
     assert lines and f"{meta['claude_fell_back']} fell back to the offline rule" in lines[0]
     assert (home / "reports" / CACHE_FILE).exists()
+
+
+def test_a_batch_night_keeps_the_offline_rule_alone(tmp_path: Path) -> None:
+    home = _workspace(tmp_path)
+    fake = FakeAnthropicAPI()
+    with fake.serve() as base_url:
+        night = _materialize(home, LLMResource(api_key=TEST_KEY, mode="batch", base_url=base_url))
+    assert night.success and fake.seen == []
+    assert not any(k.startswith("claude_") for k in _metadata(night))
+    assert {(s.memory_id, s.superseded_by) for s in night.output_for_node("fact_versions").supersessions} == {
+        ("r1", "r2")
+    }

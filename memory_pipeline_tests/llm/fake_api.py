@@ -30,6 +30,7 @@ from memory_pipeline.llm.distill import (
     OfflineDistiller,
     extract_atom_rule_based,
 )
+from memory_pipeline.llm.version_judge import SYSTEM_PROMPT as VERSIONS_PROMPT
 from memory_pipeline.tokens import estimate_tokens
 
 TEST_KEY = "sk-ant-api03-TESTKEY-0123456789abcdefXYZ"
@@ -103,6 +104,8 @@ class FakeAnthropicAPI:
         self.seen: list[Seen] = []
         self.faults: dict[str, deque[Fault]] = {}
         self.replies: deque[str | Callable[[str, str], str]] = deque()  # next Messages replies, in order
+        # when set, queued faults and replies go only to the Messages requests whose (system, user) match it
+        self.only: Callable[[str, str], bool] | None = None
         self.stop_reasons: deque[str] = deque()  # next replies' stop_reason (default end_turn)
         self.reply_rules: list[tuple[Callable[[str, str], bool], str | Callable[[str, str], str]]] = []
         self.batches: dict[str, dict[str, Any]] = {}
@@ -135,8 +138,10 @@ class FakeAnthropicAPI:
             if predicate(system, user):
                 reply = canned
                 break
-        if reply is None and self.replies:
+        if reply is None and self.replies and (self.only is None or self.only(system, user)):
             reply = self.replies.popleft()
+        if reply is None and system == VERSIONS_PROMPT:
+            reply = '{"facts": []}'  # a careful model: no two memories are versions of one fact
         if reply is None:
             reply = distill_reply(user) if system == SYSTEM_PROMPT else atom_reply(user)
         text = reply(system, user) if callable(reply) else reply
@@ -182,6 +187,8 @@ class FakeAnthropicAPI:
                 )
             endpoint = _endpoint(method, path)
             queue = self.faults.get(endpoint)
+            if queue and endpoint == "messages" and self.only is not None:
+                queue = queue if self.only(*_prompts(body)) else None
             if queue:
                 fault = queue.popleft()
                 return fault if fault.status == 0 else _json(fault.status, fault.body(), fault.headers)

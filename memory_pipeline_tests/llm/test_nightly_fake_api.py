@@ -15,6 +15,7 @@ import pytest
 from dagster._serdes import serialize_value
 
 from memory_pipeline.definitions import defs_with
+from memory_pipeline.llm.distill import SYSTEM_PROMPT
 from memory_pipeline.llm.ledger import FileLedger
 from memory_pipeline.llm.runs import DEFERRED_PREFIX
 from memory_pipeline.resources import LLMResource
@@ -135,6 +136,7 @@ def test_the_nightly_job_with_claude_keeps_the_offline_invariants(workspace: Pat
 def test_a_night_stopped_by_the_cost_cap_leaves_the_rest_for_the_next_night(workspace: Path, monkeypatch) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", TEST_KEY)
     fake = FakeAnthropicAPI()
+    fake.only = lambda system, _user: system == SYSTEM_PROMPT  # the faults and the prose are the distiller's
     fake.fail("messages", *[server_error()] * 5)  # the first cluster: 500 on every attempt
     fake.replies.append("Sorry, I can only answer in prose.")  # the second: not JSON
     instance = dg.DagsterInstance.ephemeral()

@@ -22,15 +22,17 @@ def fact_versions(
     llm: LLMResource,
 ) -> dg.Output[versions.VersionPlan]:
     """Memories that state another value of a fact a later memory states: which one supersedes which. Offline,
-    by the masked-text rule; with Claude, each group of near statements is also judged by the model (its
-    answer validated; an invalid one, or none, leaves the group to the offline rule). Read only: the check
-    below decides whether `validity_updates` may write them."""
+    by the masked-text rule; with Claude (the Messages API; not a batch night), each group of near statements is
+    also judged by the model (its answer validated; an invalid one, or none, leaves the group to the offline
+    rule). Read only: the check below decides whether `validity_updates` may write them."""
     stats: judged_versions.JudgeStats | None = None
+    judging = llm.uses_anthropic() and not llm.uses_batch()  # a batch would hold the night at its first step
     with store.open().connect() as con:
         rows, undone = validity.fact_rows(con), validity.undone_pairs(con)
         plan = versions.plan(rows, undone)
-        if llm.uses_anthropic():
-            plan, stats = _judged(context, store, engine, embedder, llm, con, rows, undone, plan)
+        groups = _candidates(con, embedder, rows) if judging else []
+    if judging:  # the store is not held open while the model is asked
+        plan, stats = _judged(context, store, engine, llm, rows, undone, plan, groups)
     context.log.info(f"Versioner: {len(plan.supersessions)} supersession(s) among {plan.facts_read} statements of "
                      f"fact ({plan.groups} facts stated more than once)")  # fmt: skip
     if stats is not None:
@@ -38,10 +40,17 @@ def fact_versions(
     return dg.Output(plan, metadata={**_metadata(plan), **(stats.metadata() if stats else {})})
 
 
+def _candidates(con: Any, embedder: EmbedderResource, rows: list[validity.FactRow]) -> list[list[validity.FactRow]]:
+    said = judged_versions.statements(rows)
+    own = embedder.encode if embedder.can_encode else None
+    vectors = judged_versions.statement_vectors(con, embedder.model, said, own, embedder.encode_text)
+    return judged_versions.candidate_groups(said, vectors)
+
+
 def _judged(
-    context: dg.AssetExecutionContext, store: MemoryStoreResource, engine: EngineConfig, embedder: EmbedderResource,
-    llm: LLMResource, con: Any, rows: list[validity.FactRow], undone: set[tuple[str, str]],
-    offline: versions.VersionPlan,
+    context: dg.AssetExecutionContext, store: MemoryStoreResource, engine: EngineConfig, llm: LLMResource,
+    rows: list[validity.FactRow], undone: set[tuple[str, str]], offline: versions.VersionPlan,
+    groups: list[list[validity.FactRow]],
 ) -> tuple[versions.VersionPlan, judged_versions.JudgeStats]:
     """Claude's judgement of the night's candidate groups, under the run's rate limit, cost cap and ledger."""
     from memory_pipeline.llm.version_judge import ClaudeVersionJudge, user_message
@@ -51,10 +60,6 @@ def _judged(
         max_cost_usd=engine.max_cost_usd, log=context.log.info,
     )  # fmt: skip
     judge = ClaudeVersionJudge(distiller)
-    said = judged_versions.statements(rows)
-    own = embedder.encode if embedder.can_encode else None
-    vectors = judged_versions.statement_vectors(con, embedder.model, said, own, embedder.encode_text)
-    groups = judged_versions.candidate_groups(said, vectors)
     cache = judged_versions.ReplyCache(store.reports_dir / judged_versions.CACHE_FILE)
     plan, stats = judged_versions.judged_plan(
         offline, groups, judge.ask, undone, cache=cache, log=context.log.info,
