@@ -104,7 +104,7 @@ def test_no_dagster_text_cites_a_seed_section_or_an_issue(locations: dict[str, d
 
 
 def test_mcp_tools_and_their_arguments_cite_no_seed_section(tmp_path: Path) -> None:
-    from memory_pipeline.mcp_server import INSTRUCTIONS, build_server
+    from memory_pipeline.mcp.server import INSTRUCTIONS, build_server
 
     server = build_server(tmp_path, record_usage=False)
     tools = anyio.run(server.list_tools)

@@ -1,11 +1,11 @@
 """The package's layers (issue 22), read from the source with `ast` — every import counts, lazy ones too:
 
-    base        settings, tokens, faults, errors, sample_data, sample
+    base        settings, tokens, faults, errors, sample_data, sample; mcp.frames (it imports nothing of ours)
     lower       store, resources, embedding, llm, similarity, operator
     domain      every other sub-package: abstraction, journals, rollups, compaction, graph, search, context, …
     defs        memory_pipeline.defs.<domain>: Dagster objects
-    entry       definitions, fleet_definitions, cli, mcp_server, and each <domain>.cli (a module, or a package with the
-                runners that launch Dagster runs of the loaded location)
+    entry       definitions, fleet_definitions, cli, mcp (the MCP server), each <domain>.cli (a module, or a
+                package with the runners that launch Dagster runs of the loaded location)
 
 An import never goes up a layer; a domain (or its defs) reaches another domain only through that domain's public
 surface — its package, or a module its `__init__.py` lists in `__all__`; and the units never import in a circle.
@@ -80,7 +80,9 @@ def layer(module: str) -> tuple[str, str]:
         return "base", "memory_pipeline"
     top = parts[0]
     rest = ".".join(parts)
-    if top in ("definitions", "fleet_definitions", "cli", "mcp_server") or "cli" in parts or rest in RUNNERS:
+    if rest == "mcp.frames":  # the JSON-RPC framing both MCP transports and the fleet gateway check frames with
+        return "base", rest
+    if top in ("definitions", "fleet_definitions", "cli", "mcp") or "cli" in parts or rest in RUNNERS:
         return "entry", module
     if top == "defs":
         return "defs", ".".join(parts[:2])

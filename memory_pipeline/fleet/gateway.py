@@ -9,9 +9,9 @@ workspace of the token's agent: there is no argument naming an agent, and no sha
 In order, before the MCP layer sees anything: no token, a bad or revoked token, or a removed agent's → 401
 (the same answer for all of them); over the agent's rate → 429 with Retry-After; a body over the size limit →
 413; a body that is not one JSON-RPC message (a batch) → 400 with a one-line JSON-RPC error
-(memory_pipeline.mcp_frames). Every request then writes one JSON line to `<fleet root>/gateway/audit.jsonl`:
+(memory_pipeline.mcp.frames). Every request then writes one JSON line to `<fleet root>/gateway/audit.jsonl`:
 time, agent, method, tool, latency, number of hits, HTTP status and outcome — never arguments or results. The
-tools, and how they check their arguments, are the agent's MemoryServer's (memory_pipeline.mcp_server). Pure
+tools, and how they check their arguments, are the agent's MemoryServer's (memory_pipeline.mcp.server). Pure
 ASGI (Starlette and the `mcp` SDK); no Dagster."""
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from starlette.types import Message, Receive, Scope, Send
 from memory_pipeline.fleet import IMPORT_BATCH
 from memory_pipeline.fleet.registry import agents_dir
 from memory_pipeline.fleet.tokens import TokenBook, gateway_dir
-from memory_pipeline.mcp_frames import frame_response
+from memory_pipeline.mcp.frames import frame_response
 
 ServerFactory = Callable[[Path], MCPServer]  # an agent's workspace -> the MCP server for it alone
 Warm = Callable[[Path], object]  # an agent's workspace -> loads its embedder and index (before the first request)

@@ -245,7 +245,7 @@ def gateway_app() -> Any:
     from memory_pipeline.fleet import serving
     from memory_pipeline.fleet.gateway import build_app
     from memory_pipeline.fleet.registry import fleet_root
-    from memory_pipeline.mcp_server import build_server, quiet_libraries, warm_server
+    from memory_pipeline.mcp.server import build_server, quiet_libraries, warm_server
     from memory_pipeline.store.remember import ingest_writes
 
     raw = serving.raw_settings()

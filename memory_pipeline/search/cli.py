@@ -85,7 +85,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 def cmd_mcp(args: argparse.Namespace) -> int:
     if not 1 <= args.port <= 65535:
         return _fail(f"--port {args.port}: expected a TCP port from 1 to 65535")
-    from memory_pipeline.mcp_server import serve
+    from memory_pipeline.mcp.server import serve
 
     try:
         return serve(args.transport, host=args.host, port=args.port)

@@ -14,7 +14,7 @@ from memory_pipeline.embedding.hashing import hashing_embed
 from memory_pipeline.embedding.spec import HASHING
 from memory_pipeline.fleet import registry, tokens
 from memory_pipeline.fleet.gateway import GatewayConfig, Limiter, build_app
-from memory_pipeline.mcp_server import build_server
+from memory_pipeline.mcp.server import build_server
 
 NOW = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
 HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}

@@ -36,8 +36,8 @@ from memory_pipeline.journals.extractors import EXTRACTORS
 from memory_pipeline.journals.flush import parse_turns, write_flush
 from memory_pipeline.journals.knowledge import JournalItem, journal_text
 from memory_pipeline.journals.transcript import parse_transcript
-from memory_pipeline.mcp_server import build_server
-from memory_pipeline.mcp_stdio import frame_error
+from memory_pipeline.mcp.server import build_server
+from memory_pipeline.mcp.stdio import frame_error
 from memory_pipeline.search import build_index
 from memory_pipeline.search.engine import clear_cache
 from memory_pipeline.store import MemoryStore

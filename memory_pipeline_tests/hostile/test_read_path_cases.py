@@ -30,7 +30,7 @@ from memory_pipeline.context.files import NotRegularFile, read_regular_text
 from memory_pipeline.context.patterns import PatternTimeout, search_bounded
 from memory_pipeline.context.sample import install_sample_knowledge
 from memory_pipeline.context.topics import load_topics
-from memory_pipeline.mcp_stdio import frame_error
+from memory_pipeline.mcp.stdio import frame_error
 
 WAIT_S = 300  # bound of every wait on a subprocess: minutes (busy cores), far above the seconds each needs
 EVIL = "a" * 40 + "b"  # the message

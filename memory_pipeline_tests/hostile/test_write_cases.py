@@ -13,7 +13,7 @@ import pytest
 from mcp.server.mcpserver.exceptions import ToolError
 
 from memory_pipeline.cli import main
-from memory_pipeline.mcp_server import build_server
+from memory_pipeline.mcp.server import build_server
 from memory_pipeline.search import search
 from memory_pipeline.store import MemoryStore
 from memory_pipeline.store.forgotten import list_forgotten

@@ -75,7 +75,7 @@ def test_flush_writes_the_journal_once_and_the_mcp_tool_agrees(home: Path, capsy
     assert "already flushed" in capsys.readouterr().out
     assert tree(home / "knowledge") | tree(home / "raw") == before  # nothing written the second time
 
-    from memory_pipeline.mcp_server import build_server
+    from memory_pipeline.mcp.server import build_server
 
     async def run() -> None:
         async with Client(build_server(home)) as client:

@@ -12,7 +12,7 @@ from memory_pipeline.cli import main
 from memory_pipeline.context.sample import install_sample_knowledge
 from memory_pipeline.context.search_adapter import default_search, usage_recorder
 from memory_pipeline.context.service import compile_for_agent
-from memory_pipeline.mcp_server import build_server
+from memory_pipeline.mcp.server import build_server
 from memory_pipeline.resources.embedder import MINILM
 from memory_pipeline.search.usage_spool import flush, pending_files
 from memory_pipeline_tests.search.conftest import minilm

@@ -88,7 +88,7 @@ def test_mcp_tools_take_as_of_and_refuse_a_bad_one_in_one_line(home: Path) -> No
     import anyio
     from mcp import Client
 
-    from memory_pipeline.mcp_server import build_server
+    from memory_pipeline.mcp.server import build_server
 
     _supersede(home)
     out: list[Any] = []

@@ -13,7 +13,7 @@ import pytest
 from mcp import Client, MCPError, StdioServerParameters
 
 from memory_pipeline.cli import main
-from memory_pipeline.mcp_server import build_server
+from memory_pipeline.mcp.server import build_server
 from memory_pipeline.resources.embedder import MINILM
 from memory_pipeline.search.usage_spool import flush, pending_files
 from memory_pipeline_tests.search.conftest import minilm
@@ -195,7 +195,7 @@ def test_mcp_resources_read_memory_md_journals_and_identity_files_only(workspace
 def test_mcp_server_keeps_alembic_and_dagster_info_off_stderr(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     import logging
 
-    from memory_pipeline.mcp_server import quiet_libraries
+    from memory_pipeline.mcp.server import quiet_libraries
 
     names = ("alembic", "dagster")
     levels = {name: logging.getLogger(name).level for name in names}

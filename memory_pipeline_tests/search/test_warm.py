@@ -21,7 +21,7 @@ from mcp import Client
 from memory_pipeline.embedding.hashing import hashing_embed
 from memory_pipeline.embedding.spec import HASHING
 from memory_pipeline.fleet.gateway import Gateway
-from memory_pipeline.mcp_server import build_server, warm_server
+from memory_pipeline.mcp.server import build_server, warm_server
 from memory_pipeline.resources.embedder import MINILM
 from memory_pipeline.search import build_index, live, warm
 from memory_pipeline_tests.fleet.gateway_helpers import fleet

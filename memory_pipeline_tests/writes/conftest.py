@@ -58,7 +58,7 @@ def mcp_calls(home: Path, *calls: tuple[str, dict[str, Any]]) -> list[Any]:
     import anyio
     from mcp import Client
 
-    from memory_pipeline.mcp_server import build_server
+    from memory_pipeline.mcp.server import build_server
 
     out: list[Any] = []
 

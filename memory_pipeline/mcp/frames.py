@@ -5,7 +5,7 @@ drops a line it cannot parse (garbage, or a request whose JSON holds a lone UTF-
 `"\\ud800"`), both transports take a request whose `id` is neither a string nor a whole number (`"id": null`,
 `"id": {"a": 1}`) for a notification and never answer it, and the HTTP one answers a batch (`[{…}]`) with
 `Validation error: 4 validation errors for union[JSONRPCRequest,…]`. `frame_error` is the JSON-RPC error for
-such a frame — one stdio line (memory_pipeline.mcp_stdio) or one HTTP body (`CheckedFrames`, and the fleet
+such a frame — one stdio line (memory_pipeline.mcp.stdio) or one HTTP body (`CheckedFrames`, and the fleet
 gateway through `frame_response`): -32700 "Parse error" for text that is not JSON or not valid Unicode, with
 `id: null` unless the request's id can still be read; -32600 "Invalid Request" with `id: null` for a batch (not
 supported), for a request whose id is not one, and for JSON that is not a JSON-RPC message. A blank frame is

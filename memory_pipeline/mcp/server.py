@@ -2,19 +2,19 @@
 `flush`, `remember` and `forget` over stdio or streamable HTTP on 127.0.0.1. `search` and `context` are
 read-only apart from usage events, which go to the spool in the background, and the gate log `context` appends
 to; `flush` writes a transcript and rebuilds that day's journal (and MEMORY.md), committed to the workspace's
-git; `remember` and `forget` are memory_pipeline.writes.tools. Resources, all read-only: `memory://MEMORY.md`,
+git; `remember` and `forget` are memory_pipeline.mcp.write_tools. Resources, all read-only: `memory://MEMORY.md`,
 `memory://journal/{day}`, `memory://identity/{name}`. No prompts, and none advertised.
 
 Arguments are checked strictly: an argument a tool does not take is refused with the list of those it does, and
 a value of the wrong JSON type (`k: true`, `k: "3"`) is refused, not converted; the refusal is one line naming
-the argument and what is allowed (`memory_pipeline.mcp_arguments`). A tool's error names workspace files by
+the argument and what is allowed (`memory_pipeline.mcp.arguments`). A tool's error names workspace files by
 their path in the workspace, never the server's absolute path. Malformed protocol params (`"arguments": "TIA"`)
 get a one-line -32602 naming them, and an HTTP body that is not one JSON-RPC message (a batch) a one-line
-JSON-RPC error (`memory_pipeline.mcp_frames`).
+JSON-RPC error (`memory_pipeline.mcp.frames`).
 
 Every tool is async and runs its blocking work on a worker thread (`anyio.to_thread.run_sync`), so a slow call
 (a large history, a slow disk) never holds up the calls that come after it; over stdio every line gets an
-answer, a JSON-RPC error for one that is not a message (`memory_pipeline.mcp_stdio`)."""
+answer, a JSON-RPC error for one that is not a message (`memory_pipeline.mcp.stdio`)."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ from mcp.types import INVALID_PARAMS, CallToolResult, InputRequiredResult, Tool,
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from memory_pipeline.context.timeframe import parse_as_of
-from memory_pipeline.mcp_arguments import argument_error, params_error, titled
+from memory_pipeline.mcp.arguments import argument_error, params_error, titled
 from memory_pipeline.search.engine import SearchInputError, search
 from memory_pipeline.search.index import Encode
 from memory_pipeline.search.usage_spool import append_later
@@ -183,7 +183,7 @@ class MemoryServer(MCPServer):
     def streamable_http_app(self, *args: Any, **kwargs: Any) -> Starlette:
         """The SDK's app, behind `CheckedFrames`: a body that is not one JSON-RPC message is answered in one
         line (the SDK's own answer to a batch is pydantic's multi-line dump)."""
-        from memory_pipeline.mcp_frames import CheckedFrames
+        from memory_pipeline.mcp.frames import CheckedFrames
 
         app = super().streamable_http_app(*args, **kwargs)
         app.add_middleware(CheckedFrames)
@@ -328,7 +328,7 @@ def build_server(
     ) -> FlushResponse:
         return await anyio.to_thread.run_sync(_flush_work, home, turns)
 
-    from memory_pipeline.writes.tools import register_write_tools
+    from memory_pipeline.mcp.write_tools import register_write_tools
 
     register_write_tools(server, home, import_at)  # `remember` and `forget`
     return server
@@ -535,11 +535,11 @@ def serve(transport: str, host: str = "127.0.0.1", port: int = 8765) -> int:
     quiet_libraries()
     warm_server()  # before the transport reads its first request
     if transport == "stdio":
-        from memory_pipeline.mcp_stdio import run_stdio
+        from memory_pipeline.mcp.stdio import run_stdio
 
         anyio.run(run_stdio, server)
     else:
-        from memory_pipeline.mcp_http import serve_http
+        from memory_pipeline.mcp.http import serve_http
 
         serve_http(server, host, port)  # the SDK's app, its request headers and body read within bounds
     return 0

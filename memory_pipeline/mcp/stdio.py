@@ -1,7 +1,7 @@
 """MCP over stdio where every line gets an answer: the SDK's stdio transport drops a line it cannot parse
 (garbage, or a request whose JSON holds a lone UTF-16 surrogate such as `"\\ud800"`) without a reply, and
 takes a request whose id is not one (`"id": null`) for a notification, so the client waits for its request
-forever. Here each line is checked before the SDK sees it (memory_pipeline.mcp_frames: which lines, which
+forever. Here each line is checked before the SDK sees it (memory_pipeline.mcp.frames: which lines, which
 errors); one that is not a JSON-RPC message is answered with a JSON-RPC error on the same stdout, through the
 SDK's own writer, so frames never interleave. A blank line is not a message and is skipped.
 """
@@ -19,7 +19,7 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 from mcp.types import JSONRPCError
 
-from memory_pipeline.mcp_frames import frame_error
+from memory_pipeline.mcp.frames import frame_error
 
 __all__ = ["frame_error", "run_stdio"]
 
