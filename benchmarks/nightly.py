@@ -91,7 +91,8 @@ def run_night(home: str, job_name: str = "nightly_consolidation", retention_prob
         "store": MemoryStoreResource(home=home),
         "embedder": EmbedderResource(),
         "llm": LLMResource(mode="offline"),
-        "engine": EngineConfig(as_of=AS_OF.isoformat(), retention_probes=retention_probes),
+        # floor 0: a night the probes would stop does the same work as one without them (the cost is compared)
+        "engine": EngineConfig(as_of=AS_OF.isoformat(), retention_probes=retention_probes, retention_floor=0.0),
     }
     instance = dg.DagsterInstance.ephemeral()
     job = defs_with(resources).resolve_job_def(job_name)

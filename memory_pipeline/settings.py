@@ -51,6 +51,7 @@ ENV_NAMES: dict[str, tuple[str, type]] = {
     "retention_probes": ("MEMORY_PIPELINE_RETENTION_PROBES", int),
     "retention_budget": ("MEMORY_PIPELINE_RETENTION_BUDGET", int),
     "retention_seconds": ("MEMORY_PIPELINE_RETENTION_SECONDS", float),
+    "retention_share": ("MEMORY_PIPELINE_RETENTION_SHARE", float),
 }
 
 # Text settings and their allowed values (None: free text).
@@ -88,10 +89,11 @@ _MINIMA: dict[str, float] = {
     "retention_probes": 0,
     "retention_budget": 1,
     "retention_seconds": 0,
+    "retention_share": 0,
 }
 
 
-_SHARES = ("similarity_threshold", "usage_decay", "max_superseded_share", "retention_floor")
+_SHARES = ("similarity_threshold", "usage_decay", "max_superseded_share", "retention_floor", "retention_share")
 
 
 def env_overrides(environ: Mapping[str, str] | None = None) -> dict[str, int | float | str]:

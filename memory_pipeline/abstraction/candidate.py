@@ -184,6 +184,13 @@ class ProbeSettings:
     seconds: float = 0.0  # the probes stop being asked once this long has passed (0: no bound)
 
 
+def probe_seconds(cap: float, share: float, night_so_far: float | None) -> float:
+    """The probes' time bound (0: none): at most `cap` seconds, and at most `share` of the time the night has taken
+    so far (the probes' cost then stays a fixed share of the night at any store size)."""
+    bounds = [b for b in (cap, share * night_so_far if share > 0 and night_so_far else 0.0) if b > 0]
+    return min(bounds) if bounds else 0.0
+
+
 def grade_night(
     db: MemoryStore,
     home: Path,

@@ -24,6 +24,7 @@ RAREST = 2  # terms masked when a memory states no value and names no one
 MIN_LEFT = 3  # words a question keeps after masking, else the memory makes no probe
 MAX_QUESTION = 2000  # characters asked (the read path takes at most 4096)
 WORST_SHOWN = 5
+AT_LEAST = 20  # probes asked whatever the time bound says: fewer tell nothing
 _WORD = re.compile(r"[A-Za-z][A-Za-z'-]{2,}")
 _SPACE = re.compile(r"\s+")
 
@@ -213,12 +214,13 @@ def measure(
     probes: Sequence[Probe], ask_before: Callable[[str], str | None], ask_after: Callable[[str], str | None],
     progress: Callable[[int], Any] | None = None,
     deadline: float | None = None,
+    at_least: int = AT_LEAST,
 ) -> list[Outcome]:
     """Each probe asked of both states in turn, in the given order, until `deadline` (time.monotonic()) has
-    passed; `progress` hears the count done after each."""
+    passed — but at least `at_least` of them; `progress` hears the count done after each."""
     out = []
     for i, p in enumerate(probes, 1):
-        if deadline is not None and time.monotonic() >= deadline:
+        if deadline is not None and i > at_least and time.monotonic() >= deadline:
             break
         before, after = ask_before(p.question), ask_after(p.question)
         out.append(Outcome(p, _missed(p, before), _missed(p, after)))

@@ -67,6 +67,7 @@ class EngineConfig(dg.ConfigurableResource):
     retention_budget: int = 1000
     retention_seed: int = 0
     retention_seconds: float = 60.0  # the probes stop being asked after this long (0: no bound)
+    retention_share: float = 0.1  # ... or once they took this share of the night's time so far (0: no such bound)
 
     @field_validator("as_of")
     @classmethod

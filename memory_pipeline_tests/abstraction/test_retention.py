@@ -13,7 +13,7 @@ from typing import Any
 import dagster as dg
 import pytest
 
-from memory_pipeline.abstraction import alerts, retention
+from memory_pipeline.abstraction import alerts, candidate, retention
 from memory_pipeline.cli import main
 from memory_pipeline.definitions import defs_with
 from memory_pipeline.embedding.spec import HASHING
@@ -200,9 +200,36 @@ def test_the_time_bound_ends_the_asking_and_the_sample_is_seeded() -> None:
         asked.append(q)
         return "1"
 
-    assert retention.measure(probes, ask, ask, deadline=time.monotonic() - 1) == [] and asked == []
+    assert retention.measure(probes, ask, ask, deadline=time.monotonic() - 1, at_least=0) == [] and asked == []
     assert len(retention.measure(probes, ask, ask, deadline=time.monotonic() + 60)) == 5
     ids = [f"m{i:03d}" for i in range(500)]
     first = retention.sample(ids, 300, 0)
     assert first == retention.sample(list(reversed(ids)), 300, 0) and len(set(first)) == 300
     assert first[:50] != sorted(first)[:50]  # a random order: any first part is a random sample
+
+
+@pytest.mark.parametrize(
+    ("cap", "share", "so_far", "expected"),
+    [
+        (60.0, 0.1, 300.0, 30.0),  # a long night: a tenth of it
+        (60.0, 0.1, 1200.0, 60.0),  # the cap holds
+        (60.0, 0.0, 300.0, 60.0),  # no share bound
+        (0.0, 0.1, 20.0, 2.0),  # no cap
+        (60.0, 0.1, None, 60.0),  # the night's start unknown
+        (0.0, 0.0, 20.0, 0.0),  # no bound at all
+    ],
+)
+def test_the_probes_time_bound(cap: float, share: float, so_far: float | None, expected: float) -> None:
+    assert candidate.probe_seconds(cap, share, so_far) == pytest.approx(expected)
+
+
+def test_a_passed_deadline_still_asks_the_first_probes() -> None:
+    probes = [retention.Probe(f"m{i}", "c", f"question {i}", ("41",), "values") for i in range(30)]
+    asked: list[str] = []
+
+    def ask(q: str) -> str:
+        asked.append(q)
+        return "41"
+
+    out = retention.measure(probes, ask, ask, deadline=0.0, at_least=5)  # a deadline long passed
+    assert len(out) == 5 and len(asked) == 10 and all(o.kept_before and o.kept_after for o in out)

@@ -1,5 +1,6 @@
 """Knowledge retention: the night grades itself after phase 1 and before anything is archived (blocking)."""
 
+import time
 from typing import Any
 
 import dagster as dg
@@ -37,7 +38,8 @@ def _figures(r: retention.Retention) -> dict[str, Any]:
     pool=POOL,
     description="Knowledge retention before the archive: a seeded sample of the memories the night would archive "
     "(MEMORY_PIPELINE_RETENTION_PROBES, default 300; 0 turns the probes off) becomes cloze probes — numbers, "
-    "dates, identifiers and names masked — asked (for at most MEMORY_PIPELINE_RETENTION_SECONDS, default 60) of "
+    "dates, identifiers and names masked — asked (at least 20; then for at most MEMORY_PIPELINE_RETENTION_SECONDS, "
+    "default 60, and at most MEMORY_PIPELINE_RETENTION_SHARE, default 0.1, of the night's time so far) of "
     "`context` (MEMORY_PIPELINE_RETENTION_BUDGET tokens, default "
     "1000) before the night and as the night would leave the store. Below MEMORY_PIPELINE_RETENTION_FLOOR "
     "(default 0.97) of the probes kept, the night stops before `archive_updates`: nothing is archived, its "
@@ -52,9 +54,13 @@ def knowledge_retention(
     compressed_memories: list[ClusterOutcome],
 ) -> dg.AssetCheckResult:
     run_id = context.run.run_id
+    record = context.instance.get_run_record_by_id(run_id)
+    started = record.start_time if record is not None else None
+    seconds = candidate.probe_seconds(engine.retention_seconds, engine.retention_share,
+                                      time.time() - started if started else None)  # fmt: skip
     settings = candidate.ProbeSettings(
         engine.retention_floor, engine.retention_probes, engine.retention_budget, engine.retention_seed,
-        engine.critical_floor, engine.retention_seconds,
+        engine.critical_floor, seconds,
     )
     encoder = (embedder.encode, embedder.model) if embedder.can_encode else None
 
