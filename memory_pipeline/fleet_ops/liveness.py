@@ -11,9 +11,13 @@ monitoring's, `poll_interval_seconds` apart), the run's task is revoked (a live 
 so a retry never overlaps it) and the check reports FAILED: run monitoring fails the run
 (`max_resume_run_attempts: 0`) and run_retries starts its retry, whole (ALL_STEPS).
 
-A task that ended while its run did not (its pool process was killed, `task_reject_on_worker_lost` requeued it,
-and Dagster ignored the requeued copy as a duplicate) is FAILED too; run monitoring checks again that the run has
-not finished in the meantime before it fails it.
+A night whose pool process alone was killed: the worker lives on and answers the ping, and
+`task_reject_on_worker_lost` requeues the task, which the worker starts again at once in a new pool process (the
+backend then records STARTED with that process's pid). A STARTED task whose pid is not the pid of the process
+that started the run (its RUN_START event; else the pid this launcher first saw the task in) has lost the process
+that ran the night: FAILED at that check, without waiting for the copy to end (Dagster ignores it as a
+duplicate: it returns, and a task that ended while its run did not is FAILED too). Run monitoring checks again
+that the run has not finished in the meantime before it fails it.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from dagster import Field, IntSource
+from dagster._core.events import DagsterEventType
 from dagster._core.launcher import CheckRunHealthResult, WorkerStatus
 from dagster._core.storage.dagster_run import DagsterRun
 from dagster_celery.launcher import CeleryRunLauncher
@@ -42,6 +47,7 @@ class FleetCeleryRunLauncher(CeleryRunLauncher):
         self.lost_after_checks = max(1, int(lost_after_checks))
         self.ping_timeout_seconds = max(1, int(ping_timeout_seconds))
         self._misses: dict[str, int] = {}
+        self._pids: dict[str, int] = {}  # the pool process each STARTED task was first seen running in
         self._answered: tuple[float, frozenset[str]] = (float("-inf"), frozenset())
 
     @classmethod
@@ -69,6 +75,21 @@ class FleetCeleryRunLauncher(CeleryRunLauncher):
         self._answered = (time.monotonic(), names)
         return names
 
+    def run_pid(self, run: DagsterRun) -> int | None:
+        """The pid of the process that started `run` (its RUN_START event): with a task per night, the worker's
+        pool process that runs it. None when unknown."""
+        if not self.has_instance:
+            return None
+        try:
+            found = self._instance.get_records_for_run(run.run_id, of_type=DagsterEventType.RUN_START, limit=1)
+        except Exception:  # the check goes on with what the backend says
+            return None
+        for record in found.records:
+            event = record.event_log_entry.dagster_event
+            if event is not None and event.pid is not None:
+                return int(event.pid)
+        return None
+
     def check_run_worker_health(self, run: DagsterRun) -> CheckRunHealthResult:
         task_id = run.tags.get(DAGSTER_CELERY_TASK_ID_TAG)
         if task_id is None:  # not launched through Celery yet
@@ -81,9 +102,19 @@ class FleetCeleryRunLauncher(CeleryRunLauncher):
                                         "its process died and the requeued copy was ignored as a duplicate")
         if state != "STARTED":
             self._misses.pop(task_id, None)
+            self._pids.pop(task_id, None)
             return super().check_run_worker_health(run)
         info = result.info if isinstance(result.info, dict) else {}
         worker = str(info.get("hostname") or "")
+        pid = info.get("pid")
+        first = (self.run_pid(run) or self._pids.setdefault(task_id, pid)) if isinstance(pid, int) else None
+        if first is not None and pid != first:  # the night's process died; its requeued copy runs in another
+            self._pids.pop(task_id, None)
+            self._misses.pop(task_id, None)
+            return CheckRunHealthResult(
+                WorkerStatus.FAILED, f"the pool process (pid {first}) of Celery worker {worker} running this night "
+                f"is gone: the worker started the requeued task {task_id} again in pid {pid}, which Dagster "
+                "ignores as a duplicate (the night is retried)")
         if not worker or worker in self.answering_workers():
             self._misses.pop(task_id, None)
             return CheckRunHealthResult(WorkerStatus.RUNNING)

@@ -1,7 +1,8 @@
 """The runs-mode health check (memory_pipeline/fleet_ops/liveness.py) against a real redis-server, with the states
 Celery's worker writes into the result backend: a night whose worker answers no ping is RUNNING for
 lost_after_checks − 1 checks, then FAILED naming the worker (and its task revoked); a task that ended while its run
-did not is FAILED at once. The live-worker side is exercised by the slow fleet test (test_fleet_readme.py)."""
+did not is FAILED at once, and so is one whose pool process changed (its requeued copy started). The live-worker
+side is exercised by the slow fleet test (test_fleet_readme.py)."""
 
 from __future__ import annotations
 
@@ -30,12 +31,13 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         redis.stop()
 
 
-def _launcher(url: str) -> FleetCeleryRunLauncher:
+def _launcher(url: str, lost_after_checks: int = 2) -> FleetCeleryRunLauncher:
     """Built as the instance builds it from dagster.yaml: the config checked and its defaults filled in."""
     from dagster._config import process_config
 
     config = process_config(FleetCeleryRunLauncher.config_type(),
-                            {"broker": url, "backend": url, "lost_after_checks": 2, "ping_timeout_seconds": 1})
+                            {"broker": url, "backend": url, "lost_after_checks": lost_after_checks,
+                             "ping_timeout_seconds": 1})
     assert config.success, config.errors
     return FleetCeleryRunLauncher.from_config_value(None, dict(config.value))  # type: ignore[arg-type]
 
@@ -70,6 +72,18 @@ def test_a_task_that_ended_while_its_run_did_not_is_failed_and_a_failed_task_too
     assert launcher.check_run_worker_health(_run("t-unknown")).status == WorkerStatus.UNKNOWN
 
 
+def test_a_night_whose_pool_process_died_is_failed_once_its_requeued_copy_starts(redis_url: str) -> None:
+    launcher = _launcher(redis_url, lost_after_checks=5)  # the ping alone would wait 5 checks
+    backend = launcher.celery.backend
+    backend.store_result("t-pool", {"pid": 4242, "hostname": "w9@gone"}, "STARTED")
+    assert launcher.check_run_worker_health(_run("t-pool")).status == WorkerStatus.RUNNING
+    # the pool process was killed: the worker requeued the task and started it again in a new pool process
+    backend.store_result("t-pool", {"pid": 4343, "hostname": "w9@gone"}, "STARTED")
+    failed = launcher.check_run_worker_health(_run("t-pool"))
+    assert failed.status == WorkerStatus.FAILED, failed.msg
+    assert "pid 4242" in (failed.msg or "") and "pid 4343" in (failed.msg or "") and "w9@gone" in (failed.msg or "")
+
+
 def test_the_launcher_is_what_the_runs_variant_installs(tmp_path: Path) -> None:
     import yaml
 
@@ -77,3 +91,22 @@ def test_the_launcher_is_what_the_runs_variant_installs(tmp_path: Path) -> None:
 
     raw = yaml.safe_load(RUNS_ON_WORKERS_YAML.read_text())["run_launcher"]
     assert f"{raw['module']}.{raw['class']}" == f"{FleetCeleryRunLauncher.__module__}.FleetCeleryRunLauncher"
+
+
+def test_the_pool_process_is_the_one_that_started_the_run(redis_url: str) -> None:
+    """The pid the check compares with is the run's own (its RUN_START event, written by the pool process that ran
+    it), so a copy started before the first check is caught too."""
+    import dagster as dg
+    from dagster._core.events import DagsterEvent, DagsterEventType
+
+    launcher = _launcher(redis_url, lost_after_checks=5)
+    backend = launcher.celery.backend
+    with dg.instance_for_test() as instance:
+        launcher.register_instance(instance)
+        run = instance.add_run(_run("t-copy"))
+        instance.report_dagster_event(DagsterEvent(DagsterEventType.RUN_START.value, job_name="agent_night", pid=4242),
+                                      run.run_id)
+        assert launcher.run_pid(run) == 4242
+        backend.store_result("t-copy", {"pid": 4343, "hostname": "w9@gone"}, "STARTED")  # the requeued copy
+        failed = launcher.check_run_worker_health(run)
+        assert failed.status == WorkerStatus.FAILED and "pid 4242" in (failed.msg or ""), failed.msg
