@@ -4,7 +4,7 @@ serial in-process vs dagster-daemon + the Celery executor (Redis) on a Postgres 
 Each agent gets its own generated store (benchmarks.nightly.build_store, seed = the agent's number, vectors
 included so the night does not embed). Every mode starts from a fresh copy of the same stores. Distributed
 modes use the real servers of the fleet tests (throwaway PostgreSQL and redis-server, dagster-daemon ticking
-the fleet location's own schedule (memory_pipeline/fleet_definitions.py), dagster-celery workers of
+the fleet location's own schedule (memory_pipeline/fleet/definitions.py), dagster-celery workers of
 concurrency 1) and stop them all afterwards.
 
 Measures: wall time from the first night's start to the last night's end; agents per hour; compute = the sum of
@@ -29,7 +29,7 @@ from typing import Any
 
 from benchmarks.common import append_results, fmt_s, load_average, machine, table
 
-LOCATION = "memory_pipeline.fleet_definitions"
+LOCATION = "memory_pipeline.fleet.definitions"
 # The fleet's schedule ticks every minute here (its night is the tick's date: one run per agent), on the
 # generated stores' clock.
 BENCH_ENV = {"MEMORY_PIPELINE_FLEET_CRON": "* * * * *", "MEMORY_PIPELINE_FLEET_AS_OF": "2026-11-01T03:30:00+00:00"}
@@ -86,7 +86,7 @@ def distributed(root: Path, scratch: Path, workers: int, max_runs: int, timeout:
     import psycopg2
     import redis as redis_client
 
-    from memory_pipeline.fleet_ops import servers, stack
+    from memory_pipeline.fleet.processes import servers, stack
 
     agents = len(list((root / "agents").iterdir()))
     os.environ["MEMORY_PIPELINE_CELERY_MODE"] = mode  # read by prepare_home and by the code location

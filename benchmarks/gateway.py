@@ -279,7 +279,7 @@ def _free_port() -> int:
 
 
 def tree_rss(pids: Sequence[int]) -> int:
-    from memory_pipeline.fleet_ops.servers import tree_rss_bytes
+    from memory_pipeline.fleet.processes.servers import tree_rss_bytes
 
     return sum(tree_rss_bytes(p) for p in pids)
 
@@ -417,7 +417,7 @@ def run_stdio(root: Path, agents: int, clients: int, args: argparse.Namespace, m
     from mcp import Client, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
-    from memory_pipeline.fleet_ops.servers import descendants
+    from memory_pipeline.fleet.processes.servers import descendants
 
     phase = Phase("stdio", clients)
     cli = _cli()

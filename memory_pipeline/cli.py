@@ -41,7 +41,7 @@ DOMAIN_CLIS: tuple[str, ...] = (
     "memory_pipeline.context.cli",
     "memory_pipeline.embedding.cli",
     "memory_pipeline.search.cli",
-    "memory_pipeline.fleet_ops.cli",
+    "memory_pipeline.fleet.processes.cli",
     "memory_pipeline.fleet.cli",
     "memory_pipeline.writes.cli",
 )

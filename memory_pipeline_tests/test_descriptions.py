@@ -38,7 +38,7 @@ def _clean(texts: dict[str, str]) -> None:
 def locations(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, dg.Definitions]]:
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv(registry.FLEET_ROOT_ENV, str(tmp_path_factory.mktemp("fleet")))  # the location needs a root
-        from memory_pipeline.fleet_definitions import location
+        from memory_pipeline.fleet.definitions import location
 
         yield {"single": definitions.defs(), "fleet": location()}
 

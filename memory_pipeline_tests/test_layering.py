@@ -4,7 +4,7 @@
     lower       store, resources, embedding, llm, similarity, operator
     domain      every other sub-package: abstraction, journals, rollups, compaction, graph, search, context, …
     defs        memory_pipeline.defs.<domain>: Dagster objects
-    entry       definitions, fleet_definitions, cli, mcp (the MCP server), each <domain>.cli (a module, or a
+    entry       definitions, fleet.definitions, cli, mcp (the MCP server), each <domain>.cli (a module, or a
                 package with the runners that launch Dagster runs of the loaded location)
 
 An import never goes up a layer; a domain (or its defs) reaches another domain only through that domain's public
@@ -28,7 +28,7 @@ ROOT = REPO_ROOT / "memory_pipeline"
 BASE = {"settings", "tokens", "faults", "errors", "sample_data", "sample"}
 LOWER = {"store", "resources", "embedding", "llm", "similarity", "operator"}
 # launch runs of the loaded location
-RUNNERS = {"fleet_ops.launch"}
+RUNNERS = {"fleet.processes.launch"}
 RANK = {"base": 0, "lower": 1, "domain": 2, "defs": 3, "entry": 4}
 
 
@@ -82,7 +82,7 @@ def layer(module: str) -> tuple[str, str]:
     rest = ".".join(parts)
     if rest == "mcp.frames":  # the JSON-RPC framing both MCP transports and the fleet gateway check frames with
         return "base", rest
-    if top in ("definitions", "fleet_definitions", "cli", "mcp") or "cli" in parts or rest in RUNNERS:
+    if top in ("definitions", "cli", "mcp") or rest == "fleet.definitions" or "cli" in parts or rest in RUNNERS:
         return "entry", module
     if top == "defs":
         return "defs", ".".join(parts[:2])

@@ -12,13 +12,13 @@ from typing import Any
 from memory_pipeline.errors import UserError
 from memory_pipeline.fleet import registry
 
-PARTITIONS = "agents"  # memory_pipeline.fleet_ops.names.AGENTS
+PARTITIONS = "agents"  # memory_pipeline.fleet.processes.names.AGENTS
 
 
 def _sync_instance(add: list[str], delete: list[str]) -> str:
     """Apply the change to the fleet's instance; '' when done, else one line saying the sensor will."""
     try:
-        from memory_pipeline.fleet_ops.executor import fleet_dagster_home
+        from memory_pipeline.fleet.processes.executor import fleet_dagster_home
 
         home = fleet_dagster_home()
         if not (home / "dagster.yaml").is_file():

@@ -1,7 +1,7 @@
 """`memory-pipeline fleet serve --workers N`: the gateway in N uvicorn worker processes on one port.
 
 The gateway keeps no session state (stateless MCP, JSON responses), so any worker can answer any request. Each
-worker builds the app with `fleet_ops.cli.gateway_app()` (uvicorn's app factory) from the settings the command
+worker builds the app with `fleet.processes.cli.gateway_app()` (uvicorn's app factory) from the settings the command
 puts in the environment (`SETTINGS_ENV`, JSON, read here), warms every agent before it accepts a connection, and
 answers `/readyz` only once it has. What the workers share:
 

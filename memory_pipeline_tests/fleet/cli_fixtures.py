@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from memory_pipeline.fleet_ops import servers
+from memory_pipeline.fleet.processes import servers
 
 CLI = Path(sys.executable).parent / "memory-pipeline"
 # bounds, not targets (each wait ends once its condition holds), in minutes: CI shares 2 cores with other work

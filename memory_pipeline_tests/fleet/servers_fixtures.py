@@ -19,9 +19,9 @@ import pytest
 
 from benchmarks.fleet import BENCH_ENV
 from memory_pipeline.faults import HOLD_ENV, HOLD_LIMIT_ENV
-from memory_pipeline.fleet_ops import servers, stack
+from memory_pipeline.fleet.processes import servers, stack
 
-LOCATION = "memory_pipeline.fleet_definitions"
+LOCATION = "memory_pipeline.fleet.definitions"
 MAX_RUNS = 3  # run workers at once: two Celery workers take one step each, a third run waits on the broker
 # the agent whose night the servers' workers park at a hold point (test_servers' killed step); its name sorts
 # first, so its night is among the first the queue starts

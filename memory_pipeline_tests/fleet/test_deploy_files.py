@@ -13,7 +13,7 @@ import jsonschema
 import pytest
 import yaml
 
-from memory_pipeline.fleet_ops.executor import (
+from memory_pipeline.fleet.processes.executor import (
     BROKER_ENV,
     CELERY_YAML,
     INSTANCE_YAML,
@@ -84,7 +84,7 @@ def test_helm_values_parse_and_match_the_charts_schema() -> None:
     assert limits == [{"key": key, "value": {"applyLimitPerUniqueValue": True}, "limit": 1}
                       for key in ("memory_pipeline/agent", "dagster/partition", "dagster/partition/agent")]
     (deployment,) = values["dagster-user-deployments"]["deployments"]
-    assert deployment["dagsterApiGrpcArgs"] == ["--module-name", "memory_pipeline.fleet_definitions"]
+    assert deployment["dagsterApiGrpcArgs"] == ["--module-name", "memory_pipeline.fleet.definitions"]
 
 
 def test_helm_schema_subset_rejects_a_misspelt_key() -> None:
@@ -103,8 +103,8 @@ def test_runs_on_workers_variant_launches_nights_as_celery_tasks(
     from dagster_celery.launcher import CeleryRunLauncher
 
     from memory_pipeline.errors import UserError
-    from memory_pipeline.fleet_ops.executor import MODE_ENV, RUNS_ON_WORKERS_YAML, instance_yaml
-    from memory_pipeline.fleet_ops.liveness import FleetCeleryRunLauncher
+    from memory_pipeline.fleet.processes.executor import MODE_ENV, RUNS_ON_WORKERS_YAML, instance_yaml
+    from memory_pipeline.fleet.processes.liveness import FleetCeleryRunLauncher
 
     monkeypatch.setenv(PG_URL_ENV, "postgresql+psycopg2://postgres@127.0.0.1:5432/dagster")
     monkeypatch.setenv(MAX_RUNS_ENV, "3")
@@ -113,7 +113,8 @@ def test_runs_on_workers_variant_launches_nights_as_celery_tasks(
     shutil.copyfile(RUNS_ON_WORKERS_YAML, tmp_path / "dagster.yaml")
     config, _ = dagster_instance_config(str(tmp_path))
     launcher = config["run_launcher"]
-    assert (launcher["module"], launcher["class"]) == ("memory_pipeline.fleet_ops.liveness", "FleetCeleryRunLauncher")
+    assert (launcher["module"], launcher["class"]) == ("memory_pipeline.fleet.processes.liveness",
+                                                       "FleetCeleryRunLauncher")
     from dagster._config import process_config
 
     resolved = process_config(FleetCeleryRunLauncher.config_type(), launcher["config"])

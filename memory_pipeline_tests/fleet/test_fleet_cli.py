@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from memory_pipeline.cli import main
-from memory_pipeline.fleet_ops.executor import BROKER_ENV, FLEET_ROOT_ENV, PG_URL_ENV
+from memory_pipeline.fleet.processes.executor import BROKER_ENV, FLEET_ROOT_ENV, PG_URL_ENV
 
 
 @pytest.mark.parametrize("command", ["daemon", "webserver", "worker"])

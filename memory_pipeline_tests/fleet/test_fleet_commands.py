@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from memory_pipeline.fleet_ops import servers
-from memory_pipeline.fleet_ops.executor import BROKER_ENV, FLEET_ROOT_ENV, PG_URL_ENV
+from memory_pipeline.fleet.processes import servers
+from memory_pipeline.fleet.processes.executor import BROKER_ENV, FLEET_ROOT_ENV, PG_URL_ENV
 from memory_pipeline_tests.fleet.cli_fixtures import CLI, START_WAIT_S, STOP_WAIT_S, Command
 from memory_pipeline_tests.fleet.cli_fixtures import CliFleet as Fleet
 from memory_pipeline_tests.fleet.cli_fixtures import alive as _alive

@@ -192,7 +192,7 @@ def _night(defs: dg.Definitions, instance: dg.DagsterInstance, agent: str) -> dg
 
 
 def test_each_agents_night_touches_only_its_own_workspace_and_the_fleet_report_sees_both(root: Path) -> None:
-    from memory_pipeline.fleet_definitions import location
+    from memory_pipeline.fleet.definitions import location
 
     a = _agent_with_memories(root, "ada", seed=3)
     b = _agent_with_memories(root, "bob", seed=4)
@@ -241,7 +241,7 @@ def test_each_agents_night_touches_only_its_own_workspace_and_the_fleet_report_s
 
 
 def test_a_night_for_an_unknown_agent_fails_with_one_line(root: Path) -> None:
-    from memory_pipeline.fleet_definitions import location
+    from memory_pipeline.fleet.definitions import location
 
     registry.add_agent(root, "ada", datetime.now(UTC))
     instance = _instance_with(["ada", "ghost"])
@@ -254,7 +254,7 @@ def test_a_night_for_an_unknown_agent_fails_with_one_line(root: Path) -> None:
 
 def test_the_fleet_cap_defers_an_agents_clusters_and_the_report_says_why(root: Path,
                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    from memory_pipeline.fleet_definitions import location
+    from memory_pipeline.fleet.definitions import location
 
     monkeypatch.setenv("ANTHROPIC_API_KEY", TEST_KEY)
     monkeypatch.setenv(budget.FLEET_CAP_ENV, "0.26")  # bob's whole night costs ~$0.0104
@@ -286,7 +286,7 @@ def test_the_fleet_cap_defers_an_agents_clusters_and_the_report_says_why(root: P
 
 
 def test_the_48_hour_rule_and_the_alert(root: Path) -> None:
-    from memory_pipeline.fleet_definitions import location
+    from memory_pipeline.fleet.definitions import location
 
     now = datetime.now(UTC)
     registry.add_agent(root, "new", now)  # joined just now: not stale yet
@@ -311,7 +311,7 @@ def test_the_48_hour_rule_and_the_alert(root: Path) -> None:
 
 
 def test_nights_in_flight_show_with_their_age_and_a_hung_one_is_overdue(root: Path) -> None:
-    from memory_pipeline.fleet_definitions import AGENT_TAG, location
+    from memory_pipeline.fleet.definitions import AGENT_TAG, location
 
     now = datetime.now(UTC)
     hung = fleet_report.Running("a" * 36, "STARTED", now - timedelta(hours=3))
@@ -343,7 +343,7 @@ def test_the_schedule_requests_one_night_per_agent_and_never_a_second(root: Path
 
 
 def _schedule_twice(instance: dg.DagsterInstance) -> None:
-    from memory_pipeline.fleet_definitions import PERIOD_TAG, fleet_journal_days, fleet_journal_months, fleet_nights
+    from memory_pipeline.fleet.definitions import PERIOD_TAG, fleet_journal_days, fleet_journal_months, fleet_nights
 
     when = datetime(2026, 11, 3, 3, 30, tzinfo=UTC)
     requests = fleet_nights(dg.build_schedule_context(instance=instance, scheduled_execution_time=when))
@@ -374,7 +374,7 @@ def _launched(name: str) -> dg.JobDefinition:
 
 
 def test_the_registry_sensor_brings_the_partitions_in_step_with_the_folders(root: Path) -> None:
-    from memory_pipeline.fleet_definitions import agents_registry
+    from memory_pipeline.fleet.definitions import agents_registry
 
     registry.add_agent(root, "ada", datetime.now(UTC))
     registry.add_agent(root, "bob", datetime.now(UTC))
@@ -397,7 +397,7 @@ def _transcripts(home: Path, seed: int) -> None:
 
 def test_journals_run_per_agent_and_day_and_compaction_per_agent_and_week(root: Path,
                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    from memory_pipeline.fleet_definitions import location
+    from memory_pipeline.fleet.definitions import location
 
     monkeypatch.setenv("MEMORY_PIPELINE_JOURNAL_GIT", "0")
     ada = registry.add_agent(root, "ada", datetime.now(UTC))

@@ -58,8 +58,8 @@ def test_an_unknown_or_malformed_agent_is_one_line(root: Path, capsys: pytest.Ca
 
 
 def test_a_night_is_queued_with_the_agent_tag_and_a_second_needs_now(instance: dg.DagsterInstance) -> None:
-    from memory_pipeline.fleet_definitions import NIGHT_TAG, PERIOD_TAG, fleet_nights
-    from memory_pipeline.fleet_ops import launch
+    from memory_pipeline.fleet.definitions import NIGHT_TAG, PERIOD_TAG, fleet_nights
+    from memory_pipeline.fleet.processes import launch
 
     night, queued = launch.queue_night(instance, "ada", now=False, clock=CLOCK)
     assert night == "2026-11-03"
@@ -85,8 +85,8 @@ def test_a_night_is_queued_with_the_agent_tag_and_a_second_needs_now(instance: d
 
 
 def test_a_night_that_already_succeeded_today_needs_now(instance: dg.DagsterInstance) -> None:
-    from memory_pipeline.fleet_definitions import PERIOD_TAG
-    from memory_pipeline.fleet_ops import launch
+    from memory_pipeline.fleet.definitions import PERIOD_TAG
+    from memory_pipeline.fleet.processes import launch
 
     done = instance.create_run_for_job(job_def=_stand_in("agent_night"), status=dg.DagsterRunStatus.SUCCESS,
                                        tags={AGENT_TAG: "cy", PERIOD_TAG: "2026-11-03"})
@@ -124,7 +124,7 @@ def test_the_uis_launchpad_gets_the_agent_tag_for_a_partition_of_each_per_agent_
     """The webserver's own query when a partition is picked in a job's launchpad (copied from its bundle)."""
     from dagster_graphql.test.utils import execute_dagster_graphql
 
-    from memory_pipeline.fleet_ops import launch
+    from memory_pipeline.fleet.processes import launch
 
     with launch._location(instance) as (context, _location, repository):
         def tags(job: str, partition: str) -> dict[str, Any]:

@@ -28,8 +28,8 @@ from typing import Any
 import pytest
 
 from benchmarks.fleet import BENCH_ENV
-from memory_pipeline.fleet_ops import servers
-from memory_pipeline.fleet_ops.executor import BROKER_ENV, FLEET_ROOT_ENV, MODE_ENV, PG_URL_ENV
+from memory_pipeline.fleet.processes import servers
+from memory_pipeline.fleet.processes.executor import BROKER_ENV, FLEET_ROOT_ENV, MODE_ENV, PG_URL_ENV
 from memory_pipeline_tests.fleet.cli_fixtures import CLI, CliFleet, Command, alive, cmdline, listens
 from memory_pipeline_tests.fleet.readme_helpers import (
     AGENT_TAG,

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from memory_pipeline.fleet_ops import health, servers
-from memory_pipeline.fleet_ops.executor import BROKER_ENV, FLEET_ROOT_ENV, PG_URL_ENV
+from memory_pipeline.fleet.processes import health, servers
+from memory_pipeline.fleet.processes.executor import BROKER_ENV, FLEET_ROOT_ENV, PG_URL_ENV
 
 
 def test_status_says_each_server_is_down_and_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str],

@@ -189,7 +189,7 @@ def test_serve_starts_the_workers_from_the_app_factory_and_removes_the_rate_fold
 
     monkeypatch.setattr(uvicorn, "run", fake_run)
     assert main(["fleet", "serve", "--port", "8799", "--workers", "3", "--rate", "7", "--burst", "9"]) == 0
-    assert seen["app"] == "memory_pipeline.fleet_ops.cli:gateway_app" and seen["factory"] is True
+    assert seen["app"] == "memory_pipeline.fleet.processes.cli:gateway_app" and seen["factory"] is True
     assert (seen["workers"], seen["port"], seen["host"]) == (3, 8799, "127.0.0.1")
     assert seen["settings"]["rate"] == 7.0 and seen["settings"]["burst"] == 9 and seen["rate_dir_existed"]
     assert not Path(seen["settings"]["rate_dir"]).exists()
@@ -204,7 +204,7 @@ def test_the_factory_builds_a_gateway_from_the_environment(tmp_path: Path, monke
     monkeypatch.setenv("MEMORY_PIPELINE_FLEET_ROOT", str(tmp_path))
     monkeypatch.setenv(SETTINGS_ENV, serving.settings(GatewayConfig(burst=3), 1, None))
     fleet(tmp_path, ["alice"])
-    from memory_pipeline.fleet_ops.cli import gateway_app
+    from memory_pipeline.fleet.processes.cli import gateway_app
 
     app = gateway_app()
     gateway = app.state.gateway

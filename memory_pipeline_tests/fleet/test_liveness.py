@@ -1,4 +1,4 @@
-"""The runs-mode health check (memory_pipeline/fleet_ops/liveness.py) against a real redis-server, with the states
+"""The runs-mode health check (memory_pipeline/fleet/processes/liveness.py) against a real redis-server, with the states
 Celery's worker writes into the result backend: a night whose worker answers no ping is RUNNING for
 lost_after_checks − 1 checks, then FAILED naming the worker (and its task revoked); a task that ended while its run
 did not is FAILED at once, and so is one whose pool process changed (its requeued copy started). The live-worker
@@ -14,8 +14,8 @@ from dagster._core.launcher import WorkerStatus
 from dagster._core.storage.dagster_run import DagsterRun
 from dagster_celery.tags import DAGSTER_CELERY_TASK_ID_TAG
 
-from memory_pipeline.fleet_ops import servers
-from memory_pipeline.fleet_ops.liveness import FleetCeleryRunLauncher
+from memory_pipeline.fleet.processes import servers
+from memory_pipeline.fleet.processes.liveness import FleetCeleryRunLauncher
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +87,7 @@ def test_a_night_whose_pool_process_died_is_failed_once_its_requeued_copy_starts
 def test_the_launcher_is_what_the_runs_variant_installs(tmp_path: Path) -> None:
     import yaml
 
-    from memory_pipeline.fleet_ops.executor import RUNS_ON_WORKERS_YAML
+    from memory_pipeline.fleet.processes.executor import RUNS_ON_WORKERS_YAML
 
     raw = yaml.safe_load(RUNS_ON_WORKERS_YAML.read_text())["run_launcher"]
     assert f"{raw['module']}.{raw['class']}" == f"{FleetCeleryRunLauncher.__module__}.FleetCeleryRunLauncher"

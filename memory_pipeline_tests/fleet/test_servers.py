@@ -1,4 +1,4 @@
-"""The fleet location (memory_pipeline.fleet_definitions) on Dagster's production path with real servers (issue 21
+"""The fleet location (memory_pipeline.fleet.definitions) on Dagster's production path with real servers (issue 21
 part 4): PostgreSQL instance storage, the queued run coordinator (one run per agent), dagster-daemon running the
 registry sensor (agents → partitions) and ticking the fleet's schedule, and the Celery executor on Redis with two
 dagster-celery workers. Slow: a few minutes (the schedule ticks once a minute; every step of a night is a Celery
@@ -15,7 +15,7 @@ from typing import Any
 import duckdb
 import pytest
 
-from memory_pipeline.fleet_ops.servers import descendants
+from memory_pipeline.fleet.processes.servers import descendants
 from memory_pipeline.store import MemoryStore, invariants
 from memory_pipeline_tests.fleet.servers_fixtures import (
     AGENT_TAG,

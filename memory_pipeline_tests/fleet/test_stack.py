@@ -1,4 +1,4 @@
-"""The managed process set the fleet's tests and benchmark start (memory_pipeline.fleet_ops.stack)."""
+"""The managed process set the fleet's tests and benchmark start (memory_pipeline.fleet.processes.stack)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import signal
 import sys
 from pathlib import Path
 
-from memory_pipeline.fleet_ops import stack
+from memory_pipeline.fleet.processes import stack
 
 
 def _ignored(pid: int) -> int:

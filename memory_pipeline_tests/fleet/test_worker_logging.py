@@ -1,7 +1,7 @@
 """In a fleet worker, Dagster's console lines are logged at their own level: a Celery worker's stderr is a
 LoggingProxy that logged every Dagster DEBUG event as a WARNING; worker_logging's proxy logs each line at the level
 it names, so the worker's `-l WARNING` keeps DEBUG and INFO out. A real Dagster run writes to Celery's real proxy
-class here; the worker's own wiring (`-I memory_pipeline.fleet_ops.worker_logging`) is started by
+class here; the worker's own wiring (`-I memory_pipeline.fleet.processes.worker_logging`) is started by
 test_worker_lost's real worker."""
 
 import logging
@@ -11,8 +11,8 @@ import dagster as dg
 import pytest
 from celery.utils.log import LoggingProxy
 
-from memory_pipeline.fleet_ops import worker_logging
-from memory_pipeline.fleet_ops.stack import worker_command
+from memory_pipeline.fleet.processes import worker_logging
+from memory_pipeline.fleet.processes.stack import worker_command
 
 
 class Records(logging.Handler):
@@ -78,4 +78,4 @@ def test_install_swaps_a_celery_proxy_and_leaves_other_streams(monkeypatch: pyte
 
 def test_the_worker_imports_it() -> None:
     cmd = worker_command("w1", 1)
-    assert cmd[cmd.index("-i") + 1] == "memory_pipeline.fleet_ops.worker_logging"
+    assert cmd[cmd.index("-i") + 1] == "memory_pipeline.fleet.processes.worker_logging"

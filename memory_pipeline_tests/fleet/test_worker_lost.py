@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from memory_pipeline.fleet_ops.executor import BROKER_ENV
-from memory_pipeline.fleet_ops.stack import BIN, worker_command
-from memory_pipeline.fleet_ops.worker_main import lost_line, worker_name
+from memory_pipeline.fleet.processes.executor import BROKER_ENV
+from memory_pipeline.fleet.processes.stack import BIN, worker_command
+from memory_pipeline.fleet.processes.worker_main import lost_line, worker_name
 from memory_pipeline.settings import REPO_ROOT
 from memory_pipeline_tests.ui.server import free_port
 

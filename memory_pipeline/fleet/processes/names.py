@@ -14,7 +14,7 @@ NIGHT_TAG = "memory_pipeline/night"
 PERIOD_TAG = "memory_pipeline/period"
 AGENTS = "agents"  # the DynamicPartitionsDefinition of the fleet's agents
 LOCATION = "memory_pipeline"  # the code location's name in every workspace file of the fleet
-MODULE = "memory_pipeline.fleet_definitions"
+MODULE = "memory_pipeline.fleet.definitions"
 
 
 def fleet_timezone() -> str:

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import FrameType
 
-from memory_pipeline.fleet_ops.servers import group_members
+from memory_pipeline.fleet.processes.servers import group_members
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 GRACE_S = 6.0  # the server's own clean stop; then SIGKILL — the whole tree is gone within ~9 s

@@ -1,9 +1,9 @@
 """`memory-pipeline fleet postgres|redis|daemon|webserver|worker|serve`: each of the fleet's processes, one command,
 in the foreground (run each under systemd, supervisord or a terminal of its own). See notes on "Running a fleet".
-Each owns its server's process tree: SIGTERM or Ctrl-C stops all of it (fleet_ops/supervise.py), records itself
+Each owns its server's process tree: SIGTERM or Ctrl-C stops all of it (processes/supervise.py), records itself
 while it runs and prints one "… ready" line once it serves; `fleet status` reads them and `fleet stop` stops them
-(fleet_ops/health.py). `fleet night AGENT [--now]` and `fleet report` queue one run on the instance and return
-(fleet_ops/launch.py).
+(processes/health.py). `fleet night AGENT [--now]` and `fleet report` queue one run on the instance and return
+(processes/launch.py).
 
 Every command reads the same variables: MEMORY_PIPELINE_FLEET_ROOT (the directory every machine shares),
 MEMORY_PIPELINE_PG_URL, MEMORY_PIPELINE_CELERY_BROKER, and optionally MEMORY_PIPELINE_MAX_CONCURRENT_RUNS.
@@ -22,7 +22,13 @@ from typing import Any
 
 from memory_pipeline.errors import UserError
 from memory_pipeline.fleet import IMPORT_BATCH
-from memory_pipeline.fleet_ops.executor import BROKER_ENV, FLEET_ROOT_ENV, MAX_RUNS_ENV, PG_URL_ENV, fleet_dagster_home
+from memory_pipeline.fleet.processes.executor import (
+    BROKER_ENV,
+    FLEET_ROOT_ENV,
+    MAX_RUNS_ENV,
+    PG_URL_ENV,
+    fleet_dagster_home,
+)
 
 DEFAULT_MAX_RUNS = "4"
 
@@ -42,8 +48,8 @@ def _need(name: str, example: str) -> str:
 
 
 def _instance_env() -> dict[str, str]:
-    from memory_pipeline.fleet_ops.servers import check_database
-    from memory_pipeline.fleet_ops.stack import fleet_env, prepare_home
+    from memory_pipeline.fleet.processes.servers import check_database
+    from memory_pipeline.fleet.processes.stack import fleet_env, prepare_home
 
     root = _root()
     pg = _need(PG_URL_ENV, "postgresql+psycopg2://postgres@db-host:5432/dagster")
@@ -56,7 +62,7 @@ def _instance_env() -> dict[str, str]:
 def _serve(name: str, address: str, cmd: list[str], env: dict[str, str], **kwargs: Any) -> int:
     """The server in a process group this command owns: SIGTERM/Ctrl-C here stops the whole tree. Recorded for
     `fleet status` and `fleet stop` while it runs."""
-    from memory_pipeline.fleet_ops import health, supervise
+    from memory_pipeline.fleet.processes import health, supervise
 
     with health.recorded(_root(), name, address):
         return supervise.run(cmd, env, **kwargs)
@@ -64,13 +70,13 @@ def _serve(name: str, address: str, cmd: list[str], env: dict[str, str], **kwarg
 
 def _listening(name: str, host: str, port: int, what: str) -> Any:
     """An `announce` for supervise.run: the ready line once `host:port` accepts connections."""
-    from memory_pipeline.fleet_ops import health
+    from memory_pipeline.fleet.processes import health
 
     return lambda: f"{name} ready: {what} (pid {os.getpid()})" if health.port_listens(host, port) else None
 
 
 def cmd_postgres(args: argparse.Namespace) -> int:
-    from memory_pipeline.fleet_ops import servers
+    from memory_pipeline.fleet.processes import servers
 
     directory = Path(args.data) if args.data else _root() / "postgres"
     data = directory / "data"
@@ -91,7 +97,7 @@ def cmd_postgres(args: argparse.Namespace) -> int:
 
 
 def cmd_redis(args: argparse.Namespace) -> int:
-    from memory_pipeline.fleet_ops import servers
+    from memory_pipeline.fleet.processes import servers
 
     directory = Path(args.data) if args.data else _root() / "redis"
     directory.mkdir(parents=True, exist_ok=True)
@@ -106,9 +112,9 @@ def cmd_daemon(args: argparse.Namespace) -> int:
     location is imported once, there, and `fleet night` on this machine asks it instead of importing it again."""
     import time
 
-    from memory_pipeline.fleet_ops import health, servers
-    from memory_pipeline.fleet_ops.names import code_server_socket
-    from memory_pipeline.fleet_ops.stack import code_server_command, daemon_command, daemon_workspace
+    from memory_pipeline.fleet.processes import health, servers
+    from memory_pipeline.fleet.processes.names import code_server_socket
+    from memory_pipeline.fleet.processes.stack import code_server_command, daemon_command, daemon_workspace
 
     env = _instance_env()
     home = Path(env["DAGSTER_HOME"])
@@ -127,7 +133,7 @@ def cmd_daemon(args: argparse.Namespace) -> int:
 
 
 def cmd_webserver(args: argparse.Namespace) -> int:
-    from memory_pipeline.fleet_ops.stack import webserver_command
+    from memory_pipeline.fleet.processes.stack import webserver_command
 
     env = _instance_env()
     url = f"http://{args.host}:{args.port}"
@@ -138,11 +144,11 @@ def cmd_webserver(args: argparse.Namespace) -> int:
 def cmd_worker(args: argparse.Namespace) -> int:
     import socket
 
-    from memory_pipeline.fleet_ops.stack import worker_command
+    from memory_pipeline.fleet.processes.stack import worker_command
 
     env = _instance_env()
     name = args.name or f"worker-{socket.gethostname()}-{os.getpid()}"
-    # the worker prints its own ready line (fleet_ops/worker_logging.py, on Celery's worker_ready)
+    # the worker prints its own ready line (processes/worker_logging.py, on Celery's worker_ready)
     return _serve(f"worker:{name}", env[BROKER_ENV], worker_command(name, args.concurrency), env)
 
 
@@ -157,14 +163,14 @@ def _fleet_instance() -> Iterator[Any]:
 
 
 def _code_server() -> Path:
-    from memory_pipeline.fleet_ops.names import code_server_socket
+    from memory_pipeline.fleet.processes.names import code_server_socket
 
     return code_server_socket(fleet_dagster_home())
 
 
 def cmd_status(args: argparse.Namespace) -> int:
     from memory_pipeline.fleet import registry
-    from memory_pipeline.fleet_ops import status
+    from memory_pipeline.fleet.processes import status
 
     os.environ.setdefault(MAX_RUNS_ENV, DEFAULT_MAX_RUNS)  # the instance's dagster.yaml reads it
     root = _root()
@@ -172,7 +178,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_stop(args: argparse.Namespace) -> int:
-    from memory_pipeline.fleet_ops import health
+    from memory_pipeline.fleet.processes import health
 
     health.stop(_root())
     return 0
@@ -180,7 +186,7 @@ def cmd_stop(args: argparse.Namespace) -> int:
 
 def cmd_night(args: argparse.Namespace) -> int:
     from memory_pipeline.fleet import registry
-    from memory_pipeline.fleet_ops import launch
+    from memory_pipeline.fleet.processes import launch
 
     registry.agent_home(registry.fleet_root(), args.agent)  # an unknown agent: one line, before anything loads
     with _fleet_instance() as instance:
@@ -192,7 +198,7 @@ def cmd_night(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from memory_pipeline.fleet_ops import launch
+    from memory_pipeline.fleet.processes import launch
 
     with _fleet_instance() as instance:
         queued = launch.queue_report(instance, socket=_code_server())
@@ -225,13 +231,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
     print(f"serving {len(list_agents(root))} agent(s) of {root} at http://{args.host}:{args.port}/mcp with "
           f"{workers} worker process(es) (probes: /healthz, /readyz; audit: {root / 'gateway' / 'audit.jsonl'})",
           flush=True)  # fmt: skip
-    from memory_pipeline.fleet_ops import health
+    from memory_pipeline.fleet.processes import health
 
     try:
         with health.recorded(root, "serve", f"http://{args.host}:{args.port}/mcp"):
             # http: uvicorn's protocol with read-time bounds on each request's headers and body (a stalled
             # client's connection is closed; MEMORY_PIPELINE_HTTP_HEADER_TIMEOUT / _BODY_TIMEOUT, read by each worker)
-            uvicorn.run("memory_pipeline.fleet_ops.cli:gateway_app", factory=True, host=args.host, port=args.port,
+            uvicorn.run("memory_pipeline.fleet.processes.cli:gateway_app", factory=True, host=args.host, port=args.port,
                         workers=workers, log_level="warning", http=HTTP_PROTOCOL)  # fmt: skip
     finally:
         if rate_dir is not None:

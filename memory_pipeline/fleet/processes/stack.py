@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from memory_pipeline.fleet_ops.executor import (
+from memory_pipeline.fleet.processes.executor import (
     BROKER_ENV,
     CELERY_YAML,
     FLEET_ROOT_ENV,
@@ -23,8 +23,8 @@ from memory_pipeline.fleet_ops.executor import (
     PG_URL_ENV,
     instance_yaml,
 )
-from memory_pipeline.fleet_ops.names import LOCATION, MODULE
-from memory_pipeline.fleet_ops.servers import default_stop_signals, group_members
+from memory_pipeline.fleet.processes.names import LOCATION, MODULE
+from memory_pipeline.fleet.processes.servers import default_stop_signals, group_members
 from memory_pipeline.settings import REPO_ROOT
 
 BIN = Path(sys.executable).parent
@@ -86,8 +86,8 @@ def worker_command(name: str, concurrency: int = 1, config_yaml: Path = CELERY_Y
     """dagster-celery's own worker start (it writes the resolved celery.yaml where the worker imports it), through
     worker_main, so a worker whose Celery process is killed says so in one line instead of a traceback; the
     worker imports worker_logging, which logs Dagster's console lines at their own level."""
-    return [sys.executable, "-m", "memory_pipeline.fleet_ops.worker_main", "-A", "dagster_celery.app",
-            "-y", str(config_yaml), "-i", "memory_pipeline.fleet_ops.worker_logging",
+    return [sys.executable, "-m", "memory_pipeline.fleet.processes.worker_main", "-A", "dagster_celery.app",
+            "-y", str(config_yaml), "-i", "memory_pipeline.fleet.processes.worker_logging",
             "-n", name, "-l", "WARNING", "--", f"--concurrency={concurrency}", "--pool=prefork",
             "--without-heartbeat", "--without-gossip", "--without-mingle"]
 

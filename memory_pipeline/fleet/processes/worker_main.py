@@ -1,4 +1,4 @@
-"""`python -m memory_pipeline.fleet_ops.worker_main ARGS`: dagster-celery's `worker start ARGS`, which runs the
+"""`python -m memory_pipeline.fleet.processes.worker_main ARGS`: dagster-celery's `worker start ARGS`, which runs the
 Celery worker as a child and raises CalledProcessError when that child dies. Here its death is one line on
 stderr — "worker w1 lost: killed by signal 9; …" — and exit status 1, not a traceback. Dagster is imported only
 when the worker starts."""

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from memory_pipeline.fleet_ops import health
+from memory_pipeline.fleet.processes import health
 
 IN_FLIGHT = ("STARTING", "STARTED", "CANCELING")
 QUEUED = ("QUEUED", "NOT_STARTED")
@@ -46,7 +46,7 @@ def server_rows(root: Path, pg_url: str, broker: str) -> tuple[list[tuple[str, b
 def run_lines(instance: Any, agents: list[str]) -> list[str]:
     import dagster as dg
 
-    from memory_pipeline.fleet_ops.names import AGENT_TAG
+    from memory_pipeline.fleet.processes.names import AGENT_TAG
 
     def count(states: tuple[str, ...]) -> int:
         return int(instance.get_runs_count(dg.RunsFilter(statuses=[dg.DagsterRunStatus(s) for s in states])))
@@ -66,7 +66,7 @@ def run_lines(instance: Any, agents: list[str]) -> list[str]:
 
 def report(root: Path, agents: list[str], environ: Mapping[str, str], say: Any = print) -> int:
     """Print the fleet's status (the last night of each of `agents`); 0 when it can run a night, else 1."""
-    from memory_pipeline.fleet_ops.executor import BROKER_ENV, PG_URL_ENV
+    from memory_pipeline.fleet.processes.executor import BROKER_ENV, PG_URL_ENV
 
     pg_url = environ.get(PG_URL_ENV, "").strip()
     broker = environ.get(BROKER_ENV, "").strip()
@@ -82,7 +82,7 @@ def report(root: Path, agents: list[str], environ: Mapping[str, str], say: Any =
     if state["postgres"]:
         import dagster as dg
 
-        from memory_pipeline.fleet_ops.executor import fleet_dagster_home
+        from memory_pipeline.fleet.processes.executor import fleet_dagster_home
 
         home = fleet_dagster_home(environ)
         if (home / "dagster.yaml").is_file():

@@ -3,7 +3,7 @@ launch button does. The run is built from the code location the daemon knows (na
 server `fleet daemon` runs on this machine when it answers (a second or two: nothing is imported here but Dagster),
 else the location loaded in this process (the whole pipeline imported: tens of seconds on a busy machine). The
 run gets the partition's tags from it (for agent_night: memory_pipeline/agent=<agent>, the job's partition → tags
-mapping in fleet_definitions.agent_tagged) and goes to the run queue, so the per-agent limit holds: a night
+mapping in fleet.definitions.agent_tagged) and goes to the run queue, so the per-agent limit holds: a night
 queued while the agent has one in flight starts after it."""
 
 from __future__ import annotations
@@ -20,7 +20,15 @@ from zoneinfo import ZoneInfo
 import dagster as dg
 
 from memory_pipeline.errors import UserError
-from memory_pipeline.fleet_ops.names import AGENT_TAG, AGENTS, LOCATION, MODULE, NIGHT_TAG, PERIOD_TAG, fleet_timezone
+from memory_pipeline.fleet.processes.names import (
+    AGENT_TAG,
+    AGENTS,
+    LOCATION,
+    MODULE,
+    NIGHT_TAG,
+    PERIOD_TAG,
+    fleet_timezone,
+)
 from memory_pipeline.settings import REPO_ROOT
 
 NIGHT_JOB = "agent_night"

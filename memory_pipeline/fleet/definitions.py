@@ -24,8 +24,8 @@ from memory_pipeline.defs.journals.assets import DAILY_ASSETS
 from memory_pipeline.defs.journals.partitions import journal_timezone
 from memory_pipeline.fleet import budget, registry
 from memory_pipeline.fleet import report as fleet_report_rows
-from memory_pipeline.fleet_ops.executor import fleet_default_executor, fleet_executor
-from memory_pipeline.fleet_ops.names import AGENT_TAG, AGENTS, NIGHT_TAG, PERIOD_TAG, fleet_timezone
+from memory_pipeline.fleet.processes.executor import fleet_default_executor, fleet_executor
+from memory_pipeline.fleet.processes.names import AGENT_TAG, AGENTS, NIGHT_TAG, PERIOD_TAG, fleet_timezone
 from memory_pipeline.operator.alert import Alert
 from memory_pipeline.resources.engine import EngineConfig
 from memory_pipeline.resources.notifier import NotifierResource
