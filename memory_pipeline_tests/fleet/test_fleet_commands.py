@@ -149,6 +149,7 @@ def test_servers_say_ready_status_reads_them_a_night_is_queued_through_the_code_
     from dagster._core.remote_origin import GrpcServerCodeLocationOrigin
 
     from memory_pipeline.fleet import registry
+    from memory_pipeline.fleet.processes.names import code_server_socket
 
     root = fleet.root / "status-fleet"
     root.mkdir(mode=0o755)
@@ -207,3 +208,4 @@ def test_servers_say_ready_status_reads_them_a_night_is_queued_through_the_code_
         command.proc.wait(STOP_WAIT_S)
         assert _alive(sorted(command.seen)) == [], f"`fleet {command.name}` left processes behind"
     assert list((root / "servers").rglob("*.json")) == []
+    assert not code_server_socket(root / "dagster_home").exists(), "the daemon left its code server's socket"

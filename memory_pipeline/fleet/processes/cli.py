@@ -128,8 +128,11 @@ def cmd_daemon(args: argparse.Namespace) -> int:
                f"(pid {os.getpid()})"
 
     first = (code_server_command(sock), lambda proc: servers.wait_for_socket(sock, proc, "the code server"))
-    return _serve("daemon", str(sock), daemon_command(home, daemon_workspace(home, sock)), env, first=first,
-                  announce=ready)
+    try:
+        return _serve("daemon", str(sock), daemon_command(home, daemon_workspace(home, sock)), env, first=first,
+                      announce=ready)
+    finally:  # the code server goes with SIGKILL (it ignores SIGTERM) and leaves its socket behind
+        sock.unlink(missing_ok=True)
 
 
 def cmd_webserver(args: argparse.Namespace) -> int:
