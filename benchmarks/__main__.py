@@ -27,6 +27,7 @@ NAMES = (
     "current-facts",
     "abstention",
     "retention-probes",
+    "current-facts-locomo",
     "transcripts",
 )
 
