@@ -209,3 +209,88 @@ def test_servers_say_ready_status_reads_them_a_night_is_queued_through_the_code_
         assert _alive(sorted(command.seen)) == [], f"`fleet {command.name}` left processes behind"
     assert list((root / "servers").rglob("*.json")) == []
     assert not code_server_socket(root / "dagster_home").exists(), "the daemon left its code server's socket"
+
+
+PROBE = ("import sys; from memory_pipeline.cli import main; rc = main(sys.argv[1:]); "
+         "print('dagster imported:', 'dagster' in sys.modules, flush=True); sys.exit(rc)")
+
+
+def test_fleet_night_queues_through_the_webserver_without_dagster_and_through_the_instance_when_it_is_down(
+        fleet: Fleet, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With `fleet webserver` up on this machine, `fleet night` queues each agent's night through its GraphQL API:
+    the runs' origin is the webserver's own code location (not the daemon's code server, not one loaded in the
+    command), their partitions are added, and the command never imported Dagster; refused the same way. With the
+    webserver stopped it says so in one line and queues through the instance."""
+    import re
+    import sys
+    from datetime import UTC, datetime
+
+    import dagster as dg
+    from dagster._core.remote_origin import InProcessCodeLocationOrigin, ManagedGrpcPythonEnvCodeLocationOrigin
+
+    from memory_pipeline.fleet import registry
+    from memory_pipeline.fleet.processes import webserver_launch
+
+    root = fleet.root / "web-fleet"
+    root.mkdir(mode=0o755)
+    env = {**fleet.env, FLEET_ROOT_ENV: str(root)}
+    pg_port, redis_port, web_port = servers.free_port(), servers.free_port(), servers.free_port()
+    pg = fleet.start("postgres", "--port", str(pg_port), env=env)
+    redis = fleet.start("redis", "--port", str(redis_port), env=env)
+    pg.wait_for("its ready line", lambda: "postgres ready: " in pg.output())
+    redis.wait_for("its ready line", lambda: "redis ready: " in redis.output())
+    env.update({PG_URL_ENV: servers.pg_url(pg_port), BROKER_ENV: f"redis://127.0.0.1:{redis_port}/0"})
+    for agent in ("ada", "bob"):  # no instance partition yet: the webserver adds it with the night
+        registry.add_agent(root, agent, datetime.now(UTC))
+    web = fleet.start("webserver", "--port", str(web_port), env=env)
+    web.wait_for("its ready line", lambda: "webserver ready: " in web.output())
+    post = webserver_launch.http_post(f"http://127.0.0.1:{web_port}")
+    query = webserver_launch.checks_query(["ada"], "2026-11-03", now=True)
+
+    def location_loaded() -> bool:
+        return post(*query, 30.0)["job"]["__typename"] in ("Job", "Pipeline")
+
+    web.wait_for("the code location loaded in the webserver", location_loaded)
+
+    def night(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-c", PROBE, "fleet", "night", *args], env=env, capture_output=True,
+                              text=True, timeout=START_WAIT_S)
+
+    queued = night("ada", "bob")
+    assert queued.returncode == 0, queued.stdout + queued.stderr
+    assert "note:" not in queued.stdout and "dagster imported: False" in queued.stdout, queued.stdout
+    ids = dict(re.findall(r"^queued (\w+)'s night \(\S+\): run ([0-9a-f-]{36})$", queued.stdout, re.M))
+    assert sorted(ids) == ["ada", "bob"], queued.stdout
+    refused = night("ada")
+    assert refused.returncode == 2 and "dagster imported: False" in refused.stdout, refused.stdout
+    assert refused.stderr.strip().splitlines() == [
+        f"error: ada's night is already in flight: run {ids['ada'][:8]} (QUEUED); "
+        "`memory-pipeline fleet night ada --now` queues another"]
+
+    assert web.terminate() == [], "`fleet webserver` left processes behind"
+    fallback = night("bob", "--now")
+    assert fallback.returncode == 0, fallback.stdout + fallback.stderr
+    assert fallback.stdout.splitlines()[0] == (
+        "note: no `fleet webserver` runs on this machine for this fleet root: queuing through the instance instead "
+        "(a few seconds)")
+    fallback_id = re.search(r"run ([0-9a-f-]{36})", fallback.stdout).group(1)  # type: ignore[union-attr]
+
+    for name in (PG_URL_ENV, BROKER_ENV, FLEET_ROOT_ENV):
+        monkeypatch.setenv(name, env[name])
+    monkeypatch.setenv("MEMORY_PIPELINE_MAX_CONCURRENT_RUNS", "4")
+    with dg.DagsterInstance.from_config(str(root / "dagster_home")) as instance:
+        for agent, run_id in ids.items():
+            run = instance.get_run_by_id(run_id)
+            assert run is not None and run.job_name == "agent_night" and run.status == dg.DagsterRunStatus.QUEUED
+            assert {k: run.tags.get(k) for k in ("memory_pipeline/agent", "dagster/partition")} == \
+                {"memory_pipeline/agent": agent, "dagster/partition": agent}
+            assert run.tags.get("memory_pipeline/night") == run.tags.get("memory_pipeline/period") is not None
+            origin = run.remote_job_origin.repository_origin.code_location_origin  # type: ignore[union-attr]
+            assert isinstance(origin, ManagedGrpcPythonEnvCodeLocationOrigin), origin  # the webserver's workspace
+            assert instance.has_dynamic_partition("agents", agent)
+        run = instance.get_run_by_id(fallback_id)
+        assert run is not None and run.tags.get("memory_pipeline/agent") == "bob"
+        origin = run.remote_job_origin.repository_origin.code_location_origin  # type: ignore[union-attr]
+        assert isinstance(origin, InProcessCodeLocationOrigin), origin  # no daemon here: loaded in the command
+    for command in (redis, pg):
+        assert command.terminate() == [], f"`fleet {command.name}` left processes behind"

@@ -137,3 +137,92 @@ def test_the_uis_launchpad_gets_the_agent_tag_for_a_partition_of_each_per_agent_
         assert tags("agent_night", "ada")[AGENT_TAG] == "ada"
         assert tags("agent_compaction_week", "ada|2026-11-01")[AGENT_TAG] == "ada"
         assert tags("agent_journal_month", "bob|2026-10-01")[AGENT_TAG] == "bob"
+
+
+@pytest.fixture(scope="module")
+def graphql(instance: dg.DagsterInstance) -> Iterator[Any]:
+    """The webserver's GraphQL schema on the location loaded here: the documents `fleet night` sends over HTTP,
+    answered as the webserver answers them (a Post, as webserver_launch.http_post makes one)."""
+    from dagster_graphql.test.utils import execute_dagster_graphql
+
+    from memory_pipeline.fleet.processes import launch
+
+    with launch._location(instance) as (context, _location, _repository):
+        def post(document: str, variables: Any, timeout: float) -> Any:
+            result = execute_dagster_graphql(context, document, variables=dict(variables))
+            assert not result.errors, result.errors
+            return result.data
+
+        yield post
+
+
+def test_through_the_webserver_a_night_is_the_same_run_with_the_same_refusals(
+    root: Path, instance: dg.DagsterInstance, graphql: Any
+) -> None:
+    """Two agents in one query and one mutation: each gets the run launch.py would queue (same job, tags, no run
+    config, QUEUED), its partition added; the second ask is refused with launch.py's line, --now queues again."""
+    from memory_pipeline.fleet.processes import launch, names
+    from memory_pipeline.fleet.processes.webserver_launch import Launched, queue_nights, queue_report
+
+    for agent in ("dee", "fay"):  # launch.py checks the registry (the command checks it before either path)
+        registry.add_agent(root, agent, CLOCK)
+    night = "2026-11-03"
+    done = queue_nights(graphql, ["dee", "eve"], now=False, night=night)
+    assert set(done) == {"dee", "eve"} and all(isinstance(r, Launched) for r in done.values()), done
+    _, reference = launch.queue_night(instance, "fay", now=False, clock=CLOCK)
+    want = instance.get_run_by_id(reference.run_id)
+    assert want is not None
+    for agent, queued in done.items():
+        assert isinstance(queued, Launched)
+        run = instance.get_run_by_id(queued.run_id)
+        assert run is not None and instance.has_dynamic_partition("agents", agent)
+        swapped = {k: agent if v == "fay" else v for k, v in want.tags.items()}
+        assert dict(run.tags) == swapped == dict(queued.tags)
+        assert (run.job_name, run.status, run.run_config, run.asset_selection) == \
+            (want.job_name, want.status, want.run_config, want.asset_selection) == \
+            ("agent_night", dg.DagsterRunStatus.QUEUED, {}, None)
+
+    # refused as launch.py refuses: in flight; then --now queues another
+    again = queue_nights(graphql, ["dee", "fay"], now=False, night=night)
+    for agent in ("dee", "fay"):
+        with pytest.raises(UserError) as refused:
+            launch.queue_night(instance, agent, now=False, clock=CLOCK)
+        assert again[agent] == str(refused.value)
+        assert again[agent].startswith(f"{agent}'s night is already in flight: run ")
+    forced = queue_nights(graphql, ["dee"], now=True, night=night)["dee"]
+    assert isinstance(forced, Launched) and forced.run_id != done["dee"].run_id  # type: ignore[union-attr]
+
+    # already ran tonight (a successful night of this date): refused with the same line; the next day is not
+    ran = instance.create_run_for_job(job_def=_stand_in("agent_night"), status=dg.DagsterRunStatus.SUCCESS,
+                                      tags={AGENT_TAG: "gus", names.PERIOD_TAG: night})
+    refused_line = queue_nights(graphql, ["gus"], now=False, night=night)["gus"]
+    assert refused_line == names.refused("gus", names.already_ran("gus", night, ran.run_id))
+    assert isinstance(queue_nights(graphql, ["gus"], now=False, night="2026-11-04")["gus"], Launched)
+
+    report = queue_report(graphql)
+    run = instance.get_run_by_id(report.run_id)
+    assert run is not None and run.job_name == "fleet_report_job" and run.status == dg.DagsterRunStatus.QUEUED
+
+
+def test_a_webserver_that_does_not_answer_is_no_webserver(tmp_path: Path) -> None:
+    """Nothing recorded, or nothing listening: NoWebserver (the command then queues through the instance)."""
+    from memory_pipeline.fleet.processes import servers
+    from memory_pipeline.fleet.processes.webserver_launch import NoWebserver, http_post, queue_nights, webserver_url
+
+    with pytest.raises(NoWebserver, match="no `fleet webserver` runs on this machine"):
+        webserver_url(tmp_path)
+    down = http_post(f"http://127.0.0.1:{servers.free_port()}")
+    with pytest.raises(NoWebserver, match=r"^the webserver at http://127\.0\.0\.1:\d+ did not answer \("):
+        queue_nights(down, ["ada"], now=False, night="2026-11-03")
+
+
+def test_the_command_line_imports_no_dagster_on_the_webserver_path() -> None:
+    """What `fleet night` imports before it asks the webserver: no Dagster (a second of the command's time)."""
+    import subprocess
+    import sys
+
+    code = ("import sys; import memory_pipeline.cli, memory_pipeline.fleet.processes.cli, "
+            "memory_pipeline.fleet.processes.webserver_launch, memory_pipeline.fleet.processes.health; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('dagster', 'dagster_graphql')))")
+    shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert shown.stdout.strip() == "[]", shown.stdout

@@ -2,7 +2,8 @@
 in the foreground (run each under systemd, supervisord or a terminal of its own). See notes on "Running a fleet".
 Each owns its server's process tree: SIGTERM or Ctrl-C stops all of it (processes/supervise.py), records itself
 while it runs and prints one "… ready" line once it serves; `fleet status` reads them and `fleet stop` stops them
-(processes/health.py). `fleet night AGENT [--now]` and `fleet report` queue one run on the instance and return
+(processes/health.py). `fleet night AGENT… [--now]` and `fleet report` queue runs on the instance and return:
+through the fleet's webserver when it answers (processes/webserver_launch.py), else in the command itself
 (processes/launch.py).
 
 Every command reads the same variables: MEMORY_PIPELINE_FLEET_ROOT (the directory every machine shares),
@@ -15,6 +16,7 @@ import argparse
 import os
 import signal
 import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -187,24 +189,76 @@ def cmd_stop(args: argparse.Namespace) -> int:
     return 0
 
 
+def _webserver() -> Any:
+    """A Post to this fleet's webserver, or NoWebserver (the caller queues through the instance)."""
+    from memory_pipeline.fleet.processes import webserver_launch
+
+    return webserver_launch.http_post(webserver_launch.webserver_url(_root()))
+
+
+def _fallback(exc: Exception) -> None:
+    print(f"note: {exc}: queuing through the instance instead (a few seconds)", flush=True)
+
+
 def cmd_night(args: argparse.Namespace) -> int:
+    """Through the fleet's webserver on this machine when it answers (about a second, no Dagster imported here),
+    else through the instance (launch.py)."""
+    from datetime import UTC, datetime
+
     from memory_pipeline.fleet import registry
+    from memory_pipeline.fleet.processes import webserver_launch
+    from memory_pipeline.fleet.processes.names import AGENT_TAG, fleet_timezone, night_of
+
+    agents = list(dict.fromkeys(args.agent))
+    for agent in agents:  # an unknown agent: one line, before anything is asked or loaded
+        registry.agent_home(registry.fleet_root(), agent)
+    outcomes: dict[str, tuple[str, Any] | str] = {}  # each agent's (night, run) or the line refusing it
+    try:
+        night = night_of(datetime.now(UTC), fleet_timezone())
+        done = webserver_launch.queue_nights(_webserver(), agents, args.now, night)
+        outcomes = {agent: run if isinstance(run, str) else (night, run) for agent, run in done.items()}
+    except webserver_launch.NoWebserver as exc:
+        _fallback(exc)
+        outcomes = _queue_through_instance(agents, args.now)
+    refused = [line for line in outcomes.values() if isinstance(line, str)]
+    if len(agents) == 1 and refused:
+        raise UserError(refused[0])
+    for agent, outcome in outcomes.items():
+        if isinstance(outcome, str):
+            continue
+        night, queued = outcome
+        print(f"queued {agent}'s night ({night}): run {queued.run_id}")
+        print(f"  it starts once {agent} has no other run in flight ({AGENT_TAG}="
+              f"{queued.tags.get(AGENT_TAG, '?')}) and a run slot is free; follow it in the UI (Runs)")
+    for line in refused:
+        print(f"error: {line}", file=sys.stderr)
+    return 2 if refused else 0
+
+
+def _queue_through_instance(agents: list[str], now: bool) -> dict[str, tuple[str, Any] | str]:
     from memory_pipeline.fleet.processes import launch
 
-    registry.agent_home(registry.fleet_root(), args.agent)  # an unknown agent: one line, before anything loads
+    outcomes: dict[str, tuple[str, Any] | str] = {}
     with _fleet_instance() as instance:
-        night, queued = launch.queue_night(instance, args.agent, now=args.now, socket=_code_server())
-    print(f"queued {args.agent}'s night ({night}): run {queued.run_id}")
-    print(f"  it starts once {args.agent} has no other run in flight (memory_pipeline/agent="
-          f"{queued.tags.get('memory_pipeline/agent', '?')}) and a run slot is free; follow it in the UI (Runs)")
-    return 0
+        for agent in agents:
+            try:
+                outcomes[agent] = launch.queue_night(instance, agent, now=now, socket=_code_server())
+            except UserError as exc:
+                outcomes[agent] = str(exc)
+    return outcomes
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from memory_pipeline.fleet.processes import launch
+    from memory_pipeline.fleet.processes import webserver_launch
 
-    with _fleet_instance() as instance:
-        queued = launch.queue_report(instance, socket=_code_server())
+    try:
+        queued: Any = webserver_launch.queue_report(_webserver())
+    except webserver_launch.NoWebserver as exc:
+        _fallback(exc)
+        from memory_pipeline.fleet.processes import launch
+
+        with _fleet_instance() as instance:
+            queued = launch.queue_report(instance, socket=_code_server())
     print(f"queued the fleet report: run {queued.run_id}; it writes {_root() / 'reports'}/fleet-<time>.json")
     return 0
 
@@ -307,8 +361,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="server processes sharing the port (default: one per CPU, within a container's CPU limit); "
                    "each loads every agent; the rate limit holds per agent across all of them")  # fmt: skip
     p.set_defaults(fn=cmd_serve)
-    p = cmds.add_parser("night", help="queue one agent's night now (it waits for the agent's night in flight)")
-    p.add_argument("agent", help="a registered agent (`memory-pipeline agents list`)")
+    p = cmds.add_parser(
+        "night", help="queue agents' nights now (each waits for the agent's night in flight)",
+        description="Queue each agent's night now, through the fleet's webserver on this machine when it answers "
+        "(about a second), else through the instance (a few seconds). Without --now, an agent whose night is in "
+        "flight or already succeeded today is refused in one line and the others are queued.",
+    )  # fmt: skip
+    p.add_argument("agent", nargs="+", help="registered agents (`memory-pipeline agents list`)")
     p.add_argument("--now", action="store_true",
                    help="queue it even if the agent's night is in flight or already succeeded today (run it again)")
     p.set_defaults(fn=cmd_night)

@@ -1,5 +1,6 @@
-"""`memory-pipeline fleet night AGENT [--now]` and `fleet report`: queue one run on the fleet's instance, as the UI's
-launch button does. The run is built from the code location the daemon knows (name `memory_pipeline`): the code
+"""`memory-pipeline fleet night AGENT… [--now]` and `fleet report` through the instance, when the fleet's webserver
+on this machine does not answer (webserver_launch.py asks it first): queue one run on the fleet's instance, as the
+UI's launch button does. The run is built from the code location the daemon knows (name `memory_pipeline`): the code
 server `fleet daemon` runs on this machine when it answers (a second or two: nothing is imported here but Dagster),
 else the location loaded in this process (the whole pipeline imported: tens of seconds on a busy machine). The
 run gets the partition's tags from it (for agent_night: memory_pipeline/agent=<agent>, the job's partition → tags
@@ -15,26 +16,29 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from zoneinfo import ZoneInfo
 
 import dagster as dg
 
 from memory_pipeline.errors import UserError
+from memory_pipeline.fleet.processes import names
 from memory_pipeline.fleet.processes.names import (
     AGENT_TAG,
     AGENTS,
     LOCATION,
     MODULE,
+    NIGHT_JOB,
     NIGHT_TAG,
     PERIOD_TAG,
+    REPORT_JOB,
+    already_ran,
     fleet_timezone,
+    in_flight,
+    night_of,
+    refused,
 )
 from memory_pipeline.settings import REPO_ROOT
 
-NIGHT_JOB = "agent_night"
-REPORT_JOB = "fleet_report_job"
-UNFINISHED = [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING,
-              dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING]
+UNFINISHED = [dg.DagsterRunStatus(status) for status in names.UNFINISHED]
 
 
 @dataclass(frozen=True)
@@ -43,23 +47,18 @@ class Queued:
     tags: Mapping[str, str]
 
 
-def night_of(now: datetime, timezone: str) -> str:
-    """The night a run started now belongs to: the date in the schedule's timezone (as fleet_nights labels it)."""
-    return f"{now.astimezone(ZoneInfo(timezone)):%Y-%m-%d}"
-
-
 def earlier_night(instance: dg.DagsterInstance, agent: str, night: str) -> str | None:
     """Why a night for `agent` should not be queued again without --now (None: nothing stands in the way)."""
-    in_flight = instance.get_run_records(
+    running = instance.get_run_records(
         dg.RunsFilter(job_name=NIGHT_JOB, tags={AGENT_TAG: agent}, statuses=UNFINISHED), limit=1)
-    if in_flight:
-        run = in_flight[0].dagster_run
-        return f"{agent}'s night is already in flight: run {run.run_id[:8]} ({run.status.value})"
+    if running:
+        run = running[0].dagster_run
+        return in_flight(agent, run.run_id, run.status.value)
     done = instance.get_run_records(dg.RunsFilter(
         job_name=NIGHT_JOB, tags={AGENT_TAG: agent, PERIOD_TAG: night}, statuses=[dg.DagsterRunStatus.SUCCESS]),
         limit=1)
     if done:
-        return f"{agent}'s night of {night} already ran: run {done[0].dagster_run.run_id[:8]} (SUCCESS)"
+        return already_ran(agent, night, done[0].dagster_run.run_id)
     return None
 
 
@@ -145,7 +144,7 @@ def queue_night(
     if not now:
         reason = earlier_night(instance, agent, night)
         if reason:
-            raise UserError(f"{reason}; `memory-pipeline fleet night {agent} --now` queues another")
+            raise UserError(refused(agent, reason))
     if not instance.has_dynamic_partition(AGENTS, agent):  # registered a moment ago: the sensor has not run yet
         instance.add_dynamic_partitions(AGENTS, [agent])
     return night, submit(instance, NIGHT_JOB, agent, {NIGHT_TAG: night, PERIOD_TAG: night}, socket)
