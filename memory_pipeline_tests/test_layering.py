@@ -27,8 +27,6 @@ from memory_pipeline.settings import REPO_ROOT
 ROOT = REPO_ROOT / "memory_pipeline"
 BASE = {"settings", "tokens", "faults", "errors", "sample_data", "sample"}
 LOWER = {"store", "resources", "embedding", "llm", "similarity", "operator"}
-# launch runs of the loaded location
-RUNNERS = {"fleet.processes.launch"}
 RANK = {"base": 0, "lower": 1, "domain": 2, "defs": 3, "entry": 4}
 
 
@@ -82,7 +80,7 @@ def layer(module: str) -> tuple[str, str]:
     rest = ".".join(parts)
     if rest == "mcp.frames":  # the JSON-RPC framing both MCP transports and the fleet gateway check frames with
         return "base", rest
-    if top in ("definitions", "cli", "mcp") or rest == "fleet.definitions" or "cli" in parts or rest in RUNNERS:
+    if top in ("definitions", "cli", "mcp") or rest == "fleet.definitions" or "cli" in parts:
         return "entry", module
     if top == "defs":
         return "defs", ".".join(parts[:2])

@@ -229,7 +229,7 @@ def test_fleet_night_queues_through_the_webserver_without_dagster_and_through_th
     from dagster._core.remote_origin import InProcessCodeLocationOrigin, ManagedGrpcPythonEnvCodeLocationOrigin
 
     from memory_pipeline.fleet import registry
-    from memory_pipeline.fleet.processes import webserver_launch
+    from memory_pipeline.fleet.cli import webserver_launch
 
     root = fleet.root / "web-fleet"
     root.mkdir(mode=0o755)

@@ -58,8 +58,8 @@ def test_an_unknown_or_malformed_agent_is_one_line(root: Path, capsys: pytest.Ca
 
 
 def test_a_night_is_queued_with_the_agent_tag_and_a_second_needs_now(instance: dg.DagsterInstance) -> None:
+    from memory_pipeline.fleet.cli import launch
     from memory_pipeline.fleet.definitions import NIGHT_TAG, PERIOD_TAG, fleet_nights
-    from memory_pipeline.fleet.processes import launch
 
     night, queued = launch.queue_night(instance, "ada", now=False, clock=CLOCK)
     assert night == "2026-11-03"
@@ -85,8 +85,8 @@ def test_a_night_is_queued_with_the_agent_tag_and_a_second_needs_now(instance: d
 
 
 def test_a_night_that_already_succeeded_today_needs_now(instance: dg.DagsterInstance) -> None:
+    from memory_pipeline.fleet.cli import launch
     from memory_pipeline.fleet.definitions import PERIOD_TAG
-    from memory_pipeline.fleet.processes import launch
 
     done = instance.create_run_for_job(job_def=_stand_in("agent_night"), status=dg.DagsterRunStatus.SUCCESS,
                                        tags={AGENT_TAG: "cy", PERIOD_TAG: "2026-11-03"})
@@ -124,7 +124,7 @@ def test_the_uis_launchpad_gets_the_agent_tag_for_a_partition_of_each_per_agent_
     """The webserver's own query when a partition is picked in a job's launchpad (copied from its bundle)."""
     from dagster_graphql.test.utils import execute_dagster_graphql
 
-    from memory_pipeline.fleet.processes import launch
+    from memory_pipeline.fleet.cli import launch
 
     with launch._location(instance) as (context, _location, repository):
         def tags(job: str, partition: str) -> dict[str, Any]:
@@ -145,7 +145,7 @@ def graphql(instance: dg.DagsterInstance) -> Iterator[Any]:
     answered as the webserver answers them (a Post, as webserver_launch.http_post makes one)."""
     from dagster_graphql.test.utils import execute_dagster_graphql
 
-    from memory_pipeline.fleet.processes import launch
+    from memory_pipeline.fleet.cli import launch
 
     with launch._location(instance) as (context, _location, _repository):
         def post(document: str, variables: Any, timeout: float) -> Any:
@@ -161,8 +161,9 @@ def test_through_the_webserver_a_night_is_the_same_run_with_the_same_refusals(
 ) -> None:
     """Two agents in one query and one mutation: each gets the run launch.py would queue (same job, tags, no run
     config, QUEUED), its partition added; the second ask is refused with launch.py's line, --now queues again."""
-    from memory_pipeline.fleet.processes import launch, names
-    from memory_pipeline.fleet.processes.webserver_launch import Launched, queue_nights, queue_report
+    from memory_pipeline.fleet.cli import launch
+    from memory_pipeline.fleet.cli.webserver_launch import Launched, queue_nights, queue_report
+    from memory_pipeline.fleet.processes import names
 
     for agent in ("dee", "fay"):  # launch.py checks the registry (the command checks it before either path)
         registry.add_agent(root, agent, CLOCK)
@@ -206,8 +207,8 @@ def test_through_the_webserver_a_night_is_the_same_run_with_the_same_refusals(
 
 def test_a_webserver_that_does_not_answer_is_no_webserver(tmp_path: Path) -> None:
     """Nothing recorded, or nothing listening: NoWebserver (the command then queues through the instance)."""
+    from memory_pipeline.fleet.cli.webserver_launch import NoWebserver, http_post, queue_nights, webserver_url
     from memory_pipeline.fleet.processes import servers
-    from memory_pipeline.fleet.processes.webserver_launch import NoWebserver, http_post, queue_nights, webserver_url
 
     with pytest.raises(NoWebserver, match="no `fleet webserver` runs on this machine"):
         webserver_url(tmp_path)
@@ -222,7 +223,7 @@ def test_the_command_line_imports_no_dagster_on_the_webserver_path() -> None:
     import sys
 
     code = ("import sys; import memory_pipeline.cli, memory_pipeline.fleet.processes.cli, "
-            "memory_pipeline.fleet.processes.webserver_launch, memory_pipeline.fleet.processes.health; "
+            "memory_pipeline.fleet.cli.webserver_launch, memory_pipeline.fleet.processes.health; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('dagster', 'dagster_graphql')))")
     shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert shown.stdout.strip() == "[]", shown.stdout

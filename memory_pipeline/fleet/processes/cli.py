@@ -3,8 +3,8 @@ in the foreground (run each under systemd, supervisord or a terminal of its own)
 Each owns its server's process tree: SIGTERM or Ctrl-C stops all of it (processes/supervise.py), records itself
 while it runs and prints one "… ready" line once it serves; `fleet status` reads them and `fleet stop` stops them
 (processes/health.py). `fleet night AGENT… [--now]` and `fleet report` queue runs on the instance and return:
-through the fleet's webserver when it answers (processes/webserver_launch.py), else in the command itself
-(processes/launch.py).
+through the fleet's webserver when it answers (fleet/cli/webserver_launch.py), else in the command itself
+(fleet/cli/launch.py).
 
 Every command reads the same variables: MEMORY_PIPELINE_FLEET_ROOT (the directory every machine shares),
 MEMORY_PIPELINE_PG_URL, MEMORY_PIPELINE_CELERY_BROKER, and optionally MEMORY_PIPELINE_MAX_CONCURRENT_RUNS.
@@ -191,7 +191,7 @@ def cmd_stop(args: argparse.Namespace) -> int:
 
 def _webserver() -> Any:
     """A Post to this fleet's webserver, or NoWebserver (the caller queues through the instance)."""
-    from memory_pipeline.fleet.processes import webserver_launch
+    from memory_pipeline.fleet.cli import webserver_launch
 
     return webserver_launch.http_post(webserver_launch.webserver_url(_root()))
 
@@ -206,7 +206,7 @@ def cmd_night(args: argparse.Namespace) -> int:
     from datetime import UTC, datetime
 
     from memory_pipeline.fleet import registry
-    from memory_pipeline.fleet.processes import webserver_launch
+    from memory_pipeline.fleet.cli import webserver_launch
     from memory_pipeline.fleet.processes.names import AGENT_TAG, fleet_timezone, night_of
 
     agents = list(dict.fromkeys(args.agent))
@@ -236,7 +236,7 @@ def cmd_night(args: argparse.Namespace) -> int:
 
 
 def _queue_through_instance(agents: list[str], now: bool) -> dict[str, tuple[str, Any] | str]:
-    from memory_pipeline.fleet.processes import launch
+    from memory_pipeline.fleet.cli import launch
 
     outcomes: dict[str, tuple[str, Any] | str] = {}
     with _fleet_instance() as instance:
@@ -249,13 +249,13 @@ def _queue_through_instance(agents: list[str], now: bool) -> dict[str, tuple[str
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from memory_pipeline.fleet.processes import webserver_launch
+    from memory_pipeline.fleet.cli import webserver_launch
 
     try:
         queued: Any = webserver_launch.queue_report(_webserver())
     except webserver_launch.NoWebserver as exc:
         _fallback(exc)
-        from memory_pipeline.fleet.processes import launch
+        from memory_pipeline.fleet.cli import launch
 
         with _fleet_instance() as instance:
             queued = launch.queue_report(instance, socket=_code_server())

@@ -1,5 +1,5 @@
 """`memory-pipeline fleet night AGENT… [--now]` and `fleet report` through the instance, when the fleet's webserver
-on this machine does not answer (webserver_launch.py asks it first): queue one run on the fleet's instance, as the
+on this machine does not answer (cli/webserver_launch.py asks it first): queue one run on the fleet's instance, as the
 UI's launch button does. The run is built from the code location the daemon knows (name `memory_pipeline`): the code
 server `fleet daemon` runs on this machine when it answers (a second or two: nothing is imported here but Dagster),
 else the location loaded in this process (the whole pipeline imported: tens of seconds on a busy machine). The

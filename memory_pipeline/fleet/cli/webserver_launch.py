@@ -2,7 +2,7 @@
 so the command imports no Dagster and returns in about a second. The webserver is the one `fleet webserver` runs
 for this fleet root on this machine (its record under <fleet root>/servers/<host>/).
 
-The same run as launch.py queues through the instance: the same job, the partition's tags from the code location
+The same run as cli/launch.py queues through the instance: the same job, the partition's tags from the code location
 (the query the UI's launchpad sends for a partition), then memory_pipeline/night and memory_pipeline/period,
 `launchRun` with no run config, handed to the run queue by the webserver (`submit_run`); without --now, the same
 refusals (a night in flight, or a night of this date that succeeded), asked before anything is written.

@@ -1,6 +1,8 @@
 """`memory-pipeline agents add|list|remove|token ID`: the fleet's agents. The folder under
 <fleet root>/agents is the registry; the instance's `agents` partitions follow it at once here, and the
-`agents_registry` sensor catches up whatever this could not reach (an instance that was down)."""
+`agents_registry` sensor catches up whatever this could not reach (an instance that was down). The runners that
+`fleet night|report` use to queue runs live beside it: webserver_launch.py (through the fleet's webserver, no
+Dagster imported) and launch.py (through the instance and the code location)."""
 
 from __future__ import annotations
 
