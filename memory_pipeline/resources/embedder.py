@@ -23,7 +23,7 @@ __all__ = ["HASHING", "MINILM", "EmbedderResource", "hashing_embed"]
 
 def _builtin_encode(model: str, texts: Sequence[str], batch_size: int) -> np.ndarray:
     if model in (MINILM, spec.MINILM_INT8):
-        from memory_pipeline.embedding.minilm import get_encoder
+        from memory_pipeline.embedding.encoder import get_encoder
 
         return get_encoder(variant="int8" if model == spec.MINILM_INT8 else "fp32").encode(list(texts), batch_size)
     return hashing_embed(texts)

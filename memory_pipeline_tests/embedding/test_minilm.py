@@ -15,7 +15,8 @@ import pytest
 from tokenizers import Tokenizer
 
 from memory_pipeline.embedding import minilm
-from memory_pipeline.embedding.minilm import MiniLMEncoder, get_encoder
+from memory_pipeline.embedding.encoder import get_encoder
+from memory_pipeline.embedding.minilm import MiniLMEncoder
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "minilm_reference.json"
 

@@ -13,8 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memory_pipeline.embedding import minilm, onnx_minilm, spec
-from memory_pipeline.embedding.minilm import MiniLMEncoder, get_encoder
+from memory_pipeline.embedding import encoder, minilm, onnx_minilm, spec
+from memory_pipeline.embedding.encoder import get_encoder
+from memory_pipeline.embedding.minilm import MiniLMEncoder
 from memory_pipeline.embedding.onnx_minilm import OnnxMiniLMEncoder
 from memory_pipeline.resources import EmbedderResource
 from memory_pipeline.store import MemoryStore
@@ -136,7 +137,7 @@ def test_falls_back_to_numpy_when_onnx_runtime_cannot_load(
     monkeypatch.setenv(onnx_minilm.CACHE_ENV, str(tmp_path))  # nothing cached: the build needs `onnx` too
     monkeypatch.setitem(sys.modules, "onnxruntime", None)  # import onnxruntime -> ImportError
     monkeypatch.setitem(sys.modules, "onnx", None)
-    with caplog.at_level(logging.WARNING, logger=minilm.__name__):
+    with caplog.at_level(logging.WARNING, logger=encoder.__name__):
         enc = get_encoder()
     assert isinstance(enc, MiniLMEncoder)
     assert "ONNX Runtime unavailable" in caplog.text and "numpy" in caplog.text
