@@ -81,7 +81,10 @@ def _resources(home: Path, as_of: datetime, threshold: float | None = None, link
         "store": MemoryStoreResource(home=str(home)),
         "embedder": EmbedderResource(),
         "llm": LLMResource(mode="offline"),
-        "engine": EngineConfig(as_of=as_of.isoformat(), similarity_threshold=threshold, linkage=linkage),
+        # no retention probes: the curve measures every night's result, and a night the check would stop commits
+        # nothing to measure (benchmarks/retention_probes.py measures the check)
+        "engine": EngineConfig(as_of=as_of.isoformat(), similarity_threshold=threshold, linkage=linkage,
+                               retention_probes=0),
         "notifier": NotifierResource(alerts_path=str(home / "reports" / "alerts.jsonl")),
     }
 
