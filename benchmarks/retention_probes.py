@@ -85,9 +85,10 @@ def night(base: Any, threshold: float | None, linkage: str | None, **engine: Any
 
 @dataclass
 class Sample:
+    """A workspace embedded once, copied per night (what `night` reads of `locomo_e2e.Base`)."""
+
     home: Path
     as_of: datetime
-    conv: Any = None
 
 
 def harmful(work: Path, threshold: float) -> str:
