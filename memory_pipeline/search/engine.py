@@ -204,7 +204,7 @@ def _search_index(
     # can have, so a question about something never stored is not judged by its commonest words alone
     unseen = sum(1 for t in q_tokens if t not in idf) if r.unseen_words else 0
     floor_scale = ceiling / (ceiling + unseen * float(np.log(1.0 + (n_all + 0.5) / 0.5)))
-    content = content_words(query)
+    content = content_words(query) if r.focus_gate else set()
     shares = {t: idf_share(idf[t], n_all) if t in idf else 0.0 for t in q_tokens if t in content}
     delta_keys = {d.key for d in delta}
     lists = filters.category is not None  # else categories and lineage are read for the hits only
@@ -378,9 +378,8 @@ def _rank(
     return out
 
 
-def _gate_open(
-    relevance: np.ndarray, ok: np.ndarray, specific: Callable[[Sequence[int]], np.ndarray], gate: float
-) -> bool:
+def _gate_open(relevance: np.ndarray, ok: np.ndarray, specific: Callable[[Sequence[int]], np.ndarray],
+               gate: float) -> bool:
     """Whether a hit over the floor reaches the gate, read in relevance order a few hits at a time (the first
     few settle an answerable query; only one that abstains reads them all)."""
     by_relevance = np.flatnonzero(ok)[np.argsort(-relevance[ok], kind="stable")].tolist()

@@ -15,7 +15,6 @@ from memory_pipeline.search.tokens import _WORDS, stem
 
 _LINES = Path(__file__).with_name("function_words_en.txt").read_text(encoding="utf-8").splitlines()
 FUNCTION_WORDS = frozenset(w.strip() for w in _LINES if w.strip() and not w.startswith("#"))
-GATES = ("unseen", "focus", "rarest")
 TOP_HITS = 10  # the hits the gate reads: those a caller sees first
 
 
