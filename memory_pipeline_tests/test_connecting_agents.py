@@ -9,6 +9,7 @@ import os
 import re
 import shlex
 import subprocess
+import threading
 import tomllib
 from pathlib import Path
 
@@ -74,16 +75,38 @@ def test_the_configured_mcp_server_answers_tools_list(tmp_path: Path) -> None:
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
     ]
-    stdin = "".join(json.dumps(line) + "\n" for line in lines)
-    proc = subprocess.Popen(command, env=_env(tmp_path), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)  # fmt: skip
+    log = tmp_path / "mcp-stderr.txt"
+    with log.open("w") as stderr:  # a file, not a pipe: a full pipe would stall the server
+        proc = subprocess.Popen(command, env=_env(tmp_path), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=stderr, text=True)  # fmt: skip
+    answers: dict[object, dict] = {}
+    answered = threading.Event()
+
+    def read() -> None:  # the replies, until the one to tools/list (or the server's end)
+        assert proc.stdout is not None
+        for raw in proc.stdout:
+            reply = json.loads(raw)
+            answers[reply.get("id")] = reply
+            if reply.get("id") == 2:
+                break
+        answered.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
     try:
-        out, err = proc.communicate(stdin, timeout=WAIT_S)  # stdin closed after the three lines: it exits
+        assert proc.stdin is not None
+        proc.stdin.write("".join(json.dumps(line) + "\n" for line in lines))
+        proc.stdin.flush()
+        # as an MCP host does, stdin stays open until the reply came (a closed stdin ends the server, and with it
+        # a request still being answered)
+        assert answered.wait(WAIT_S), "no reply to tools/list within the wait (minutes)"
+        proc.stdin.close()
+        proc.wait(timeout=WAIT_S)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait(timeout=WAIT_S)
-    answers = {a.get("id"): a for a in map(json.loads, out.splitlines())}
+    err = log.read_text()
     tools = {t["name"] for t in answers[2]["result"]["tools"]}
     assert {"search", "context", "flush", "remember", "forget"} <= tools, (tools, err[-2000:])
 
