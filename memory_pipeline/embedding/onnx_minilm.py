@@ -27,7 +27,13 @@ from typing import Any, Literal
 
 import numpy as np
 
-from memory_pipeline.embedding.minilm import _length_batches, _usable_cpus, default_model_dir, load_tokenizer
+from memory_pipeline.embedding.minilm import (
+    _length_batches,
+    _usable_cpus,
+    check_encode_args,
+    default_model_dir,
+    load_tokenizer,
+)
 
 __all__ = ["BUILDER_VERSION", "OnnxMiniLMEncoder", "build_graph", "cache_dir", "model_file"]
 
@@ -293,10 +299,7 @@ class OnnxMiniLMEncoder:
         a batch pads only to its own longest member; batches run on one thread per usable core, all on the one
         session (ONNX Runtime releases the GIL and a session may run concurrently).
         """
-        if isinstance(texts, str):
-            raise TypeError("encode() takes a sequence of strings, not a single str")
-        if batch_size < 1:
-            raise ValueError("batch_size must be >= 1")
+        check_encode_args(texts, batch_size)
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if not texts:
             return out
