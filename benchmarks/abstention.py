@@ -1,8 +1,8 @@
 """`python -m benchmarks abstention`: a gate for questions about things never stored, chosen by a written rule.
 
-The rule (benchmarks/abstention_rule.md, committed before the first run, amended before candidates 4-6): three
-candidate gates on top of the shipped floors — `unseen`, `focus` and `rarest`, reading a question's content words
-(its words less a maintained stop list) — each with a rescue bar `t` chosen on LoCoMo dev alone (the
+The rule (benchmarks/abstention_rule.md, committed before the first run, amended before candidates 4-6 and
+before 7-8): candidate gates on top of the shipped floors — `unseen`, `focus`, `rarest`, and `cover`/`cover-rare`
+(one hit holds every focus word), reading a question's content words (its words less a maintained stop list) — each with a rescue bar `t` chosen on LoCoMo dev alone (the
 highest on the grid at which answerable questions lose at most 0.5 % of their hits), then judged on the held-out
 everyday set (benchmarks/everyday_questions.json): 127 notes, 44 answerable and 44 never-stored questions.
 """
@@ -23,7 +23,9 @@ from benchmarks.common import HERE, append_results, load_average, machine, table
 EVERYDAY = HERE / "everyday_questions.json"
 NEVER = HERE / "search_never_stored.txt"
 GRID: list[float | None] = [round(0.08 + 0.02 * i, 2) for i in range(27)] + [None]  # None: no rescue
-CANDIDATES = ("unseen", "focus", "rarest")
+CANDIDATES = ("unseen", "focus", "rarest", "cover", "cover-rare")
+SHARES = {"cover-rare": 0.02}  # a candidate's focus-word share bar where it is not FOCUS_SHARE
+GATES = {"cover-rare": "cover"}  # a candidate's gate where its name is not the gate's
 FOCUS_SHARE = 0.05
 LOCOMO_LOSS = 0.005
 EVERYDAY_NEVER = 0.05
@@ -45,7 +47,7 @@ def answered(a: Asked, candidate: str, t: float | None) -> bool:
     """Whether the candidate gate with rescue bar `t` lets the question's shipped hits through."""
     from memory_pipeline.search.focus import focus_open
 
-    return focus_open(a.words, a.hits, candidate, FOCUS_SHARE, t)
+    return focus_open(a.words, a.hits, GATES.get(candidate, candidate), SHARES.get(candidate, FOCUS_SHARE), t)
 
 
 def _ask(home: Path, questions: Sequence[tuple[str, bool, Callable[[list[Any]], bool]]], group: str,

@@ -25,11 +25,11 @@ def content_words(question: str) -> set[str]:
 
 
 def focus_words(shares: Mapping[str, float], gate: str, share: float) -> set[str]:
-    """`unseen`: the words no memory holds; `focus`: those held by at most `share` of the memories (unseen ones
-    included); `rarest`: the rarest word (all of them on a tie)."""
+    """`unseen`: the words no memory holds; `focus` and `cover`: those held by at most `share` of the memories
+    (unseen ones included); `rarest`: the rarest word (all of them on a tie)."""
     if gate == "unseen":
         return {w for w, s in shares.items() if s == 0}
-    if gate == "focus":
+    if gate in ("focus", "cover"):
         return {w for w, s in shares.items() if s <= share}
     low = min(shares.values(), default=None)
     return {w for w, s in shares.items() if s == low}
@@ -39,7 +39,8 @@ def focus_open(shares: Mapping[str, float], hits: Iterable[tuple[float, frozense
                share: float, rescue: float | None) -> bool:  # fmt: skip
     """Whether the hits — (gate value, the hit's words) — answer the question: one holds a focus word, or one's
     gate value reaches `rescue` (None: none is rescued). A question with no focus word passes; no hit never does.
-    `unseen` asks more: a question with a word no memory holds passes only by rescue."""
+    `unseen` asks more: a question with a word no memory holds passes only by rescue; `cover` asks that one hit
+    hold every focus word (a note naming Maya does not answer "Maya's shoe size")."""
     listed = list(hits)
     if not listed:
         return False
@@ -48,4 +49,6 @@ def focus_open(shares: Mapping[str, float], hits: Iterable[tuple[float, frozense
         return True
     if rescue is not None and any(s >= rescue for s, _ in listed):
         return True
+    if gate == "cover":
+        return any(focus <= words for _, words in listed)
     return gate != "unseen" and any(focus & words for _, words in listed)

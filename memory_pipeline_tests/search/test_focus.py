@@ -17,7 +17,8 @@ SHARES = {"sarah": 0.30, "birthday": 0.0, "parti": 0.01}
 
 @pytest.mark.parametrize(
     ("gate", "expected"),
-    [("unseen", {"birthday"}), ("focus", {"birthday", "parti"}), ("rarest", {"birthday"})],
+    [("unseen", {"birthday"}), ("focus", {"birthday", "parti"}), ("cover", {"birthday", "parti"}),
+     ("rarest", {"birthday"})],
 )
 def test_focus_words_by_gate(gate: str, expected: set[str]) -> None:
     assert focus_words(SHARES, gate, 0.05) == expected
@@ -34,6 +35,11 @@ def test_focus_words_by_gate(gate: str, expected: set[str]) -> None:
         ("unseen", [(0.05, frozenset({"sarah", "parti"}))], None, False),  # an unseen word: rescue only
         ("unseen", [(0.30, frozenset({"sarah"}))], 0.20, True),
         ("focus", [], None, False),  # no hit never opens
+        # cover: one hit must hold every focus word; two hits holding one each do not open it
+        ("cover", [(0.05, frozenset({"sarah", "parti"}))], None, False),
+        ("cover", [(0.05, frozenset({"parti"})), (0.05, frozenset({"birthday"}))], None, False),
+        ("cover", [(0.05, frozenset({"call"})), (0.05, frozenset({"birthday", "parti"}))], None, True),
+        ("cover", [(0.30, frozenset({"sarah"}))], 0.20, True),  # rescued
     ],
 )
 def test_focus_open_on_a_table(gate: str, hits: list, rescue: float | None, opens: bool) -> None:
