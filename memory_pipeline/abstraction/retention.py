@@ -23,6 +23,8 @@ from memory_pipeline.llm.values import _values
 RAREST = 2  # terms masked when a memory states no value and names no one
 MIN_LEFT = 3  # words a question keeps after masking, else the memory makes no probe
 MAX_QUESTION = 2000  # characters asked (the read path takes at most 4096)
+QUERY_WORDS = 4  # words a question-like probe asks with
+QUERIES = ("text", "rare")  # what a probe asks: the memory's text less its answers, or its rarest words left
 WORST_SHOWN = 5
 AT_LEAST = 20  # probes asked whatever the time bound says: fewer tell nothing
 _WORD = re.compile(r"[A-Za-z][A-Za-z'-]{2,}")
@@ -82,9 +84,14 @@ def mask(text: str, answers: Sequence[str]) -> str:
 
 
 def build_probe(
-    memory_id: str, cluster_id: str, text: str, idf: Callable[[str], float], names: Iterable[str] = ()
+    memory_id: str, cluster_id: str, text: str, idf: Callable[[str], float], names: Iterable[str] = (),
+    query: str = "text",
 ) -> Probe | None:
-    """The memory's probe, or None when masking leaves fewer than MIN_LEFT words to ask with."""
+    """The memory's probe, or None when masking leaves fewer than MIN_LEFT words to ask with. `query` "text"
+    asks the memory's text less its answers; "rare" asks only the QUERY_WORDS words of that text with the
+    highest idf, in the memory's order (a question-like probe: the same answers, the same memories probed)."""
+    if query not in QUERIES:
+        raise ValueError(f"probe query must be one of {', '.join(QUERIES)}, got {query!r}")
     answers, by = answer_tokens(text, names), "values"
     if not answers:
         answers, by = rarest_terms(text, idf), "rarest"
@@ -93,7 +100,18 @@ def build_probe(
     question = mask(text, answers)
     if len(question.split()) < MIN_LEFT:
         return None
+    if query == "rare":
+        question = question_like(question, answers, idf)
+        if not question:
+            return None
     return Probe(memory_id, cluster_id, question[:MAX_QUESTION], tuple(answers), by)
+
+
+def question_like(masked: str, answers: Sequence[str], idf: Callable[[str], float], n: int = QUERY_WORDS) -> str:
+    """The `n` words of a masked memory with the highest idf, in its order, none of them part of an answer."""
+    inside = {w for a in answers for w in words(a)}
+    kept = " ".join(w for w in words(masked) if w not in inside)
+    return " ".join(rarest_terms(kept, idf, n))
 
 
 def missing(answers: Sequence[str], returned: str) -> list[str]:

@@ -47,6 +47,35 @@ def test_a_probe_masks_values_and_names_else_the_rarest_terms(text: str, answers
     assert retention.missing(probe.answers, probe.question) == answers
 
 
+RARE_IDF = IDF | {"resistance": 6.0, "profit": 5.0, "closed": 4.0, "long": 3.5, "took": 1.0, "into": 0.5,
+                  "budget": 5.0, "lunch": 4.0, "had": 1.0, "about": 0.3, "with": 0.2, "the": 0.1}
+
+# (memory, what its question-like probe asks: its four rarest words once the answers are masked, in its order)
+QUESTION_LIKE = [
+    ("Closed the TIA long at +$701: took profit into resistance.", "closed long profit resistance"),
+    ("Had lunch with Priya Raman on 3 March 2026 about the budget.", "had lunch about budget"),
+    ("Bought oat milk and coffee beans for the office kitchen.", "milk coffee beans office"),
+]
+
+
+@pytest.mark.parametrize(("text", "question"), QUESTION_LIKE)
+def test_a_question_like_probe_asks_only_the_rarest_words_left(text: str, question: str) -> None:
+    idf = lambda w: RARE_IDF.get(w, 0.0)  # noqa: E731
+    whole = retention.build_probe("m1", "c1", text, idf)
+    rare = retention.build_probe("m1", "c1", text, idf, query="rare")
+    assert whole is not None and rare is not None
+    assert rare.question == question
+    assert rare.answers == whole.answers and rare.by == whole.by  # the same answers masked, only the query differs
+    assert retention.missing(rare.answers, rare.question) == list(rare.answers)
+    assert len(whole.question.split()) > len(rare.question.split())
+
+
+def test_a_question_like_probe_leaves_out_what_makes_no_probe_and_an_unknown_query_is_refused() -> None:
+    assert retention.build_probe("m1", "c1", "TIA at $701.", lambda w: 1.0, query="rare") is None
+    with pytest.raises(ValueError, match="probe query must be one of text, rare"):
+        retention.build_probe("m1", "c1", "Closed the TIA long at +$701.", lambda w: 1.0, query="words")
+
+
 def test_a_memory_that_is_all_answer_makes_no_probe() -> None:
     assert retention.build_probe("m1", "c1", "TIA at $701.", lambda w: 1.0) is None
 
