@@ -1,10 +1,12 @@
 """`python -m benchmarks abstention`: a gate for questions about things never stored, chosen by a written rule.
 
-The rule (benchmarks/abstention_rule.md, committed before the first run, amended before candidates 4-6 and
-before 7-8): candidate gates on top of the shipped floors — `unseen`, `focus`, `rarest`, and `cover`/`cover-rare`
-(one hit holds every focus word), reading a question's content words (its words less a maintained stop list) — each with a rescue bar `t` chosen on LoCoMo dev alone (the
-highest on the grid at which answerable questions lose at most 0.5 % of their hits), then judged on the held-out
-everyday set (benchmarks/everyday_questions.json): 127 notes, 44 answerable and 44 never-stored questions.
+The rule (benchmarks/abstention_rule.md, committed before the first run and amended before each new pair of
+candidates): gates on top of the shipped floors reading a question's content words (its words less a maintained
+stop list) — `unseen`, `focus`, `rarest`, `cover`/`cover-rare` (one hit holds every focus word), each with a rescue
+bar `t`, and `unseen-hit`/`unseen-word` (every word no memory holds is near a hit, or a hit's word, by MiniLM
+cosine ≥ `w`) — each bar chosen on LoCoMo dev alone (the highest on its grid at which answerable questions lose at
+most 0.5 % of their hits), then judged on the held-out everyday set (benchmarks/everyday_questions.json): 127
+notes, 44 answerable and 44 never-stored questions.
 """
 
 from __future__ import annotations
@@ -23,7 +25,9 @@ from benchmarks.common import HERE, append_results, load_average, machine, table
 EVERYDAY = HERE / "everyday_questions.json"
 NEVER = HERE / "search_never_stored.txt"
 GRID: list[float | None] = [round(0.08 + 0.02 * i, 2) for i in range(27)] + [None]  # None: no rescue
-CANDIDATES = ("unseen", "focus", "rarest", "cover", "cover-rare")
+CANDIDATES = ("unseen", "focus", "rarest", "cover", "cover-rare", "unseen-hit", "unseen-word")
+NEAR = ("unseen-hit", "unseen-word")  # candidates with a word-level bar `w` instead of the rescue bar `t`
+NEAR_GRID: list[float | None] = [round(0.20 + 0.05 * i, 2) for i in range(15)]  # typed as GRID, never None
 SHARES = {"cover-rare": 0.02}  # a candidate's focus-word share bar where it is not FOCUS_SHARE
 GATES = {"cover-rare": "cover"}  # a candidate's gate where its name is not the gate's
 FOCUS_SHARE = 0.05
@@ -41,12 +45,17 @@ class Asked:
     found: bool  # answerable: its evidence among the shipped top 10
     words: dict[str, float]  # content word → share of documents holding it (0: none)
     hits: list[tuple[float, frozenset[str]]]  # (specific, the hit's words), top 10 over the shipped floors
+    unseen: list[str]  # content words, as the question spells them, whose stem no memory holds
+    texts: list[str]  # the hits' texts
+    near: dict[str, float]  # candidate in NEAR → the least-covered unseen word's highest cosine (see focus.nearest)
 
 
 def answered(a: Asked, candidate: str, t: float | None) -> bool:
     """Whether the candidate gate with rescue bar `t` lets the question's shipped hits through."""
     from memory_pipeline.search.focus import focus_open
 
+    if candidate in NEAR:
+        return bool(a.hits) and a.near[candidate] >= (t if t is not None else 0.20)
     return focus_open(a.words, a.hits, GATES.get(candidate, candidate), SHARES.get(candidate, FOCUS_SHARE), t)
 
 
@@ -54,7 +63,7 @@ def _ask(home: Path, questions: Sequence[tuple[str, bool, Callable[[list[Any]], 
          encode: Any, model: str, now: datetime) -> list[Asked]:  # fmt: skip
     from memory_pipeline.search import search
     from memory_pipeline.search.engine import clear_cache
-    from memory_pipeline.search.focus import content_words
+    from memory_pipeline.search.focus import content_words, unseen_words
     from memory_pipeline.search.index import load_index, tokenize
     from memory_pipeline.search.scoring import idf_share
 
@@ -69,8 +78,29 @@ def _ask(home: Path, questions: Sequence[tuple[str, bool, Callable[[list[Any]], 
             idf = idx.idf_of(w)
             words[w] = 0.0 if idf is None else idf_share(idf, idx.n_live)
         out.append(Asked(group, text, never, bool(hits) and not never and evidence(hits), words,
-                         [(h.parts.get("specific", 0.0), frozenset(tokenize([h.text])[0])) for h in hits]))  # fmt: skip
-    return out
+                         [(h.parts.get("specific", 0.0), frozenset(tokenize([h.text])[0])) for h in hits],
+                         unseen_words(text, lambda w: idx.idf_of(w) is not None),
+                         [h.text for h in hits], {}))  # fmt: skip
+    return _near(out, encode)
+
+
+def _near(asked: list[Asked], encode: Any) -> list[Asked]:
+    """Candidates 9-10's figure for each question: its unseen words against its hits, and against their words."""
+    from memory_pipeline.search.focus import FUNCTION_WORDS
+    from memory_pipeline.search.tokens import _WORDS
+
+    for a in asked:
+        words = sorted({w for t in a.texts for w in _WORDS.findall(t.lower()) if w not in FUNCTION_WORDS})
+        a.near = {"unseen-hit": _nearest(a.unseen, a.texts, encode), "unseen-word": _nearest(a.unseen, words, encode)}
+    return asked
+
+
+def _nearest(unseen: list[str], near: list[str], encode: Any) -> float:
+    from memory_pipeline.search.focus import nearest
+
+    if not unseen or not near:
+        return float("inf") if not unseen else float("-inf")
+    return nearest(encode(unseen), encode(near))
 
 
 def run(data: Path, conversations: list[str] | None) -> list[Asked]:
@@ -125,17 +155,18 @@ def rates(rows: list[Asked], group: str, candidate: str | None, t: float | None)
 
 
 def choose(rows: list[Asked]) -> dict[str, float | None]:
-    """Each candidate's `t`: the highest on the grid (no rescue counts highest) with LoCoMo loss ≤ 0.5 %."""
+    """Each candidate's `t` (or `w`): the highest on its grid (no rescue counts highest) with LoCoMo loss ≤ 0.5 %."""
     out: dict[str, float | None] = {}
     for c in CANDIDATES:
-        ok = [t for t in GRID if rates(rows, "locomo", c, t)[0] <= LOCOMO_LOSS]
-        out[c] = ok[-1] if ok else GRID[0]
+        grid = NEAR_GRID if c in NEAR else GRID
+        ok = [t for t in grid if rates(rows, "locomo", c, t)[0] <= LOCOMO_LOSS]
+        out[c] = ok[-1] if ok else grid[0]
     return out
 
 
 def report(rows: list[Asked]) -> str:
     chosen = choose(rows)
-    heads = ["gate", "t", "LoCoMo loss", "LoCoMo probes answered", "cross answered", "everyday loss",
+    heads = ["gate", "t or w", "LoCoMo loss", "LoCoMo probes answered", "cross answered", "everyday loss",
              "everyday never answered", "passes"]  # fmt: skip
     body, passing = [], []
     for c in (None, *CANDIDATES):
@@ -176,5 +207,6 @@ def main(argv: list[str]) -> None:
     env, load = machine(), load_average()
     rows = run(args.data, [c for c in args.conversations.split(",") if c] or None)
     if args.rows:
-        args.rows.write_text(json.dumps([{**vars(a), "hits": [[s, sorted(w)] for s, w in a.hits]} for a in rows]))
+        args.rows.write_text(json.dumps([{**vars(a), "hits": [[s, sorted(w)] for s, w in a.hits]} for a in rows],
+                                        default=str))  # fmt: skip
     append_results("abstention: a gate for never-stored questions", report(rows), env, load)
