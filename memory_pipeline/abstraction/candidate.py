@@ -1,19 +1,22 @@
-"""The state a night would commit, without committing it: two copies of the workspace's readable parts — the
-store as it is (phase 1 written, its summaries pending and so unread) and the store with phase 2 applied by the
-Archiver's own code — each read by the product's read path, as an agent's `context` call reads it.
+"""The state a night would commit, without committing it: the workspace's readable parts as they are (phase 1
+written, its summaries pending and so unread), and the same with what phase 2 would change laid over them — the
+summaries active, their sources archived — each read by the product's read path, as an agent's `context` call
+reads it.
 
-Why copies and not an in-memory view: the read path is more than a ranking (the index and the store's changes
-since it was built, archived sources beside their summaries, summaries dated by their members, abstention
-floors, knowledge files), and a copy answers with all of it, unchanged, at the cost of copying the store and
-the index (the knowledge files are hard-linked). The copies' index is brought up to date first, with the
-vectors the night already stored (no text is embedded again when search and the night use one model), so
-neither state is read from a half-embedded delta. The copies live under the workspace (one filesystem, so links
-work) and are removed afterwards; the workspace itself is never written."""
+The state before is a scratch copy of the store (the index's files and the knowledge files hard-linked), its index
+brought up to date with the vectors the night already stored (no text is embedded again when search and the night
+use one model), so it is not read from a half-embedded delta. The state after is not a second copy: which rows
+phase 2 would change is read here (the Archiver's guards, cluster by cluster, as its batches and their
+one-by-one fallback would leave them), and those rows alone, in their new state, are indexed over the first
+state's index as one more segment (`search.with_rows`: what the index's update after the night would write, the
+rest shared), read by search through a fixed view (`search.ReadView`) beside the first state's store (phase 2
+changes no column the read path reads there but the lifecycle, which search reads from the index; the shipped
+read path reads no neighbouring turns, the one read of the store's lifecycle). The copy lives under the workspace
+(one filesystem, so links work) and is removed afterwards; the workspace itself is never written."""
 
 from __future__ import annotations
 
 import contextlib
-import copy
 import os
 import shutil
 import tempfile
@@ -23,14 +26,17 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from memory_pipeline.abstraction import archive, retention
-from memory_pipeline.abstraction.outcomes import ARCHIVE_BATCH, ClusterOutcome
+from memory_pipeline.abstraction import retention
+from memory_pipeline.abstraction.outcomes import ARCHIVED_IMPORTANCE, ClusterOutcome
 from memory_pipeline.llm import facts
 from memory_pipeline.store.db import MemoryStore, utcnow
+
+if TYPE_CHECKING:
+    from memory_pipeline.search import ReadView
 
 STORE_FILE = "memory.duckdb"
 LINKED = ("knowledge", "memory", "archive", "raw", "topics")  # what the read path reads besides store and index
@@ -39,9 +45,9 @@ SCRATCH = ".retention"  # under the workspace: not a folder search or the journa
 
 @dataclass(frozen=True)
 class Candidate:
-    before: Path  # the workspace as it is
-    after: Path  # the workspace as the night would leave it
-    archived: dict[str, str]  # source id → cluster id, for the memories phase 2 archives in the copy
+    before: Path  # the workspace as it is (a scratch copy, its index up to date)
+    archived: dict[str, str]  # source id → cluster id: the memories phase 2 would archive
+    summaries: list[str]  # the summaries phase 2 would activate
 
 
 def _link_or_copy(src: str, dst: str) -> object:
@@ -57,11 +63,41 @@ def _copy_workspace(db: MemoryStore, home: Path, target: Path) -> None:
     with db.connect() as con:  # holding the connection keeps writers out while the file is copied
         con.execute("CHECKPOINT")
         shutil.copyfile(db.path, target / STORE_FILE)
-    if (home / "index").is_dir():
-        shutil.copytree(home / "index", target / "index", ignore=shutil.ignore_patterns("*.lock"))
+    if (home / "index").is_dir():  # segments are written once and never changed: links (the copy's update adds)
+        shutil.copytree(home / "index", target / "index", ignore=shutil.ignore_patterns("*.lock"),
+                        copy_function=_link_or_copy)  # fmt: skip
     for name in LINKED:
         if (home / name).is_dir():
             shutil.copytree(home / name, target / name, copy_function=_link_or_copy, symlinks=True)
+
+
+_MEMBERS_SQL = """
+    SELECT id FROM memories WHERE id IN (SELECT unnest(?::VARCHAR[])) AND lifecycle = 'active' AND kind <> 'summary'
+    AND compressed_from IS NULL AND NOT pinned AND NOT locked AND importance < ?
+"""
+
+
+def phase2_effect(con: Any, ready: list[ClusterOutcome], critical_floor: float) -> tuple[dict[str, str], list[str]]:
+    """What phase 2 would change, read-only: (source id → cluster id, the summaries it activates). A cluster
+    commits when every source passes the Archiver's guards (`repository.archive_clusters`: active, not a summary,
+    not pinned or locked, below the critical floor), none is a source of an earlier cluster, and its summary is
+    pending; else it fails alone, as the Archiver's one-by-one fallback leaves it."""
+    members = sorted({m for o in ready for m in o.cluster.member_ids})
+    ok = {str(r[0]) for r in con.execute(_MEMBERS_SQL, [members, critical_floor]).fetchall()}
+    sids = [o.summary_id for o in ready if o.summary_id is not None]
+    pending = {str(r[0]) for r in con.execute(
+        "SELECT id FROM memories WHERE lifecycle = 'pending' AND id IN (SELECT unnest(?::VARCHAR[]))", [sids]
+    ).fetchall()}  # fmt: skip
+    archived: dict[str, str] = {}
+    summaries: list[str] = []
+    for o in ready:
+        ids = o.cluster.member_ids
+        if o.summary_id not in pending or len(set(ids)) != len(ids) or not all(m in ok and m not in archived
+                                                                                 for m in ids):  # fmt: skip
+            continue
+        summaries.append(str(o.summary_id))
+        archived.update(dict.fromkeys(ids, o.cluster.cluster_id))
+    return archived, summaries
 
 
 @contextmanager
@@ -70,38 +106,43 @@ def candidate(
     home: Path,
     outcomes: list[ClusterOutcome],
     critical_floor: float,
-    run_id: str,
-    now: datetime,
-    index_names: list[str],
     refresh: Callable[[Path], Any],
 ) -> Iterator[Candidate]:
-    """Both states, removed on exit. `outcomes` are the night's (copied: phase 2 in the copy marks them);
-    `refresh` brings a copy's search index up to date."""
+    """The state before (a scratch copy, removed on exit) and what phase 2 would change over it. `refresh` brings
+    the copy's search index up to date."""
     scratch = home / SCRATCH
     shutil.rmtree(scratch, ignore_errors=True)  # what a killed night left (one night at a time: the lease)
     scratch.mkdir()
-    folder = Path(tempfile.mkdtemp(prefix=f"{run_id[:8]}-", dir=scratch))
+    folder = Path(tempfile.mkdtemp(prefix="night-", dir=scratch))
     try:
-        before, after = folder / "before", folder / "after"
+        before = folder / "before"
         _copy_workspace(db, home, before)
-        refresh(before)  # the index as the workspace's own would be now; the after copy starts from it
-        _copy_workspace(MemoryStore(before / STORE_FILE), before, after)
-        ready = [o for o in copy.deepcopy(outcomes) if o.summary_id is not None and o.distillation is not None]
-        with MemoryStore(after / STORE_FILE).connect() as con:
-            for lo in range(0, len(ready), ARCHIVE_BATCH):
-                archive.commit_batch(con, ready[lo : lo + ARCHIVE_BATCH], critical_floor, run_id, now, index_names,
-                                     lambda _m: None, lambda _m: None)  # fmt: skip
-            rows = con.execute(
-                "SELECT id, archived_by FROM memories WHERE lifecycle = 'archived' AND id IN "
-                "(SELECT unnest(?::VARCHAR[]))",
-                [sorted({m for o in ready if o.status == "compressed" for m in o.cluster.member_ids})],
-            ).fetchall()
-        refresh(after)  # the summaries and the archived sources, with the vectors the night stored
-        yield Candidate(before, after, {str(r[0]): str(r[1]) for r in rows})
+        refresh(before)  # the index as the workspace's own would be now
+        ready = [o for o in outcomes if o.summary_id is not None and o.distillation is not None]
+        with MemoryStore(before / STORE_FILE).connect() as con:
+            archived, summaries = phase2_effect(con, ready, critical_floor)
+        yield Candidate(before, archived, summaries)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
         with contextlib.suppress(OSError):
             scratch.rmdir()  # only when empty: another night's copies are left to it
+
+
+def views(c: Candidate, embedder: tuple[Any, str] | None) -> tuple[ReadView, ReadView]:
+    """The two states as search reads them: the copy as it is, and the same with the rows phase 2 changes in their
+    new state — the summaries active (in the order they were written), then their sources archived (importance
+    lowered, the cluster named) — indexed over it, as the index's update after the night would."""
+    from memory_pipeline.search import read_view, store_rows, with_rows
+
+    before = read_view(c.before, embedder)
+    summaries = store_rows(c.before, c.summaries)
+    for d in summaries:
+        d.lifecycle, d.tier = "active", "active"
+    sources = store_rows(c.before, c.archived)
+    for d in sources:
+        d.lifecycle, d.tier, d.importance = "archived", "archived", ARCHIVED_IMPORTANCE
+        d.archived_by = c.archived[d.key]
+    return before, with_rows(before, c.before, c.before.parent / "after-rows", summaries + sources, embedder)
 
 
 def texts(home: Path, ids: list[str]) -> dict[str, str]:
@@ -135,34 +176,38 @@ def idf_of(home: Path) -> Callable[[str], float]:
     return idf
 
 
-QUERY_BATCH = 64
+QUERY_BATCH = 16
 
 
 def memoised(encode: Callable[[list[str]], Any], known: list[str]) -> Callable[[list[str]], np.ndarray]:
-    """`encode` with the vectors of `known` texts computed up front in batches (a probe's question is embedded
-    once, not once per state and call: embedding the query is most of a `context` call's time), and any other
-    text embedded when asked and kept. Same model, same vectors: the read path answers exactly as it would."""
+    """`encode` with the vectors of `known` texts (the probes' questions, in the order they are asked) computed
+    in batches as they are first asked: a question missing brings the next QUERY_BATCH of `known` with it, so a
+    probe's question is embedded once, not once per state and call, and the questions a time bound leaves unasked
+    are never embedded. Any other text is embedded when asked and kept. Same model, same vectors: the read path
+    answers exactly as it would."""
     texts = list(dict.fromkeys(known))
+    where = {t: i for i, t in enumerate(texts)}
     memo: dict[str, np.ndarray] = {}
-    for lo in range(0, len(texts), QUERY_BATCH):
-        chunk = texts[lo : lo + QUERY_BATCH]
-        memo.update(zip(chunk, np.asarray(encode(chunk), dtype=np.float32), strict=True))
 
     def encode_known(batch: list[str]) -> np.ndarray:
         missing = [t for t in dict.fromkeys(batch) if t not in memo]
-        if missing:
-            memo.update(zip(missing, np.asarray(encode(missing), dtype=np.float32), strict=True))
+        ahead = [t for m in missing if m in where for t in texts[where[m] : where[m] + QUERY_BATCH] if t not in memo]
+        todo = list(dict.fromkeys(missing + ahead))
+        if todo:
+            memo.update(zip(todo, np.asarray(encode(todo), dtype=np.float32), strict=True))
         return np.vstack([memo[t] for t in batch])
 
     return encode_known
 
 
-def asker(home: Path, budget: int, embedder: tuple[Any, str] | None, today: date) -> Callable[[str], str | None]:
-    """The product's read path on a copy: `context` for the question within `budget` tokens, as its prompt
-    text; None when the read path refuses the question (one the compiler cannot answer within the budget)."""
+def asker(home: Path, budget: int, embedder: tuple[Any, str] | None, today: date,
+          view: ReadView | None = None) -> Callable[[str], str | None]:  # fmt: skip
+    """The product's read path on a copy (search reading `view`, when given, in place of the copy's live state):
+    `context` for the question within `budget` tokens, as its prompt text; None when the read path refuses the
+    question (one the compiler cannot answer within the budget)."""
     from memory_pipeline.context import ContextError, compile_for_agent, default_search
 
-    search = default_search(home, embedder, today=today)
+    search = default_search(home, embedder, today=today, view=view)
 
     def ask(question: str) -> str | None:
         try:
@@ -198,7 +243,6 @@ def grade_night(
     settings: ProbeSettings,
     run_id: str,
     now: datetime,
-    index_names: list[str],
     embedder: tuple[Any, str] | None,
     refresh: Callable[[Path], Any],
     progress: Callable[[int], Callable[[int], Any]] | None = None,
@@ -210,7 +254,7 @@ def grade_night(
     if settings.probes <= 0 or not ready:
         r = retention.tally(run_id, [], settings.floor, settings.budget, 0)
     else:
-        with candidate(db, home, ready, settings.critical_floor, run_id, now, index_names, refresh) as c:
+        with candidate(db, home, ready, settings.critical_floor, refresh) as c:
             chosen = retention.sample(sorted(c.archived), settings.probes, settings.seed)
             found = texts(c.before, chosen)
             idf = idf_of(c.before)
@@ -219,8 +263,9 @@ def grade_night(
             probes = [p for p in built if p is not None]
             day = now.date()
             ask_with = None if embedder is None else (memoised(embedder[0], [p.question for p in probes]), embedder[1])
-            outcomes_ = retention.measure(probes, asker(c.before, settings.budget, ask_with, day),
-                                          asker(c.after, settings.budget, ask_with, day),
+            before, after = views(c, ask_with)
+            outcomes_ = retention.measure(probes, asker(c.before, settings.budget, ask_with, day, before),
+                                          asker(c.before, settings.budget, ask_with, day, after),
                                           None if progress is None else progress(len(probes)),
                                           t0 + settings.seconds if settings.seconds > 0 else None)  # fmt: skip
             r = retention.tally(run_id, outcomes_, settings.floor, settings.budget, len(c.archived))

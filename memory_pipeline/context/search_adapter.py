@@ -12,7 +12,7 @@ import json
 from collections.abc import Sequence
 from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memory_pipeline.context.compiler import Knowledge, Search
 from memory_pipeline.context.read_path import ReadPath
@@ -30,6 +30,9 @@ from memory_pipeline.search import (
     usage_spool,
 )
 
+if TYPE_CHECKING:
+    from memory_pipeline.search import ReadView
+
 
 def default_search(
     home: Path,
@@ -40,17 +43,19 @@ def default_search(
     read: ReadPath | None = None,
     today: date | None = None,
     as_of: datetime | None = None,
+    view: ReadView | None = None,
 ) -> Search:
     """`floor`: search's abstention floor (None: its calibrated default); `read`: the read path (None: the
     shipped one); `today`: the day time expressions are read against (None: today, UTC); `as_of`: read what was
-    known and held then (None: now; a message that names a time reads which values held then)."""
+    known and held then (None: now; a message that names a time reads which values held then); `view`: search
+    reads that fixed state of the index and store (`search.read_view`, `search.with_changes`), not the live one."""
     path = read or ReadPath.load()
     if not path.abstractions_first:
         ranking = (ranking or load_ranking()).with_(abstractions_first=False)
 
     def find(query: str, k: int, since: str | None = None, until: str | None = None, at: float | None = None) -> Any:
         return search(query[:4096], k, home=home, embedder=embedder, floor=at if at is not None else floor,  # type: ignore[arg-type]
-                      ranking=ranking, since=since, until=until, as_of=as_of)  # fmt: skip
+                      ranking=ranking, since=since, until=until, as_of=as_of, view=view)  # fmt: skip
 
     most = (ranking or load_ranking()).max_k
 

@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from operator import attrgetter
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
 import numpy as np
@@ -55,6 +56,9 @@ from memory_pipeline.search.scoring import (
     vector_query,
 )
 from memory_pipeline.search.tokens import tokenize_one
+
+if TYPE_CHECKING:
+    from memory_pipeline.search.overlay import ReadView
 
 KINDS_ALIAS = {"memory": "any store row that is not a summary"}
 _STATE = attrgetter("lifecycle", "importance", "archived_by", "usage")  # a document's state, as the live view holds it
@@ -119,10 +123,12 @@ def search(
     now: datetime | None = None,
     ranking: Ranking | None = None,
     as_of: str | datetime | None = None,
+    view: ReadView | None = None,
 ) -> Hits:
     """The best `k` hits for `query`, or none ("nothing relevant") when no document clears the floor. A value a
     later memory replaced ranks after what holds now and is marked (`superseded_by`, `valid_until`); `as_of`
-    answers with what was known and held then (nothing dated after it)."""
+    answers with what was known and held then (nothing dated after it). `view`: read that state of the index and
+    the store instead of the live one (search/overlay.py; nothing is embedded into or written to the workspace)."""
     r = (ranking or load_ranking()).with_(fusion=fusion, floor=floor)
     query = validate(query, k, r)
     if r.fusion not in ("rrf", "linear"):
@@ -144,13 +150,13 @@ def search(
     filters = Filters(category, kind, tier, _timestamp(since, "since"), last)
     now_ts = (now or datetime.now(UTC)).timestamp()
     encode, model = embedder or default_embedder()
-    idx, notice, fresh = index_for(home, encode, model)
+    idx, notice, fresh = (view.index, "", view.fresh) if view is not None else index_for(home, encode, model)
     at = datetime.fromtimestamp(then, UTC).replace(tzinfo=None) if then is not None else None
     if idx is None:
         plain = search_plain(home, query, k, filters, _check_choice, r, now_ts, notice)
         return current_first(plain, home, at)
     fresh = fresh or Fresh(store_view(home, idx))
-    hits = _search_index(home, idx, fresh, query, k, filters, with_sources, r, encode, model, now_ts)
+    hits = _search_index(home, idx, fresh, query, k, filters, with_sources, r, encode, model, now_ts, view)
     if notice:
         hits.notice = f"{notice}; {hits.notice}" if hits.notice else notice
     return current_first(hits, home, at)
@@ -174,6 +180,7 @@ def _search_index(
     encode: Encode,
     model: str,
     now_ts: float,
+    fixed: ReadView | None = None,
 ) -> Hits:
     view = fresh.view
     delta, stale, notice = fresh.delta or delta_docs(home, idx, view)
@@ -218,8 +225,11 @@ def _search_index(
     parts_bm: list[float] = (bm_raw[at] / ceiling).tolist()
     parts_cos: list[float] = cos_raw[at, -1].tolist()
     parts_whole: list[float] = cos_raw[at, 0].tolist()
-    deadline = fresh.deadline if fresh.deadline is not None else time.monotonic() + update_seconds()
-    dv, _ = delta_vectors(home, delta, encode, model, deadline, len(qv))
+    if fixed is not None:
+        dv = fixed.delta_vectors(delta, len(qv))
+    else:
+        deadline = fresh.deadline if fresh.deadline is not None else time.monotonic() + update_seconds()
+        dv, _ = delta_vectors(home, delta, encode, model, deadline, len(qv))
     if delta:
         # the mean length over every live document, the delta's included: with an empty or small index (a
         # server warmed before the agent's first writes) the index's own mean would crush the delta's BM25

@@ -11,7 +11,6 @@ from memory_pipeline.defs.abstraction.memory_writer import compressed_memories
 from memory_pipeline.operator.progress import ThrottledProgress
 from memory_pipeline.resources import EmbedderResource, EngineConfig, MemoryStoreResource
 from memory_pipeline.resources.store import POOL
-from memory_pipeline.store.external_index import parse_index_names
 
 
 def _figures(r: retention.Retention) -> dict[str, Any]:
@@ -70,7 +69,7 @@ def knowledge_retention(
         return build_index(home, *encoder) if encoder is not None else refresh_index(home)
 
     r = candidate.grade_night(store.open(), store.home_path, compressed_memories, settings, run_id, engine.now(),
-                              parse_index_names(engine.external_indexes), encoder, refresh,
+                              encoder, refresh,
                               lambda n: ThrottledProgress(context.log.info, "knowledge retention: probes", n,
                                                           interval=30.0).update)  # fmt: skip
     context.log.info(f"{r.line()} (floor {r.floor}, {r.seconds:.1f} s)")
