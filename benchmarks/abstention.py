@@ -20,6 +20,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from benchmarks.common import HERE, append_results, load_average, machine, table
 
 EVERYDAY = HERE / "everyday_questions.json"
@@ -50,6 +52,26 @@ class Asked:
     near: dict[str, float]  # candidate in NEAR → the least-covered unseen word's highest cosine (see focus.nearest)
 
 
+def unseen_words(question: str, held: Callable[[str], bool]) -> list[str]:
+    """The question's content words, in its own spelling, whose stem no memory holds (`held(stem)` False)."""
+    from memory_pipeline.search.focus import FUNCTION_WORDS
+    from memory_pipeline.search.tokens import _WORDS, stem
+
+    words = (w for w in _WORDS.findall(question.lower()) if w not in FUNCTION_WORDS)
+    return [w for w in dict.fromkeys(words) if not held(stem(w))]
+
+
+def nearest(unseen: np.ndarray, near: np.ndarray) -> float:
+    """How near the question's least-covered unseen word is to the hits: the lowest, over the unseen words'
+    vectors, of their highest cosine to `near` (vectors of the hits, or of the hits' words; unit rows). No unseen
+    word: +inf (nothing to cover); nothing to be near: -inf."""
+    if not len(unseen):
+        return float("inf")
+    if not len(near):
+        return float("-inf")
+    return float((unseen @ near.T).max(axis=1).min())
+
+
 def answered(a: Asked, candidate: str, t: float | None) -> bool:
     """Whether the candidate gate with rescue bar `t` lets the question's shipped hits through."""
     from memory_pipeline.search.focus import focus_open
@@ -63,7 +85,7 @@ def _ask(home: Path, questions: Sequence[tuple[str, bool, Callable[[list[Any]], 
          encode: Any, model: str, now: datetime) -> list[Asked]:  # fmt: skip
     from memory_pipeline.search import search
     from memory_pipeline.search.engine import clear_cache
-    from memory_pipeline.search.focus import content_words, unseen_words
+    from memory_pipeline.search.focus import content_words
     from memory_pipeline.search.index import load_index, tokenize
     from memory_pipeline.search.scoring import idf_share
 
@@ -96,8 +118,6 @@ def _near(asked: list[Asked], encode: Any) -> list[Asked]:
 
 
 def _nearest(unseen: list[str], near: list[str], encode: Any) -> float:
-    from memory_pipeline.search.focus import nearest
-
     if not unseen or not near:
         return float("inf") if not unseen else float("-inf")
     return nearest(encode(unseen), encode(near))

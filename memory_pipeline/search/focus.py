@@ -8,10 +8,8 @@ words with their share of the documents (0: no memory holds the word) and its to
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-
-import numpy as np
 
 from memory_pipeline.search.tokens import _WORDS, stem
 
@@ -24,23 +22,6 @@ def content_words(question: str) -> set[str]:
     """The question's words as the index stems them, less the words any question asks with ("what", "does",
     "my", "how much"): the index's stop list is short, and a store of notes never writes "what"."""
     return {stem(w) for w in _WORDS.findall(question.lower()) if w not in FUNCTION_WORDS}
-
-
-def unseen_words(question: str, held: Callable[[str], bool]) -> list[str]:
-    """The question's content words, in its own spelling, whose stem no memory holds (`held(stem)` False)."""
-    words = (w for w in _WORDS.findall(question.lower()) if w not in FUNCTION_WORDS)
-    return [w for w in dict.fromkeys(words) if not held(stem(w))]
-
-
-def nearest(unseen: np.ndarray, near: np.ndarray) -> float:
-    """How near the question's least-covered unseen word is to the hits: the lowest, over the unseen words'
-    vectors, of their highest cosine to `near` (vectors of the hits, or of the hits' words; unit rows). No unseen
-    word: +inf (nothing to cover); nothing to be near: -inf."""
-    if not len(unseen):
-        return float("inf")
-    if not len(near):
-        return float("-inf")
-    return float((unseen @ near.T).max(axis=1).min())
 
 
 def focus_words(shares: Mapping[str, float], gate: str, share: float) -> set[str]:
