@@ -176,11 +176,11 @@ def idf_of(home: Path) -> Callable[[str], float]:
     return idf
 
 
-QUERY_BATCH = 16
+QUERY_BATCH = 32  # texts: a probe's question and, most often, the question as the embedder reads it
 
 
 def memoised(encode: Callable[[list[str]], Any], known: list[str]) -> Callable[[list[str]], np.ndarray]:
-    """`encode` with the vectors of `known` texts (the probes' questions, in the order they are asked) computed
+    """`encode` with the vectors of `known` texts (what search embeds for each probe, in the order asked) computed
     in batches as they are first asked: a question missing brings the next QUERY_BATCH of `known` with it, so a
     probe's question is embedded once, not once per state and call, and the questions a time bound leaves unasked
     are never embedded. Any other text is embedded when asked and kept. Same model, same vectors: the read path
@@ -254,6 +254,8 @@ def grade_night(
     if settings.probes <= 0 or not ready:
         r = retention.tally(run_id, [], settings.floor, settings.budget, 0)
     else:
+        from memory_pipeline.search import query_texts
+
         with candidate(db, home, ready, settings.critical_floor, refresh) as c:
             chosen = retention.sample(sorted(c.archived), settings.probes, settings.seed)
             found = texts(c.before, chosen)
@@ -262,8 +264,9 @@ def grade_night(
             built = [retention.build_probe(m, c.archived[m], found[m], idf, names) for m in chosen if m in found]
             probes = [p for p in built if p is not None]
             day = now.date()
-            ask_with = None if embedder is None else (memoised(embedder[0], [p.question for p in probes]), embedder[1])
-            before, after = views(c, ask_with)
+            before, after = views(c, embedder)
+            known = [t for p in probes for t in query_texts(before, p.question)]  # each probe's, in the order asked
+            ask_with = None if embedder is None else (memoised(embedder[0], known), embedder[1])
             outcomes_ = retention.measure(probes, asker(c.before, settings.budget, ask_with, day, before),
                                           asker(c.before, settings.budget, ask_with, day, after),
                                           None if progress is None else progress(len(probes)),

@@ -15,16 +15,16 @@ if TYPE_CHECKING:
     from memory_pipeline.search.engine import SearchInputError, search
     from memory_pipeline.search.hits import Hit, Hits
     from memory_pipeline.search.index import BuildStats, IndexMissing, delete_index
-    from memory_pipeline.search.live import reading_store, refresh_index
-    from memory_pipeline.search.overlay import ReadView, ViewUnavailable, read_view, store_rows, with_rows
+    from memory_pipeline.search.live import ReadView, reading_store, refresh_index
+    from memory_pipeline.search.overlay import ViewUnavailable, query_texts, read_view, store_rows, with_rows
     from memory_pipeline.search.scoring import Ranking, load_ranking
 
 _WHERE = {
     "usage_spool": "", "build_index": "build", "SearchInputError": "engine", "search": "engine", "Hit": "hits",
     "Hits": "hits", "BuildStats": "index", "IndexMissing": "index", "delete_index": "index", "reading_store": "live",
     "refresh_index": "live", "Ranking": "scoring", "load_ranking": "scoring", "current_first": "current",
-    "ReadView": "overlay", "ViewUnavailable": "overlay", "read_view": "overlay", "store_rows": "overlay",
-    "with_rows": "overlay",
+    "ReadView": "live", "ViewUnavailable": "overlay", "read_view": "overlay", "store_rows": "overlay",
+    "with_rows": "overlay", "query_texts": "overlay",
 }  # fmt: skip
 __all__ = [
     "BuildStats",
@@ -39,6 +39,7 @@ __all__ = [
     "current_first",
     "delete_index",
     "load_ranking",
+    "query_texts",
     "read_view",
     "reading_store",
     "refresh_index",

@@ -8,7 +8,6 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from operator import attrgetter
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import duckdb
 import numpy as np
@@ -25,6 +24,7 @@ from memory_pipeline.search.live import (
 )
 from memory_pipeline.search.live import (
     Fresh,
+    ReadView,
     StoreView,
     background_vectors,
     delta_docs,
@@ -56,9 +56,6 @@ from memory_pipeline.search.scoring import (
     vector_query,
 )
 from memory_pipeline.search.tokens import tokenize_one
-
-if TYPE_CHECKING:
-    from memory_pipeline.search.overlay import ReadView
 
 KINDS_ALIAS = {"memory": "any store row that is not a summary"}
 _STATE = attrgetter("lifecycle", "importance", "archived_by", "usage")  # a document's state, as the live view holds it

@@ -8,9 +8,9 @@ import math
 import os
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -321,6 +321,24 @@ class Fresh:
     view: StoreView
     delta: tuple[list[Doc], set[str], str] | None = None  # None: not computed (the store was busy)
     deadline: float | None = None  # time.monotonic() after which the call embeds nothing more (None: its bound)
+
+
+@dataclass(frozen=True)
+class ReadView:
+    """What search reads instead of the live workspace: `index`, `fresh` (the store's view since it and the delta
+    documents), `vectors` (fingerprint → unit vector, one for each delta document) and the model they are in."""
+
+    index: LoadedIndex
+    fresh: Fresh
+    model: str
+    vectors: Mapping[str, np.ndarray] = field(default_factory=dict)
+
+    def delta_vectors(self, docs: Sequence[Doc], dim: int) -> np.ndarray:
+        """A unit vector per document, zeros for one without (it matches by keywords only, as in the live path)."""
+        if not docs:
+            return np.zeros((0, dim), np.float32)
+        zero = np.zeros(dim, dtype=np.float32)
+        return np.vstack([self.vectors.get(d.fingerprint, zero) for d in docs])
 
 
 def index_for(home: Path, encode: Encode, model: str) -> tuple[LoadedIndex | None, str, Fresh | None]:

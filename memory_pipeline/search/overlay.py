@@ -1,4 +1,4 @@
-"""A fixed state for search to read in place of the workspace's live one: `ReadView`.
+"""A fixed state for search to read in place of the workspace's live one: a `ReadView` (search/live.py).
 
 A view is an index, the store's changes since it was built (the fresh-write delta and the rows whose state
 differs: search's `StoreView`) and a vector for every delta document. `read_view` takes the workspace as it is;
@@ -12,8 +12,8 @@ No Dagster here."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -21,31 +21,21 @@ import numpy as np
 from memory_pipeline.search.build import _kinds, _same_text, store_vectors, vectors_for
 from memory_pipeline.search.documents import _STORE_COLUMNS, Doc, _row_doc, docs_table
 from memory_pipeline.search.index import Encode, IndexMissing, LoadedIndex, load_index
-from memory_pipeline.search.live import Fresh, StoreView, default_embedder, delta_docs, reading_store, store_view
+from memory_pipeline.search.live import (
+    Fresh,
+    ReadView,
+    StoreView,
+    default_embedder,
+    delta_docs,
+    reading_store,
+    store_view,
+)
 from memory_pipeline.search.pending import embed_in_slices
 from memory_pipeline.search.segment import load_segment, write_segment
 
 
 class ViewUnavailable(RuntimeError):
     """The view cannot be taken (no index for the model, the store held by a writer); the message says which."""
-
-
-@dataclass(frozen=True)
-class ReadView:
-    """What search reads instead of the live workspace: `index`, `fresh` (the store's view since it and the delta
-    documents), `vectors` (fingerprint → unit vector, one for each delta document) and the model they are in."""
-
-    index: LoadedIndex
-    fresh: Fresh
-    model: str
-    vectors: Mapping[str, np.ndarray] = field(default_factory=dict)
-
-    def delta_vectors(self, docs: Sequence[Doc], dim: int) -> np.ndarray:
-        """A unit vector per document, zeros for one without (it matches by keywords only, as in the live path)."""
-        if not docs:
-            return np.zeros((0, dim), np.float32)
-        zero = np.zeros(dim, dtype=np.float32)
-        return np.vstack([self.vectors.get(d.fingerprint, zero) for d in docs])
 
 
 def _vectors_of(home: Path, docs: Sequence[Doc], encode: Encode, model: str, dim: int) -> dict[str, np.ndarray]:
@@ -137,3 +127,13 @@ def with_rows(base: ReadView, home: Path, folder: Path, rows: Sequence[Doc],
     overrides = {k: v for k, v in base.fresh.view.overrides.items() if k not in wanted}
     fresh = Fresh(StoreView(delta, overrides, base.fresh.view.busy), (delta, stale, notice), base.fresh.deadline)
     return replace(base, index=index, fresh=fresh)
+
+
+def query_texts(view: ReadView, query: str) -> list[str]:
+    """The texts search embeds for `query` reading `view` (the query, and the query as the embedder reads it when
+    common names leave it: `scoring.vector_query`), so a caller can embed many queries' in one batch."""
+    from memory_pipeline.search.engine import _share_in
+    from memory_pipeline.search.scoring import load_ranking, vector_query
+
+    query = query[:4096].strip()
+    return list(dict.fromkeys([query, vector_query(query, _share_in(view.index), load_ranking().vector_query_common)]))
