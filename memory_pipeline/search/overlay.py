@@ -93,6 +93,8 @@ def with_rows(base: ReadView, home: Path, folder: Path, rows: Sequence[Doc],
     (new; the caller removes it), the rows it replaces marked deleted, the rest of the index shared. Each row's
     vector: its indexed one when its text is unchanged, else the store's own for the view's model, else embedded
     here (as an update takes them)."""
+    if not rows:
+        return base
     encode, _ = embedder or default_embedder()
     idx = base.index
     table = docs_table(list(rows))
