@@ -6,6 +6,7 @@ workspace with the hashing embedder, inside a real night (after phase 1, before 
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import shutil
 from datetime import timedelta
@@ -21,6 +22,7 @@ from memory_pipeline.definitions import defs_with
 from memory_pipeline.embedding.spec import HASHING
 from memory_pipeline.llm import facts
 from memory_pipeline.resources import EmbedderResource
+from memory_pipeline.search import build_index
 from memory_pipeline.store import MemoryStore
 from memory_pipeline.store.importers import import_jsonl
 from memory_pipeline_tests.abstraction.test_retention import NOTES, T0
@@ -43,6 +45,11 @@ def _workspace(tmp_path: Path) -> Path:
     (tmp_path / "notes.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
     import_jsonl(MemoryStore(home / "memory.duckdb"), tmp_path / "notes.jsonl")
     return home
+
+
+def _digests(folder: Path) -> dict[str, str]:
+    return {str(f.relative_to(folder)): hashlib.sha256(f.read_bytes()).hexdigest()
+            for f in sorted(folder.rglob("*")) if f.is_file() and f.name != ".lock"}  # fmt: skip
 
 
 def _copy_after(before: Path, target: Path, ready: list[ClusterOutcome], critical_floor: float,
@@ -94,6 +101,9 @@ def _compare(home: Path, outcomes: list[ClusterOutcome], embedder: Any, refresh:
 def test_the_overlay_reads_as_the_committed_copy_did(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                      pin: str | None) -> None:  # fmt: skip
     home = _workspace(tmp_path)
+    embedder = EmbedderResource(model=HASHING)
+    build_index(home, embedder.encode, HASHING)  # the workspace's own index: the copy's links must leave it be
+    index_files = _digests(home / "index")
     seen: dict[str, Any] = {}
     grade = candidate.grade_night
 
@@ -104,7 +114,7 @@ def test_the_overlay_reads_as_the_committed_copy_did(tmp_path: Path, monkeypatch
 
     monkeypatch.setattr(candidate, "grade_night", comparing)
     resources = resources_for(home, similarity_threshold=0.6, retention_probes=300, retention_floor=0.0) | {
-        "embedder": EmbedderResource(model=HASHING)
+        "embedder": embedder
     }
     result = defs_with(resources).resolve_job_def("nightly_consolidation").execute_in_process(
         instance=dg.DagsterInstance.ephemeral(), raise_on_error=False
@@ -129,4 +139,5 @@ def test_the_overlay_reads_as_the_committed_copy_did(tmp_path: Path, monkeypatch
         assert answers["view before"][i] == answers["live before"][i], q
     assert answers["overlay after"] != answers["view before"]  # the two states differ: the summaries are read
     assert not (home / candidate.SCRATCH).exists()
+    assert _digests(home / "index") == index_files  # the copy's index update wrote new files, never into linked ones
     shutil.rmtree(tmp_path / "copy-after", ignore_errors=True)
