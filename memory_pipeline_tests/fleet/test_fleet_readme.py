@@ -166,9 +166,13 @@ def test_a_worker_lost_whole_costs_the_other_agent_nothing_and_its_own_night_is_
 ) -> None:
     agents = ("ada", "bob")
     waiter.idle(REPORT_WAIT_S)  # the walk's index updates and report done
-    # one worker, so that the second night queued waits for it in the broker (what a prefetch would take)
-    w2 = next(c for c in fleet.commands if c.name == "worker" and "w2" in c.proc.args)
-    assert w2.terminate() == [], "`fleet worker` left processes behind on SIGTERM"
+    # No worker while both nights are queued, then one: it takes one night and the other waits in the broker (what
+    # a prefetch would take), and the kill finds the first at its start. With a worker up while the nights were
+    # queued, a slow second launch could find the first night nearly done, and the kill then hit the worker
+    # holding the second one (STARTING until its start timeout, 30 min).
+    for name in ("w1", "w2"):
+        worker = next(c for c in fleet.commands if c.name == "worker" and name in c.proc.args)
+        assert worker.terminate() == [], "`fleet worker` left processes behind on SIGTERM"
     for seed, agent in enumerate(agents, start=11):  # new memories: a night with work to do
         data = write_memories(fleet.root / f"{agent}-b.jsonl", 600, seed=seed, prefix=f"{agent}-b")
         assert run_cli(fleet, "import", str(data), home=str(fleet.root / "agents" / agent)).returncode == 0
@@ -178,7 +182,7 @@ def test_a_worker_lost_whole_costs_the_other_agent_nothing_and_its_own_night_is_
     outputs = [p.communicate(timeout=300) for p in launches]
     assert all(p.returncode == 0 for p in launches), outputs
 
-    w1 = next(c for c in fleet.commands if c.name == "worker" and "w1" in c.proc.args)
+    w1 = start_worker(fleet, "w1")
     victim, other = waiter.until(lambda: waiter.one_running_one_waiting(agents, before, w1), LOST_WAIT_S,
                                  "one night running on w1 while the other waits in the broker")
     killed, killed_at = kill_worker(w1), time.time()
