@@ -48,7 +48,7 @@ def default_search(
     """`floor`: search's abstention floor (None: its calibrated default); `read`: the read path (None: the
     shipped one); `today`: the day time expressions are read against (None: today, UTC); `as_of`: read what was
     known and held then (None: now; a message that names a time reads which values held then); `view`: search
-    reads that fixed state of the index and store (`search.read_view`, `search.with_changes`), not the live one."""
+    reads that fixed state of the index and store (`search.read_view`, `search.with_rows`), not the live one."""
     path = read or ReadPath.load()
     if not path.abstractions_first:
         ranking = (ranking or load_ranking()).with_(abstractions_first=False)
