@@ -524,7 +524,8 @@ def report(rows: list[dict[str, Any]], args: argparse.Namespace, build_s: float,
         f"or {args.max_calls:,} calls, on a fresh copy of the workspaces; seed {args.seed}; gateway rate limit "
         + (f"--rate {args.rate:g} --burst {args.burst}" if args.rate else "the default (20/s per agent, burst 40)")
         + f"; gateway worker processes: {args.workers or f'the default (one per CPU: {_cpus()})'}"
-        + f"; LLM offline. Workspaces cached in {args.work} (build this run: {build_s:.0f} s, not timed above). "
+        + f"; LLM offline. Workspaces cached in `{Path(args.work).name}` (`--work`; build this run: {build_s:.0f} s, "
+        "not timed above). "
         "Latencies are client-side; errors are HTTP ≠ 200, JSON-RPC or tool errors and 60 s timeouts; client CPU "
         "is this process's CPU time over the phase's wall time (it shares the cores with the servers)."
     )

@@ -401,7 +401,7 @@ def results_section(
 ) -> str:
     lines = [f"Data: `{args.data.name}`; embedder MiniLM; offline distiller; grid thresholds "
              f"{', '.join(f'{t:.2f}' for t in args.thresholds)} × {', '.join(args.linkages)}; inputs "
-             f"{', '.join(args.inputs)}; total {secs:.0f} s. Curve: `{args.out}`.", "",
+             f"{', '.join(args.inputs)}; total {secs:.0f} s. Curve: `{Path(args.out).name}` (`--out`).", "",
              f"Rule (`benchmarks/locomo_rule.md`): {chosen[1]}.", "",
              "Pooled, categories 1–4, before the night — answer support (evidence recall) by read path and budget:",
              "", "| input | method | " + " | ".join(f"{b}" for b in BUDGETS) + " |",
