@@ -34,6 +34,7 @@ from memory_pipeline.abstraction import retention
 from memory_pipeline.abstraction.outcomes import ARCHIVED_IMPORTANCE, ClusterOutcome
 from memory_pipeline.llm import facts
 from memory_pipeline.store.db import MemoryStore, utcnow
+from memory_pipeline.store.repository import ARCHIVABLE
 
 if TYPE_CHECKING:
     from memory_pipeline.search import ReadView
@@ -71,10 +72,7 @@ def _copy_workspace(db: MemoryStore, home: Path, target: Path) -> None:
             shutil.copytree(home / name, target / name, copy_function=_link_or_copy, symlinks=True)
 
 
-_MEMBERS_SQL = """
-    SELECT id FROM memories WHERE id IN (SELECT unnest(?::VARCHAR[])) AND lifecycle = 'active' AND kind <> 'summary'
-    AND compressed_from IS NULL AND NOT pinned AND NOT locked AND importance < ?
-"""
+_MEMBERS_SQL = f"SELECT id FROM memories WHERE id IN (SELECT unnest(?::VARCHAR[])) AND {ARCHIVABLE}"
 
 
 def phase2_effect(con: Any, ready: list[ClusterOutcome], critical_floor: float) -> tuple[dict[str, str], list[str]]:

@@ -348,6 +348,12 @@ def archive_sources(
     )
 
 
+# what a source must be for the Archiver to archive it (the critical floor as the one parameter); the retention
+# check reads the same predicate to know what a night would archive before it does
+ARCHIVABLE = ("lifecycle = 'active' AND kind <> 'summary' AND compressed_from IS NULL AND NOT pinned AND NOT locked"
+              " AND importance < ?")
+
+
 def archive_clusters(
     con: duckdb.DuckDBPyConnection,
     clusters: Sequence[tuple[str, Sequence[str]]],
@@ -371,8 +377,7 @@ def archive_clusters(
         UPDATE memories SET prior_importance = importance, importance = ?, lifecycle = 'archived',
                archived_by = frame.cluster_id, archived_at = ?, archived_by_run = ?
         FROM frame
-        WHERE memories.id = frame.id AND lifecycle = 'active' AND kind <> 'summary'
-          AND compressed_from IS NULL AND NOT pinned AND NOT locked AND importance < ?
+        WHERE memories.id = frame.id AND """ + ARCHIVABLE + """
         RETURNING memories.id
         """,
         [archived_importance, now, run_id, critical_floor],
