@@ -47,7 +47,11 @@ from benchmarks.common import append_results, load_average, machine, table
 
 MIX = (("search", 0.80), ("context", 0.15), ("remember", 0.05))
 TOOLS = tuple(name for name, _ in MIX)
-EMBEDDERS = {"minilm": "sentence-transformers/all-MiniLM-L6-v2", "hashing": "hashing-bow-256"}
+EMBEDDERS = {
+    "minilm": "sentence-transformers/all-MiniLM-L6-v2",
+    "minilm-int8": "all-MiniLM-L6-v2-int8",
+    "hashing": "hashing-bow-256",
+}
 ID_OR_MARKER = re.compile(r"\bag(\d{2})-[mr]|\btenant(\d{2})\b")
 NOW = datetime(2026, 11, 1, 3, 30)
 TARGET = {"search_per_s": 150.0, "p95_ms": 100.0, "clients": 8}
