@@ -3,8 +3,9 @@
 The rule (benchmarks/abstention_rule.md, committed before the first run and amended before each new pair of
 candidates): gates on top of the shipped floors reading a question's content words (its words less a maintained
 stop list) — `unseen`, `focus`, `rarest`, `cover`/`cover-rare` (one hit holds every focus word), each with a rescue
-bar `t`, and `unseen-hit`/`unseen-word` (every word no memory holds is near a hit, or a hit's word, by MiniLM
-cosine ≥ `w`) — each bar chosen on LoCoMo dev alone (the highest on its grid at which answerable questions lose at
+bar `t`, `unseen-hit`/`unseen-word` (every word no memory holds is near a hit, or a hit's word, by MiniLM
+cosine ≥ `w`), `margin` (the best hit's lead over the next ≥ `m`) and `agree` (the best BM25 hit among the `n` best
+by cosine) — each bar chosen on LoCoMo dev alone (the highest on its grid at which answerable questions lose at
 most 0.5 % of their hits), then judged on the held-out everyday set (benchmarks/everyday_questions.json): 127
 notes, 44 answerable and 44 never-stored questions.
 """
@@ -27,9 +28,14 @@ from benchmarks.common import HERE, append_results, load_average, machine, table
 EVERYDAY = HERE / "everyday_questions.json"
 NEVER = HERE / "search_never_stored.txt"
 GRID: list[float | None] = [round(0.08 + 0.02 * i, 2) for i in range(27)] + [None]  # None: no rescue
-CANDIDATES = ("unseen", "focus", "rarest", "cover", "cover-rare", "unseen-hit", "unseen-word")
+CANDIDATES = ("unseen", "focus", "rarest", "cover", "cover-rare", "unseen-hit", "unseen-word", "margin", "agree")
 NEAR = ("unseen-hit", "unseen-word")  # candidates with a word-level bar `w` instead of the rescue bar `t`
-NEAR_GRID: list[float | None] = [round(0.20 + 0.05 * i, 2) for i in range(15)]  # typed as GRID, never None
+# each candidate's bars where they are not GRID, loosest first (`choose` takes the strictest that passes)
+GRIDS: dict[str, list[float | None]] = {
+    **dict.fromkeys(NEAR, [round(0.20 + 0.05 * i, 2) for i in range(15)]),
+    "margin": [round(0.01 * i, 2) for i in range(21)],  # `m`: the top hit's `specific` over the second's
+    "agree": [10, 5, 3, 2, 1],  # `n`: the top BM25 hit among the n best by cosine
+}
 SHARES = {"cover-rare": 0.02}  # a candidate's focus-word share bar where it is not FOCUS_SHARE
 GATES = {"cover-rare": "cover"}  # a candidate's gate where its name is not the gate's
 FOCUS_SHARE = 0.05
@@ -47,6 +53,7 @@ class Asked:
     found: bool  # answerable: its evidence among the shipped top 10
     words: dict[str, float]  # content word → share of documents holding it (0: none)
     hits: list[tuple[float, frozenset[str]]]  # (specific, the hit's words), top 10 over the shipped floors
+    parts: list[tuple[float, float]]  # (BM25 part, cosine) of the same hits
     unseen: list[str]  # content words, as the question spells them, whose stem no memory holds
     texts: list[str]  # the hits' texts
     near: dict[str, float]  # candidate in NEAR → the least-covered unseen word's highest cosine (see focus.nearest)
@@ -72,12 +79,32 @@ def nearest(unseen: np.ndarray, near: np.ndarray) -> float:
     return float((unseen @ near.T).max(axis=1).min())
 
 
+def margin(specific: Sequence[float]) -> float:
+    """The highest `specific` over the second highest (one hit: over 0; none: -inf)."""
+    top = sorted(specific, reverse=True)[:2] + [0.0]
+    return top[0] - top[1] if specific else float("-inf")
+
+
+def agree(parts: Sequence[tuple[float, float]], n: int) -> bool:
+    """Whether the hit with the highest BM25 part is among the `n` with the highest cosine (a tie in BM25: the
+    first in search's order). No hit holding a query word (every BM25 part 0): no lexical ranking, no agreement."""
+    if not parts or max(b for b, _ in parts) <= 0:
+        return False
+    lexical = max(range(len(parts)), key=lambda i: (parts[i][0], -i))
+    by_cosine = sorted(range(len(parts)), key=lambda i: (-parts[i][1], i))
+    return lexical in by_cosine[:n]
+
+
 def answered(a: Asked, candidate: str, t: float | None) -> bool:
     """Whether the candidate gate with rescue bar `t` lets the question's shipped hits through."""
     from memory_pipeline.search.focus import focus_open
 
     if candidate in NEAR:
         return bool(a.hits) and a.near[candidate] >= (t if t is not None else 0.20)
+    if candidate == "margin":
+        return margin([s for s, _ in a.hits]) >= (t or 0.0)
+    if candidate == "agree":
+        return agree(a.parts, int(t or 10))
     return focus_open(a.words, a.hits, GATES.get(candidate, candidate), SHARES.get(candidate, FOCUS_SHARE), t)
 
 
@@ -101,6 +128,7 @@ def _ask(home: Path, questions: Sequence[tuple[str, bool, Callable[[list[Any]], 
             words[w] = 0.0 if idf is None else idf_share(idf, idx.n_live)
         out.append(Asked(group, text, never, bool(hits) and not never and evidence(hits), words,
                          [(h.parts.get("specific", 0.0), frozenset(tokenize([h.text])[0])) for h in hits],
+                         [(h.parts.get("bm25", 0.0), h.parts.get("vector", 0.0)) for h in hits],
                          unseen_words(text, lambda w: idx.idf_of(w) is not None),
                          [h.text for h in hits], {}))  # fmt: skip
     return _near(out, encode)
@@ -175,10 +203,11 @@ def rates(rows: list[Asked], group: str, candidate: str | None, t: float | None)
 
 
 def choose(rows: list[Asked]) -> dict[str, float | None]:
-    """Each candidate's `t` (or `w`): the highest on its grid (no rescue counts highest) with LoCoMo loss ≤ 0.5 %."""
+    """Each candidate's bar (`t`, `w`, `m` or `n`): the strictest on its grid (no rescue counts strictest) with
+    LoCoMo loss ≤ 0.5 %."""
     out: dict[str, float | None] = {}
     for c in CANDIDATES:
-        grid = NEAR_GRID if c in NEAR else GRID
+        grid = GRIDS.get(c, GRID)
         ok = [t for t in grid if rates(rows, "locomo", c, t)[0] <= LOCOMO_LOSS]
         out[c] = ok[-1] if ok else grid[0]
     return out
@@ -186,7 +215,7 @@ def choose(rows: list[Asked]) -> dict[str, float | None]:
 
 def report(rows: list[Asked]) -> str:
     chosen = choose(rows)
-    heads = ["gate", "t or w", "LoCoMo loss", "LoCoMo probes answered", "cross answered", "everyday loss",
+    heads = ["gate", "bar (t, w, m or n)", "LoCoMo loss", "LoCoMo probes answered", "cross answered", "everyday loss",
              "everyday never answered", "passes"]  # fmt: skip
     body, passing = [], []
     for c in (None, *CANDIDATES):
@@ -198,7 +227,7 @@ def report(rows: list[Asked]) -> str:
         ok = c is not None and el * ef <= 1 and en <= EVERYDAY_NEVER
         if ok:
             passing.append((en * nn + pr * sum(a.group == "probe" for a in rows), CANDIDATES.index(c), c))
-        body.append([c or "shipped", "-" if c is None else ("none" if t is None else f"{t:.2f}"), f"{lo:.3f}",
+        body.append([c or "shipped", _bar(c, t), f"{lo:.3f}",
                      f"{pr:.3f}", f"{cr:.3f}", f"{el:.3f} ({round(el * ef)} of {ef})",
                      f"{en:.3f} ({round(en * nn)} of {nn})", "yes" if ok else "no"])  # fmt: skip
     found = sum(a.found for a in rows if a.group == "locomo")
@@ -210,6 +239,12 @@ def report(rows: list[Asked]) -> str:
         leaks = [a for a in everyday if a.never and answered(a, c, chosen[c])]
         text += f"\n- `{c}` answers never-stored: {', '.join(sorted(map(_q, leaks))) or 'none'}"
     return text + "\n"
+
+
+def _bar(candidate: str | None, t: float | None) -> str:
+    if candidate is None:
+        return "-"
+    return "none" if t is None else f"{t:.0f}" if candidate == "agree" else f"{t:.2f}"
 
 
 def _q(a: Asked) -> str:
