@@ -5,16 +5,18 @@ as the night's, `llm.values`), so a version the night has not seen yet still rea
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 from memory_pipeline.llm.distill import VERSION_LINE
 from memory_pipeline.llm.values import FactKey, fact_key, restates_read, statement, versions_of
+from memory_pipeline.search.documents import store_stamp
 from memory_pipeline.search.hits import Hit, Hits
 from memory_pipeline.search.live import reading_store
-from memory_pipeline.store.validity import validity
+from memory_pipeline.store.validity import superseded, undone_pairs
 
 Validity = tuple[datetime, datetime | None, str | None]
+Pairs = frozenset[tuple[str, str]]  # (older, newer) memories that are not versions of one fact: an operator said so
 READ_TIME_WINDOW = 100  # hits told apart as versions at read time (a context call may ask for 640)
 NEWER_FIRST_WINDOW = 30  # hits reordered newer first: the top of the order, where the budget goes
 
@@ -24,12 +26,11 @@ def current_first(hits: Hits, home: Path, as_of: datetime | None = None, *, drop
     the most recently replaced first. A memory stated after `as_of` is left out (`drop_later`), or kept where it
     is unless it states a fact a hit that held then states too, or is a summary stating a fact's present: then
     it comes after what held then."""
-    ids = [h.id for h in hits if h.source == "store"]
-    rows: dict[str, Validity] = {}
-    if ids:
-        with reading_store(home) as con:
-            if con is not None:
-                rows = validity(con, ids)
+    replaced, undone = _read(home) if any(h.source == "store" for h in hits) else ({}, frozenset())
+    rows: dict[str, Validity] = {
+        h.id: (datetime.fromtimestamp(h.stated, UTC).replace(tzinfo=None), *replaced.get(h.id, (None, None)))
+        for h in hits if h.source == "store" and h.stated
+    }  # fmt: skip
     later = {h.id for h in hits if as_of and h.id in rows and rows[h.id][0] > as_of}
     then = [h for h in hits if h.id not in later]
     for h in hits:
@@ -39,31 +40,51 @@ def current_first(hits: Hits, home: Path, as_of: datetime | None = None, *, drop
             _, until, by = rows[h.id]
             if until is not None and by and (as_of is None or until <= as_of):
                 h.superseded_by, h.valid_until = by, until.isoformat(timespec="seconds")
-    _versions_among(then, rows)
+    _versions_among(then, rows, undone)
     if drop_later:
-        return _ordered(then, [], hits, rows)
+        return _ordered(then, [], hits, rows, undone)
     facts = {key.key for h in then if (key := _key(h)) is not None}
     successors = {rows[h.id][2] for h in then if h.id in rows}
     moved = [h for h in hits if h.id in later and (h.id in successors or getattr(_key(h), "key", None) in facts
                                                    or VERSION_LINE.search(h.text or h.snippet))]  # fmt: skip
     # read again as of then: search put what no longer holds *now* last, so relevance decides the order anew
     again = sorted((h for h in hits if h not in moved), key=lambda h: -h.score)
-    return _ordered(again, moved, hits, rows)
+    return _ordered(again, moved, hits, rows, undone)
+
+
+Known = tuple[dict[str, tuple[datetime, str]], Pairs]  # the store's supersessions, and the pairs undone
+_KNOWN: dict[str, tuple[tuple[int, ...], Known]] = {}
+
+
+def _read(home: Path) -> Known:
+    """The store's superseded memories (valid until, by which) and the supersessions an operator undid, read again
+    only when the store's files change (a read-only connection costs more than a search); while a writer holds the
+    store, what was read last."""
+    stamp = tuple(store_stamp(home))
+    cached = _KNOWN.get(str(home))
+    if cached is not None and cached[0] == stamp:
+        return cached[1]
+    with reading_store(home) as con:
+        if con is None:
+            return cached[1] if cached is not None else ({}, frozenset())
+        known = (superseded(con), frozenset(undone_pairs(con)))
+    _KNOWN[str(home)] = (stamp, known)
+    return known
 
 
 def _key(h: Hit) -> FactKey | None:
     return fact_key(h.text or h.snippet) if h.kind != "summary" else None
 
 
-def _ordered(hits: list[Hit], last: list[Hit], original: Hits, rows: dict[str, Validity] | None = None) -> Hits:
-    current = _newer_first([h for h in hits if not h.superseded_by], rows or {})
+def _ordered(hits: list[Hit], last: list[Hit], original: Hits, rows: dict[str, Validity], undone: Pairs) -> Hits:
+    current = _newer_first([h for h in hits if not h.superseded_by], rows, undone)
     replaced = sorted((h for h in hits if h.superseded_by), key=lambda h: h.valid_until, reverse=True)  # stable
     return Hits(current + replaced + last, original.notice, original.mode)
 
 
-def _versions_among(hits: list[Hit], rows: dict[str, Validity]) -> None:
+def _versions_among(hits: list[Hit], rows: dict[str, Validity], undone: Pairs) -> None:
     """Two current hits among the first READ_TIME_WINDOW stating one fact with different values: the earlier
-    stated is marked superseded by the later, from the later's date."""
+    stated is marked superseded by the later, from the later's date — unless an operator undid that supersession."""
     by_fact: dict[tuple[str, ...], list[tuple[str, Hit, FactKey]]] = {}
     for h in hits[:READ_TIME_WINDOW]:
         key = _key(h) if not h.superseded_by else None
@@ -73,12 +94,13 @@ def _versions_among(hits: list[Hit], rows: dict[str, Validity]) -> None:
     for group in by_fact.values():
         group.sort(key=lambda t: t[0])
         for i, (_, old, key) in enumerate(group):
-            newer = next(((w, n) for w, n, k in group[i + 1 :] if versions_of(key, k)), None)
+            newer = next(((w, n) for w, n, k in group[i + 1 :] if versions_of(key, k) and (old.id, n.id) not in undone),
+                         None)  # fmt: skip
             if newer is not None and not old.superseded_by:
                 old.superseded_by, old.valid_until = newer[1].id, newer[0]
 
 
-def _newer_first(hits: list[Hit], rows: dict[str, Validity]) -> list[Hit]:
+def _newer_first(hits: list[Hit], rows: dict[str, Validity], undone: Pairs) -> list[Hit]:
     """Two memories among the first NEWER_FIRST_WINDOW that plausibly restate one thing with another value
     (`llm.values.restates`, worded as they may be): the newer takes the better of their two places. Nothing is
     marked: a look-alike only moves. Each text is read once, and only the top of the order, where a reader looks."""
@@ -91,6 +113,6 @@ def _newer_first(hits: list[Hit], rows: dict[str, Validity]) -> list[Hit]:
         for j in places[a_pos + 1 :]:
             a, b = out[i], out[j]
             sa, sb = statement(a.text or a.snippet), statement(b.text or b.snippet)
-            if sa and sb and stated[b.id] > stated[a.id] and restates_read(sa, sb):
+            if sa and sb and stated[b.id] > stated[a.id] and (a.id, b.id) not in undone and restates_read(sa, sb):
                 out[i], out[j] = b, a
     return out

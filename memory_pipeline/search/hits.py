@@ -31,6 +31,7 @@ class Hit:
     sources: list[Hit] = field(default_factory=list)
     text: str = ""  # the whole text (the context compiler packs whole items); not in to_dict's output
     members: list[str] = field(default_factory=list)  # a summary's source ids (lineage); not in to_dict's output
+    stated: float = 0.0  # when it was written (epoch s; a memory's valid-from); not in to_dict's output
     # a memory a later value of the same fact replaced: which one, and when it stopped holding (ISO); "" if current
     superseded_by: str = ""
     valid_until: str = ""
@@ -40,6 +41,7 @@ class Hit:
         for h in (out, *out["sources"]):
             h.pop("text", None)
             h.pop("members", None)
+            h.pop("stated", None)
         return out
 
 
@@ -98,4 +100,5 @@ def make_hit(d: Doc, query: str, score: float, parts: dict[str, float], r: Ranki
         archived_by=by,
         text=d.text,
         members=list(d.source_ids),
+        stated=d.date,
     )

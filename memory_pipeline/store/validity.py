@@ -8,7 +8,7 @@ row stays readable, and reading ranks it below the current value and marks it. E
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -172,13 +172,9 @@ def undo(store: MemoryStore, memory_id: str, by: str) -> str:
     return str(row[0])
 
 
-def validity(con: duckdb.DuckDBPyConnection, ids: Iterable[str]) -> dict[str, tuple[datetime, datetime | None,
-                                                                                      str | None]]:
-    """(valid from, valid until, superseded by) of each of `ids` that is a memory."""
-    wanted = list(dict.fromkeys(ids))
-    if not wanted:
-        return {}
-    ph = ", ".join("?" for _ in wanted)
-    rows = con.execute(f"SELECT id, created_at, valid_until, superseded_by FROM memories WHERE id IN ({ph})",
-                       wanted).fetchall()  # fmt: skip
-    return {str(r[0]): (r[1], r[2], r[3]) for r in rows}
+def superseded(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[datetime, str]]:
+    """(valid until, superseded by) of every memory a later value replaced: few rows, read once per store change
+    by search (a memory's valid-from is its `created_at`, which the index holds)."""
+    rows = con.execute("SELECT id, valid_until, superseded_by FROM memories "
+                       "WHERE superseded_by IS NOT NULL AND valid_until IS NOT NULL").fetchall()  # fmt: skip
+    return {str(r[0]): (r[1], str(r[2])) for r in rows}

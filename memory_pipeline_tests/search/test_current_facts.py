@@ -20,7 +20,7 @@ from memory_pipeline.search import build_index, search
 from memory_pipeline.search.engine import clear_cache
 from memory_pipeline.store import MemoryStore
 from memory_pipeline.store.importers import import_jsonl
-from memory_pipeline.store.validity import Supersession, apply
+from memory_pipeline.store.validity import Supersession, apply, undo
 
 T0 = datetime(2026, 9, 1, 9, 0)
 EMBED = (hashing_embed, HASHING)
@@ -55,6 +55,34 @@ def test_the_current_value_ranks_first_and_older_ones_are_marked(home: Path, nig
     assert [h.id for h in hits] == ["r3", "r2", "r1"]
     assert [(h.superseded_by, h.valid_until[:10]) for h in hits] == [("", ""), ("r3", "2026-10-20"),
                                                                      ("r2", "2026-09-14")]  # fmt: skip
+
+
+def test_supersessions_are_read_once_per_change_of_the_store(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A search on a steady store opens no connection to read validity (one costs more than the search); an
+    operator's undo, a commit of its own, is seen by the very next search, and reading does not redo it (the two
+    values still read as one fact's versions to the read-time rule)."""
+    import memory_pipeline.search.current as current
+
+    opened: list[Path] = []
+    real = current.reading_store
+
+    def counting(path: Path) -> Any:
+        opened.append(path)
+        return real(path)
+
+    monkeypatch.setattr(current, "reading_store", counting)
+    _supersede(home)
+
+    def ask() -> list[tuple[str, str]]:
+        return [(h.id, h.superseded_by) for h in search("per-trade risk cap", 3, home=home, embedder=EMBED, floor=0.0)]
+
+    assert ask() == [("r3", ""), ("r2", "r3"), ("r1", "r2")]
+    first = len(opened)
+    assert ask() == [("r3", ""), ("r2", "r3"), ("r1", "r2")]
+    assert len(opened) == first  # the store did not change: nothing read again
+    undo(MemoryStore(home / "memory.duckdb"), "r2", by="test")
+    assert ("r2", "") in ask()  # current again, though r3 states the same fact later
+    assert len(opened) == first + 1
 
 
 def test_as_of_answers_with_what_held_then(home: Path) -> None:
