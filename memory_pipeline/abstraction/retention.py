@@ -234,13 +234,18 @@ def measure(
     deadline: float | None = None,
     at_least: int = AT_LEAST,
 ) -> list[Outcome]:
-    """Each probe asked of both states in turn, in the given order, until `deadline` (time.monotonic()) has
-    passed — but at least `at_least` of them; `progress` hears the count done after each."""
-    out = []
+    """Each probe asked of both states in turn, in the given order, while it can be done by `deadline`
+    (time.monotonic(); a probe is started only when the mean time of those done so far still fits, so the bound is
+    kept, not overrun by the last probe) — but at least `at_least` of them; `progress` hears the count done after
+    each."""
+    out: list[Outcome] = []
+    spent = 0.0
     for i, p in enumerate(probes, 1):
-        if deadline is not None and i > at_least and time.monotonic() >= deadline:
+        started = time.monotonic()
+        if deadline is not None and i > at_least and started + (spent / len(out) if out else 0.0) >= deadline:
             break
         before, after = ask_before(p.question), ask_after(p.question)
+        spent += time.monotonic() - started
         out.append(Outcome(p, _missed(p, before), _missed(p, after)))
         if progress is not None:
             progress(i)

@@ -29,6 +29,7 @@ from memory_pipeline.search import (
     search,
     usage_spool,
 )
+from memory_pipeline.search.documents import store_stamp
 
 if TYPE_CHECKING:
     from memory_pipeline.search import ReadView
@@ -150,16 +151,23 @@ def _knowledge(h: Hit, whole: bool) -> Knowledge:
 def _from_store(home: Path, items: list[Knowledge], neighbours: int, max_chars: int = 0) -> list[Knowledge]:
     """Summaries dated by their members' range; each memory hit (each of at most `max_chars` characters, when
     set) followed by the `neighbours` turns either side of it in its session (one short read-only query; the
-    hits alone when the store is busy)."""
-    ids = [k.memory_id for k in items if k.memory_id]
-    if not ids or not (neighbours or any(k.kind == "summary" for k in items)):
-        return items  # the hits carry their whole text: the store is read only for lineage and neighbours
-    with reading_store(home) as con:
-        if con is None:
-            return items
-        spans = _member_spans(con, [k.memory_id for k in items if k.memory_id and k.kind == "summary"])
-        short = [k.memory_id for k in items if k.memory_id and wants_neighbours(k.text, max_chars)]
-        beside = _neighbours(con, short, neighbours) if neighbours and short else {}
+    hits alone when the store is busy). A summary's range is read once per change of the store."""
+    summaries = [k.memory_id for k in items if k.memory_id and k.kind == "summary"]
+    short = [k.memory_id for k in items if k.memory_id and wants_neighbours(k.text, max_chars)] if neighbours else []
+    stamp = tuple(store_stamp(home))
+    known = _SPANS.get(str(home))
+    if known is None or known[0] != stamp:
+        known = _SPANS[str(home)] = (stamp, {})
+    unread = [sid for sid in summaries if sid not in known[1]]
+    beside: dict[str, tuple[list[tuple[str, str, str, str]], ...]] = {}
+    if unread or short:
+        with reading_store(home) as con:
+            if con is None:
+                return items
+            read = _member_spans(con, unread)
+            known[1].update({sid: read.get(sid, "") for sid in unread})  # "" : no member dated
+            beside = _neighbours(con, short, neighbours) if short else {}
+    spans = {sid: known[1][sid] for sid in summaries if known[1].get(sid)}
     out: list[Knowledge] = []
     for k in items:
         if k.memory_id in spans:
@@ -169,6 +177,9 @@ def _from_store(home: Path, items: list[Knowledge], neighbours: int, max_chars: 
         out.append(k)
         out += [Knowledge(t, k.score, kind, mid, None, d) for mid, t, kind, d in after]
     return out
+
+
+_SPANS: dict[str, tuple[tuple[int, ...], dict[str, str]]] = {}  # per workspace: its store's stamp, summary → span
 
 
 def wants_neighbours(text: str, max_chars: int) -> bool:

@@ -252,6 +252,21 @@ def test_the_probes_time_bound(cap: float, share: float, so_far: float | None, e
     assert candidate.probe_seconds(cap, share, so_far) == pytest.approx(expected)
 
 
+def test_a_probe_is_not_started_when_it_would_end_past_the_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each question takes 1 s of a fake clock, so a probe (both states) takes 2 s: with the deadline 7 s away the
+    fourth probe would end at 8 s, so three are asked and the bound is kept."""
+    clock = [100.0]
+    monkeypatch.setattr(retention.time, "monotonic", lambda: clock[0])
+    probes = [retention.Probe(f"m{i}", "c", f"question {i}", ("41",), "values") for i in range(10)]
+
+    def ask(q: str) -> str:
+        clock[0] += 1.0
+        return "41"
+
+    out = retention.measure(probes, ask, ask, deadline=107.0, at_least=0)
+    assert len(out) == 3 and clock[0] == 106.0
+
+
 def test_a_passed_deadline_still_asks_the_first_probes() -> None:
     probes = [retention.Probe(f"m{i}", "c", f"question {i}", ("41",), "values") for i in range(30)]
     asked: list[str] = []

@@ -53,6 +53,29 @@ def test_a_summary_enters_whole_with_its_pattern_tail_and_its_members_dates(ctx_
     assert len(SUMMARY) > 300 and "…" not in line.removeprefix("- [2026-10-01 … 2026-10-21] ").removesuffix(TAIL)
 
 
+def test_a_summarys_dates_are_read_once_per_change_of_the_store(ctx_home: Path, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """The members' range is read from the store on the first call; a call on the unchanged store opens no
+    connection (one costs more than a search), and a write makes the next call read it again."""
+    import memory_pipeline.context.search_adapter as adapter
+
+    opened: list[Path] = []
+    real = adapter.reading_store
+
+    def counting(path: Path):  # type: ignore[no-untyped-def]
+        opened.append(path)
+        return real(path)
+
+    monkeypatch.setattr(adapter, "reading_store", counting)
+    question = "why do our deploys fail in production and how do we avoid it?"
+    dated = "- [2026-10-01 … 2026-10-21] Deploys that skip the staging soak"
+    assert dated in compile_(ctx_home, question).prompt and len(opened) == 1
+    assert dated in compile_(ctx_home, question).prompt and len(opened) == 1
+    note = {"id": "n-1", "content": "The lunch order is in.", "created_at": "2026-11-01T12:00:00"}
+    import_jsonl(MemoryStore(ctx_home / "memory.duckdb"), write_jsonl(tmp_path / "n.jsonl", [note]))
+    assert dated in compile_(ctx_home, question).prompt and len(opened) == 2
+
+
 def test_an_archived_source_ranks_below_its_summary_and_covered_sources_leaves_it_out(ctx_home: Path) -> None:
     """The night archives a source under its cluster's id, not the summary's: the summary's lineage decides."""
     query = "deploy rolled back: no staging soak"  # a source's own words: on text alone it would win
