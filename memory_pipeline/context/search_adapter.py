@@ -27,9 +27,9 @@ from memory_pipeline.search import (
     load_ranking,
     reading_store,
     search,
+    store_stamp,
     usage_spool,
 )
-from memory_pipeline.search.documents import store_stamp
 
 if TYPE_CHECKING:
     from memory_pipeline.search import ReadView

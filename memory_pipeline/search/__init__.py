@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from memory_pipeline.search import usage_spool
     from memory_pipeline.search.build import build_index
     from memory_pipeline.search.current import current_first
+    from memory_pipeline.search.documents import store_stamp
     from memory_pipeline.search.engine import SearchInputError, search
     from memory_pipeline.search.hits import Hit, Hits
     from memory_pipeline.search.index import BuildStats, IndexMissing, delete_index
@@ -24,7 +25,7 @@ _WHERE = {
     "Hits": "hits", "BuildStats": "index", "IndexMissing": "index", "delete_index": "index", "reading_store": "live",
     "refresh_index": "live", "Ranking": "scoring", "load_ranking": "scoring", "current_first": "current",
     "ReadView": "live", "ViewUnavailable": "overlay", "read_view": "overlay", "store_rows": "overlay",
-    "with_rows": "overlay", "query_texts": "overlay",
+    "with_rows": "overlay", "query_texts": "overlay", "store_stamp": "documents",
 }  # fmt: skip
 __all__ = [
     "BuildStats",
@@ -45,6 +46,7 @@ __all__ = [
     "refresh_index",
     "search",
     "store_rows",
+    "store_stamp",
     "usage_spool",
     "with_rows",
 ]
