@@ -102,7 +102,7 @@ def test_browser_shows_the_asset_graph_and_the_reports_latest_metadata(night: Ni
         pytest.skip("needs the first test's run")
     if not CHROMIUM.exists():
         pytest.fail(f"{CHROMIUM} is missing: `apt-get install -y chromium` (.ci/run does this)")
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
 
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     report = latest_materialization(night.server, ["report"])["metadata"]
@@ -137,7 +137,8 @@ def test_browser_shows_the_asset_graph_and_the_reports_latest_metadata(night: Ni
 
             page.goto(f"{base}/assets/compressed_memories")
             page.get_by_text("compression_ratios", exact=True).first.wait_for(state="visible")
-            assert "members per cluster" in page.locator("body").inner_text()
+            # the markdown metadata renders after the labels: Playwright's assertion waits for it (90 s, the page's)
+            expect(page.locator("body")).to_contain_text("members per cluster", timeout=90_000)
             page.screenshot(path=str(ARTIFACTS / "asset-compressed-memories.png"), full_page=True)
         finally:
             browser.close()
