@@ -77,10 +77,18 @@ class Waiter:
             time.sleep(1.0)
         import dagster as dg
 
+        records = self.instance.get_run_records(dg.RunsFilter(), limit=30)
         runs = [(r.dagster_run.job_name, r.dagster_run.tags.get(AGENT_TAG), r.dagster_run.status.value)
-                for r in self.instance.get_run_records(dg.RunsFilter(), limit=30)]
+                for r in records]  # fmt: skip
+        # a failed run's retry decision (the daemon's tags) and its last events: why no retry came, if none did
+        failed = "\n".join(
+            f"--- failed run {r.dagster_run.run_id}: tags "
+            f"{ {k: v for k, v in r.dagster_run.tags.items() if 'retry' in k or 'failure' in k or 'parent' in k} }\n"
+            + self.explain(r)[-1500:]
+            for r in records if r.dagster_run.status.value == "FAILURE"
+        )  # fmt: skip
         logs = "\n".join(f"--- {c.name} ({c.proc.pid})\n{c.output()[-1500:]}" for c in self.fleet.commands)
-        raise AssertionError(f"no {what} within {timeout:.0f} s; runs: {runs}\n{logs}")
+        raise AssertionError(f"no {what} within {timeout:.0f} s; runs: {runs}\n{failed}\n{logs}")
 
     def record(self, run_id: str) -> Any:
         return self.instance.get_run_record_by_id(run_id)
