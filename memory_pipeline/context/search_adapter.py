@@ -154,6 +154,8 @@ def _from_store(home: Path, items: list[Knowledge], neighbours: int, max_chars: 
     hits alone when the store is busy). A summary's range is read once per change of the store."""
     summaries = [k.memory_id for k in items if k.memory_id and k.kind == "summary"]
     short = [k.memory_id for k in items if k.memory_id and wants_neighbours(k.text, max_chars)] if neighbours else []
+    if not summaries and not short:
+        return items  # the hits carry their whole text: the store is read only for lineage and neighbours
     stamp = tuple(store_stamp(home))
     known = _SPANS.get(str(home))
     if known is None or known[0] != stamp:
