@@ -233,9 +233,19 @@ def test_the_code_speaks_of_the_code_not_of_the_issue_tracker() -> None:
     their own words (a design seed's section may be cited for maintainers, docs/layout.md says how)."""
     found = [
         f"{path.relative_to(REPO_ROOT)}:{n}"
-        for folder in (ROOT, REPO_ROOT / "benchmarks")
-        for path in sorted(folder.rglob("*.py"))
+        for path in sorted(spoken_to_readers())
         for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
         if ISSUE_NUMBER.search(line)
     ]
-    assert not found, f"issue numbers in code: {found}"
+    assert not found, f"issue numbers in code or in what users read: {found}"
+
+
+def spoken_to_readers() -> set[Path]:
+    """The code (the package's every text file, the benchmarks' code) and what users read and copy: the README,
+    the docs, the deploy files, the scripts. The benchmarks' dated records may name the work they measured."""
+    text = {".py", ".md", ".yaml", ".yml", ".toml", ".json", ".txt", ".sh", ".cfg", ""}
+    found = {p for p in ROOT.rglob("*") if p.is_file() and p.suffix in text and "__pycache__" not in p.parts}
+    found |= set((REPO_ROOT / "benchmarks").rglob("*.py")) | {REPO_ROOT / "README.md"}
+    for folder in ("docs", "deploy", "scripts"):
+        found |= {p for p in (REPO_ROOT / folder).rglob("*") if p.is_file() and p.suffix in text}
+    return found

@@ -88,7 +88,11 @@ class Waiter:
             for r in records if r.dagster_run.status.value == "FAILURE"
         )  # fmt: skip
         logs = "\n".join(f"--- {c.name} ({c.proc.pid})\n{c.output()[-1500:]}" for c in self.fleet.commands)
-        raise AssertionError(f"no {what} within {timeout:.0f} s; runs: {runs}\n{failed}\n{logs}")
+        # the daemon threads that fail a lost run and retry it: what they did, beyond the log's last lines
+        daemon = "\n".join(line for c in self.fleet.commands if c.name == "daemon" for line in c.output().splitlines()
+                           if any(k in line for k in ("EventLogConsumer", "MonitoringDaemon", "etry", "rror")))
+        raise AssertionError(f"no {what} within {timeout:.0f} s; runs: {runs}\n{failed}\n{logs}\n"
+                             f"--- daemon: monitoring and retries\n{daemon[-4000:]}")
 
     def record(self, run_id: str) -> Any:
         return self.instance.get_run_record_by_id(run_id)
