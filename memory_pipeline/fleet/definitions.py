@@ -22,7 +22,7 @@ from memory_pipeline.defs.compaction.partitions import partition_for as compacti
 from memory_pipeline.defs.journals import partitions as journal_parts
 from memory_pipeline.defs.journals.assets import DAILY_ASSETS
 from memory_pipeline.defs.journals.partitions import journal_timezone
-from memory_pipeline.fleet import budget, registry
+from memory_pipeline.fleet import budget, registry, retries
 from memory_pipeline.fleet import report as fleet_report_rows
 from memory_pipeline.fleet.processes.executor import fleet_default_executor, fleet_executor
 from memory_pipeline.fleet.processes.names import AGENT_TAG, AGENTS, NIGHT_TAG, PERIOD_TAG, fleet_timezone
@@ -269,6 +269,38 @@ def agents_registry(context: dg.SensorEvaluationContext) -> dg.SensorResult:
     return dg.SensorResult(dynamic_partitions_requests=requests)
 
 
+@dg.sensor(
+    minimum_interval_seconds=60, default_status=dg.DefaultSensorStatus.RUNNING,
+    description="Every minute: a failed run that Dagster decided to retry (tag dagster/will_retry=true) but whose "
+    "retry has not come two minutes later is announced failed once more, so Dagster's run-retry daemon retries it. "
+    "Dagster's daemon can read a failure a moment before the run's status says so and then pass over it for good; "
+    "this makes up for it once per run (the run gets the tag memory_pipeline/failure_reannounced).",
+)
+def missed_retries(context: dg.SensorEvaluationContext) -> dg.SkipReason:
+    """Announce again each failure whose decided retry never came (see `memory_pipeline.fleet.retries`)."""
+    instance = context.instance
+    if not instance.run_retries_enabled:
+        return dg.SkipReason("run retries are off in this instance")
+    now = datetime.now(UTC)
+    records = instance.get_run_records(dg.RunsFilter(
+        statuses=[dg.DagsterRunStatus.FAILURE], tags={retries.WILL_RETRY_TAG: "true"},
+        updated_after=now - timedelta(days=1)), limit=200)
+    failed = [retries.Failed(r.dagster_run.run_id, r.dagster_run.tags, r.end_time) for r in records]
+    missed = retries.missed_retries(failed, now.timestamp(), retries.MISSED_AFTER_S)
+    for run_id in missed:
+        run = instance.get_run_by_id(run_id)
+        if run is None:
+            continue
+        # the failure first, then the tag: a tick cut between them finds the run failed just now and waits
+        instance.report_run_failed(run, "Failure announced again: Dagster decided to retry this run, but its "
+                                   "run-retry daemon passed over the failure (it read the run before its status "
+                                   f"said FAILURE) and no retry came in {retries.MISSED_AFTER_S:.0f} s.")
+        instance.add_run_tags(run_id, {retries.REANNOUNCED_TAG: "true"})
+        context.log.info(f"run {run_id}: failure announced again for Dagster's run-retry daemon")
+    return dg.SkipReason(f"{len(missed)} failure(s) announced again for a missed retry" if missed
+                         else "every failed run that is to be retried has its retry")
+
+
 def _registered(home: Path) -> datetime:
     marker = home / registry.MARKER
     return datetime.fromtimestamp((marker if marker.exists() else home).stat().st_mtime, UTC)
@@ -395,7 +427,7 @@ def location(resources: dict[str, Any] | None = None) -> dg.Definitions:
               fleet_report_job],
         schedules=[fleet_nights, fleet_journal_days, fleet_journal_weeks, fleet_journal_months,
                    fleet_compaction_weeks, fleet_report_schedule],
-        sensors=[agents_registry, fleet_automation],
+        sensors=[agents_registry, fleet_automation, missed_retries],
         executor=fleet_default_executor(),  # the jobs without their own: the report, the index's automation runs
         # the base's own (embedder, llm, the journals' IO manager, which follows `store`), per-agent ones on top
         resources={**(base.resources or {}), **AGENT_RESOURCES, **fleet, **(resources or {})},
