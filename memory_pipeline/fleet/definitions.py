@@ -285,12 +285,11 @@ def missed_retries(context: dg.SensorEvaluationContext) -> dg.SkipReason:
     records = instance.get_run_records(dg.RunsFilter(
         statuses=[dg.DagsterRunStatus.FAILURE], tags={retries.WILL_RETRY_TAG: "true"},
         updated_after=now - timedelta(days=1)), limit=200)
+    runs = {r.dagster_run.run_id: r.dagster_run for r in records}
     failed = [retries.Failed(r.dagster_run.run_id, r.dagster_run.tags, r.end_time) for r in records]
     missed = retries.missed_retries(failed, now.timestamp(), retries.MISSED_AFTER_S)
     for run_id in missed:
-        run = instance.get_run_by_id(run_id)
-        if run is None:
-            continue
+        run = runs[run_id]
         # the failure first, then the tag: a tick cut between them finds the run failed just now and waits
         instance.report_run_failed(run, "Failure announced again: Dagster decided to retry this run, but its "
                                    "run-retry daemon passed over the failure (it read the run before its status "

@@ -29,7 +29,7 @@ class Failed:
     failed_at: float | None  # epoch seconds: the run's end time (its last failure event)
 
 
-def missed_retries(failed: Iterable[Failed], now: float, after_s: float = MISSED_AFTER_S) -> list[str]:
+def missed_retries(failed: Iterable[Failed], now: float, after_s: float) -> list[str]:
     """The runs Dagster decided to retry (`will_retry=true`) that have no retry `after_s` after they failed and
     were not announced again already (once only: a run whose retry fails for another reason is not looped on)."""
     return [f.run_id for f in failed
