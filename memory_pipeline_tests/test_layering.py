@@ -1,6 +1,7 @@
 """The package's layers (issue 22), read from the source with `ast` — every import counts, lazy ones too:
 
-    base        settings, tokens, faults, errors, sample_data, sample; mcp.frames (it imports nothing of ours)
+    base        settings, tokens, faults, errors, sample_data, sample, redaction; mcp.frames (it imports
+                nothing of ours)
     lower       store, resources, embedding, llm, similarity, operator
     domain      every other sub-package: abstraction, journals, rollups, compaction, graph, search, context, …
     defs        memory_pipeline.defs.<domain>: Dagster objects
@@ -25,7 +26,7 @@ import pytest
 from memory_pipeline.settings import REPO_ROOT
 
 ROOT = REPO_ROOT / "memory_pipeline"
-BASE = {"settings", "tokens", "faults", "errors", "sample_data", "sample"}
+BASE = {"settings", "tokens", "faults", "errors", "sample_data", "sample", "redaction"}
 LOWER = {"store", "resources", "embedding", "llm", "similarity", "operator"}
 RANK = {"base": 0, "lower": 1, "domain": 2, "defs": 3, "entry": 4}
 

@@ -90,6 +90,7 @@ CHECKS: dict[str, Check] = {
     "MEMORY_PIPELINE_FLEET_CRON": _cron,
     "MEMORY_PIPELINE_LLM": _choice("auto", "offline", "anthropic", "batch", lower=False),
     "MEMORY_PIPELINE_PROGRESS": _choice("auto", "bar", "log"),
+    "MEMORY_PIPELINE_SECRETS": _choice("redact", "keep"),
     "MEMORY_PIPELINE_CLUSTER_BUILD": _choice("incremental", "full"),
     "MEMORY_PIPELINE_CLUSTER_SCREEN": _choice("auto", "off", "0", "false", "no", "on", "1", "true", "yes"),
     "MEMORY_PIPELINE_CELERY_MODE": _choice("steps", "runs", lower=False),

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from memory_pipeline.errors import UserError
+from memory_pipeline.redaction import redact
 from memory_pipeline.tokens import estimate_tokens
 
 LIFECYCLES = ("active", "pending", "archived", "rolled_back")
@@ -257,6 +258,9 @@ def parse_record(obj: Any, where: str, embedding_dim: int | None = None) -> Memo
         check_vector(embedding, where, "embedding")
         if embedding_dim is not None and len(embedding) != embedding_dim:
             raise RecordError(where, "embedding", f"dimension {len(embedding)}, expected {embedding_dim}")
+    content, secrets = redact(content)  # a key or token never reaches the store (MEMORY_PIPELINE_SECRETS)
+    if secrets:
+        embedding = None  # a vector of the original text would carry what was taken out
     return MemoryRecord(
         id=rid.strip(),
         content=content,
