@@ -26,6 +26,7 @@ from memory_pipeline.operator.instance import (
 )
 from memory_pipeline.settings import AS_OF_HELP, REPO_ROOT, VERBOSE_ENV, SettingsError, check_as_of, workspace_home
 from memory_pipeline.store.lease import SKIP_MESSAGE
+from memory_pipeline.terminal import visible_stdout
 
 if TYPE_CHECKING:  # imported lazily at run time, to keep --help fast
     from memory_pipeline.store.importers import Validator
@@ -543,7 +544,12 @@ def main(argv: list[str] | None = None) -> int:
 
         check_environment()  # every setting, before any command starts: one line naming a malformed one
         _quiet_library_warnings()
-        return int(args.fn(args))
+        with visible_stdout():  # stored text's escape sequences are shown, not run by the terminal
+            return int(args.fn(args))
+    except BrokenPipeError:  # `status | head -1`: the reader left; say nothing more, as other commands do
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # the interpreter's last flush at exit must not fail again
+        return 141
     except SettingsError as exc:
         print(f"configuration error: {exc}", file=sys.stderr)
         return 2

@@ -1,6 +1,6 @@
 """The package's layers (issue 22), read from the source with `ast` — every import counts, lazy ones too:
 
-    base        settings, tokens, faults, errors, sample_data, sample, redaction; mcp.frames (it imports
+    base        settings, tokens, faults, errors, sample_data, sample, redaction, terminal; mcp.frames (it imports
                 nothing of ours)
     lower       store, resources, embedding, llm, similarity, operator
     domain      every other sub-package: abstraction, journals, rollups, compaction, graph, search, context, …
@@ -26,7 +26,7 @@ import pytest
 from memory_pipeline.settings import REPO_ROOT
 
 ROOT = REPO_ROOT / "memory_pipeline"
-BASE = {"settings", "tokens", "faults", "errors", "sample_data", "sample", "redaction"}
+BASE = {"settings", "tokens", "faults", "errors", "sample_data", "sample", "redaction", "terminal"}
 LOWER = {"store", "resources", "embedding", "llm", "similarity", "operator"}
 RANK = {"base": 0, "lower": 1, "domain": 2, "defs": 3, "entry": 4}
 
