@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 # The checkout (editable install): dagster.yaml, workspace.yaml and the committed sample data live here.
@@ -167,6 +167,30 @@ def console_loggers(quiet_level: str = "INFO") -> dict[str, dict]:
 
 
 AS_OF_HELP = "expected an ISO-8601 timestamp such as 2026-11-01T03:30:00Z (or a date, 2026-11-01; no offset = UTC)"
+
+
+def parse_as_of(value: str | datetime | None, name: str = "as_of") -> datetime | None:
+    """The one reading of an `as_of` for every reader (search, context, recall; CLI, MCP, gateway), as naive UTC:
+    a day reads as it ended ("2026-09-20" → 23:59:59), a time as given (an offset converted); None for none. An
+    empty value is refused rather than read as "now": whoever sent it meant some moment. The SettingsError (a
+    ValueError) quotes what was given and names the accepted forms."""
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        when = value
+    else:
+        text = value.strip()
+        if not text:
+            raise SettingsError(f"{name} is empty: leave it out to read what holds now, or give a moment: "
+                                f"{AS_OF_HELP.removeprefix('expected ')}")  # fmt: skip
+        text = text.replace("Z", "+00:00").replace("z", "+00:00")
+        if " " in text and "T" not in text:
+            text = text.replace(" ", "T", 1)
+        try:
+            when = datetime.fromisoformat(f"{text}T23:59:59" if len(text) == 10 else text)
+        except ValueError:
+            raise SettingsError(f"{name} {value!r}: {AS_OF_HELP}") from None
+    return when.astimezone(UTC).replace(tzinfo=None) if when.tzinfo else when
 
 
 def check_as_of(value: str, name: str = "--as-of") -> str:

@@ -63,9 +63,9 @@ def _as_of(value: str | None) -> datetime | None:
     from memory_pipeline.context.timeframe import parse_as_of
 
     try:
-        return parse_as_of(value)
+        return parse_as_of(value, "--as-of")
     except ValueError as exc:
-        raise ContextError(f"--{exc}") from None
+        raise ContextError(str(exc)) from None
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import calendar
 import re
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, timedelta
+
+from memory_pipeline.settings import parse_as_of as parse_as_of  # the one reading of as_of, for this package's callers
 
 _MONTHS = {m.lower(): i for i, m in enumerate(calendar.month_name) if m}
 _MONTHS |= {m.lower(): i for i, m in enumerate(calendar.month_abbr) if m}
@@ -135,16 +137,3 @@ def annotate(text: str, said: date) -> str:
     """`text` with each relative time expression followed by the date it names, read against the day it was
     said ("yesterday" on 8 May 2023 → "yesterday (7 May 2023)"), so a reader need not do the arithmetic."""
     return _SAID.sub(lambda m: f"{m.group(0)} ({_named(m, said)})", text)
-
-
-def parse_as_of(value: str | None) -> datetime | None:
-    """An `as_of` setting as naive UTC: a day reads as it ended ("2026-09-20" → 23:59:59), a time as given (an
-    offset converted); None for none. A ValueError's message is the one line a caller shows."""
-    if value is None or not value.strip():
-        return None
-    text = value.strip()
-    try:
-        when = datetime.fromisoformat(f"{text}T23:59:59" if len(text) == 10 else text)
-    except ValueError:
-        raise ValueError(f"as_of {value!r} is not an ISO date or time (2026-09-20, 2026-09-20T14:00)") from None
-    return when.astimezone(UTC).replace(tzinfo=None) if when.tzinfo else when

@@ -56,6 +56,7 @@ from memory_pipeline.search.scoring import (
     vector_query,
 )
 from memory_pipeline.search.tokens import tokenize_one
+from memory_pipeline.settings import SettingsError, parse_as_of
 
 KINDS_ALIAS = {"memory": "any store row that is not a summary"}
 _STATE = attrgetter("lifecycle", "importance", "archived_by", "usage")  # a document's state, as the live view holds it
@@ -67,6 +68,9 @@ class SearchInputError(ValueError):
 
 
 # ------------------------------------------------------------------ validation
+
+
+CURRENT_WINDOW = 10  # hits ordered by validity before a smaller k is cut
 
 
 def validate(query: object, k: object, r: Ranking) -> str:
@@ -140,23 +144,31 @@ def search(
             f"workspace {home} does not exist: run `memory-pipeline demo` or set MEMORY_PIPELINE_HOME"
         )
     _check_choice(tier, set(TIERS), "tier")
-    if isinstance(as_of, str) and len(as_of.strip()) == 10:  # a day: as the day ended
-        as_of = f"{as_of.strip()}T23:59:59"
-    then, last = _timestamp(as_of, "as_of"), _timestamp(until, "until")
+    try:
+        at = parse_as_of(as_of)
+    except SettingsError as exc:
+        raise SearchInputError(str(exc)) from None
+    then, last = (at.replace(tzinfo=UTC).timestamp() if at else None), _timestamp(until, "until")
     last = then if last is None else min(last, then if then is not None else last)
     filters = Filters(category, kind, tier, _timestamp(since, "since"), last)
     now_ts = (now or datetime.now(UTC)).timestamp()
     encode, model = embedder or default_embedder()
     idx, notice, fresh = (view.index, "", view.fresh) if view is not None else index_for(home, encode, model)
-    at = datetime.fromtimestamp(then, UTC).replace(tzinfo=None) if then is not None else None
+    # the current value of a fact can rank just below its older ones: a small k is cut after they are ordered
+    wide = max(k, CURRENT_WINDOW)
     if idx is None:
-        plain = search_plain(home, query, k, filters, _check_choice, r, now_ts, notice)
-        return current_first(plain, home, at)
+        plain = search_plain(home, query, wide, filters, _check_choice, r, now_ts, notice)
+        return _first(current_first(plain, home, at), k)
     fresh = fresh or Fresh(store_view(home, idx))
-    hits = _search_index(home, idx, fresh, query, k, filters, with_sources, r, encode, model, now_ts, view)
+    hits = _search_index(home, idx, fresh, query, wide, filters, with_sources, r, encode, model, now_ts, view)
     if notice:
         hits.notice = f"{notice}; {hits.notice}" if hits.notice else notice
-    return current_first(hits, home, at)
+    return _first(current_first(hits, home, at), k)
+
+
+def _first(hits: Hits, k: int) -> Hits:
+    del hits[k:]
+    return hits
 
 
 def _known(idx: LoadedIndex, delta: Sequence[Doc]) -> tuple[set[str], set[str]]:

@@ -57,6 +57,18 @@ def test_the_current_value_ranks_first_and_older_ones_are_marked(home: Path, nig
                                                                      ("r2", "2026-09-14")]  # fmt: skip
 
 
+@pytest.mark.parametrize("night", [True, False], ids=["after-a-night", "before-any-night"])
+def test_a_small_k_returns_the_current_value(home: Path, night: bool) -> None:
+    """The oldest value ranks first on relevance alone (its text is the query's words): `-k 1` returned it and
+    `-k 2` skipped the middle one. The current versions are what a small k returns, newest first."""
+    if night:
+        _supersede(home)
+    plain = search("per-trade risk cap", 3, home=home, embedder=EMBED, floor=0.0)
+    assert max(plain, key=lambda h: h.score).id == "r1"  # the case: relevance alone puts the oldest first
+    assert [h.id for h in search("per-trade risk cap", 1, home=home, embedder=EMBED, floor=0.0)] == ["r3"]
+    assert [h.id for h in search("per-trade risk cap", 2, home=home, embedder=EMBED, floor=0.0)] == ["r3", "r2"]
+
+
 def test_supersessions_are_read_once_per_change_of_the_store(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A search on a steady store opens no connection to read validity (one costs more than the search); an
     operator's undo, a commit of its own, is seen by the very next search, and reading does not redo it (the two
@@ -102,14 +114,21 @@ def test_the_prompt_says_which_value_no_longer_holds(home: Path) -> None:
     assert "is now 1%" not in then.prompt and then.prompt.index("1.5%") < then.prompt.index("is 2%")
 
 
+# (what was typed, what the one line must say): the value as typed (not as expanded to the day's end) and the
+# accepted forms; an empty value is refused, not read as "now"
+BAD_AS_OF = [("last tuesday", "'last tuesday'"), ("2026-13-45", "'2026-13-45'"), ("", "is empty"), ("  ", "is empty")]
+
+
 @pytest.mark.parametrize("command", ["search", "context"])
+@pytest.mark.parametrize(("value", "said"), BAD_AS_OF, ids=["words", "no-such-day", "empty", "blank"])
 def test_a_bad_as_of_is_one_line(home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-                                 command: str) -> None:  # fmt: skip
+                                 command: str, value: str, said: str) -> None:  # fmt: skip
     monkeypatch.setenv("MEMORY_PIPELINE_HOME", str(home))
     monkeypatch.setenv("MEMORY_PIPELINE_EMBEDDER", HASHING)
-    assert main([command, "risk cap", "--as-of", "last tuesday"]) == 2
+    assert main([command, "risk cap", "--as-of", value]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith("error:") and "last tuesday" in err and "\n" not in err
+    assert err.startswith("error:") and said in err and "\n" not in err, err
+    assert "2026-11-01" in err and "T23:59:59" not in err  # an accepted form named; nothing we added quoted
 
 
 def test_mcp_tools_take_as_of_and_refuse_a_bad_one_in_one_line(home: Path) -> None:
@@ -126,11 +145,14 @@ def test_mcp_tools_take_as_of_and_refuse_a_bad_one_in_one_line(home: Path) -> No
             out.append(await client.call_tool("search", {"query": "per-trade risk cap", "k": 3}))
             out.append(await client.call_tool("search", {"query": "per-trade risk cap", "as_of": "2026-09-20"}))
             out.append(await client.call_tool("context", {"message": "per-trade risk cap?", "as_of": "2026-09-20"}))
-            for tool, args in (("search", {"query": "risk cap"}), ("context", {"message": "risk cap?"})):
-                out.append(await client.call_tool(tool, {**args, "as_of": "next friday"}))
+            for bad in ("next friday", ""):
+                for tool, args in (("search", {"query": "risk cap"}), ("context", {"message": "risk cap?"})):
+                    out.append(await client.call_tool(tool, {**args, "as_of": bad}))
 
     anyio.run(run)
-    now, then, ctx, bad_search, bad_context = out
+    now, then, ctx, bad_search, bad_context, empty_search, empty_context = out
+    for empty in (empty_search, empty_context):
+        assert empty.is_error and "as_of is empty" in empty.content[0].text, empty
     hits = now.structured_content["hits"]
     assert hits[0]["superseded_by"] == "" and hits[1]["superseded_by"] == "r3" and hits[1]["valid_until"]
     assert [h["id"] for h in then.structured_content["hits"]][:1] == ["r2"]
