@@ -80,6 +80,7 @@ def decide_verdict(
     found: int = 0,
     scanned: int = 0,
     duplicates: int = 0,
+    superseded: int = 0,
 ) -> tuple[str, str | None]:
     """`recovered`: summaries of an interrupted night this one activated — that night's work, completed now,
     so a night that finds nothing else left to compress after it is graded by what the store holds: PASS.
@@ -88,7 +89,11 @@ def decide_verdict(
     within the fingerprint TTL); None when unknown. A night that compressed nothing is a FAIL — the sign of a
     nightly job that stopped working — only when it had clusters to try, or errors: a quiet night (no memory
     clusters, or only clusters already tried) is a PASS, "nothing new to consolidate". `found`, `scanned` and
-    `duplicates` (clusters found, eligible memories, exact duplicates archived) only word that reason."""
+    `duplicates` (clusters found, eligible memories, exact duplicates archived) only word that reason.
+
+    `superseded`: older values of facts this night marked as replaced. That is the night's work too: a night
+    whose only cluster was a fact's versions (nothing to distil once they are told apart) is a PASS, unless it
+    had errors."""
     if fatal:
         return "FAIL", fatal
     if clusters_compressed == 0 and recovered:
@@ -99,6 +104,9 @@ def decide_verdict(
             return "FAIL", f"{errors} error(s) during the run, and nothing compressed"
         archived = f"; {duplicates} exact duplicate(s) archived" if duplicates else ""
         return "PASS", quiet_reason(found, scanned) + archived
+    if clusters_compressed == 0 and superseded and not errors:
+        return "PASS", (f"marked {superseded} older value{'' if superseded == 1 else 's'} of a fact as replaced; "
+                        "no cluster compressed")  # fmt: skip
     if clusters_compressed == 0:
         return "FAIL", "no cluster was compressed (no useful work done)"
     if errors:

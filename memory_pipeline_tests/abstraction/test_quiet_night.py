@@ -99,3 +99,28 @@ def test_a_fresh_workspace_with_three_memories_runs_clean(tmp_path: Path, monkey
     assert main(["run"]) == 0
     out = capsys.readouterr().out
     assert "COMPRESSION RUN PASS" in out and "nothing new to consolidate" in out, out
+
+
+RETRO = [("retro-1", "The sprint retro is on Thursdays at 15:00.", 0),
+         ("retro-2", "The sprint retro is on Thursdays at 16:00.", 14),
+         ("retro-3", "The sprint retro is on Thursdays at 16:30.", 30),
+         ("note-1", "Buy coffee beans for the office kitchen.", 31)]  # fmt: skip
+
+
+def test_a_night_that_only_tells_a_facts_versions_apart_is_a_pass(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Three times of one retro and a note: the night marks the two older times replaced, and its one cluster
+    (the three versions) has nothing left to distil. It did its work: PASS, exit 0, no action alert."""
+    home = _workspace(tmp_path, RETRO)
+    monkeypatch.setenv("MEMORY_PIPELINE_HOME", str(home))
+    monkeypatch.setenv("MEMORY_PIPELINE_EMBEDDER", HASHING)
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster_home"))
+    assert main(["run", "--as-of", "2026-11-01T03:30:00Z"]) == 0, capsys.readouterr()
+    out = capsys.readouterr().out
+    assert "COMPRESSION RUN PASS" in out, out
+    (path,) = (home / "reports").glob("compression-*.json")
+    report = json.loads(path.read_text())
+    assert report["supersessions"] == 2 and report["clusters_compressed"] == 0, report
+    assert report["verdict_reason"] == "marked 2 older values of a fact as replaced; no cluster compressed"
+    assert alerts.from_report(report["run_id"], report).priority == "info"

@@ -54,6 +54,10 @@ def test_verdict_rules() -> None:
     assert decide_verdict(0, 0, tried=0, found=0, scanned=2, duplicates=2)[1] == (
         "nothing new to consolidate: the 2 eligible memories form no cluster; 2 exact duplicate(s) archived")
     assert decide_verdict(0, 1, tried=0)[0] == "FAIL"  # quiet but errored
+    # a fact's versions told apart, nothing to distil: work done
+    assert decide_verdict(0, 0, tried=1, found=1, scanned=4, superseded=2) == (
+        "PASS", "marked 2 older values of a fact as replaced; no cluster compressed")
+    assert decide_verdict(0, 1, tried=1, superseded=2)[0] == "FAIL"  # but not when it had errors
     assert decide_verdict(0, 0, "compaction paused", tried=0) == ("FAIL", "compaction paused")
 
 
