@@ -18,6 +18,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = ROOT / "docs" / "connecting-agents.md"
 CHECKOUT = "/path/to/memory_pipeline"  # the page's placeholder for the checkout
+WORKSPACE = "/path/to/workspace"  # and for the workspace
 CC_SESSION = ROOT / "memory_pipeline_tests" / "fixtures" / "transcript_imports" / "claude_code"
 WAIT_S = 300  # every wait on a subprocess: minutes
 
@@ -113,17 +114,21 @@ def test_the_configured_mcp_server_answers_tools_list(tmp_path: Path) -> None:
 
 @pytest.mark.slow  # the SessionEnd hook rebuilds a day's journal through the journal job (~30 s)
 def test_the_claude_code_hooks_import_the_session_they_are_given(tmp_path: Path) -> None:
-    session = tmp_path / "project" / "3f2a9c1e-7b4d-4e8a-9c2f-5d6e7f8a9b0c.jsonl"
-    session.parent.mkdir()
+    """A session under a folder with spaces (`/Users/Jane Doe/.claude/…`) is imported, into the workspace the hook
+    names (the MCP server's), not whatever MEMORY_PIPELINE_HOME the host's environment happens to hold."""
+    session = tmp_path / "Jane Doe" / "project" / "3f2a9c1e-7b4d-4e8a-9c2f-5d6e7f8a9b0c.jsonl"
+    session.parent.mkdir(parents=True)
     lines = (CC_SESSION / session.name).read_text(encoding="utf-8").splitlines(keepends=True)
     session.write_text("".join(lines[:6]), encoding="utf-8")  # the session so far, before its compaction
-    env = _env(tmp_path)
-    home = Path(env["MEMORY_PIPELINE_HOME"])
+    env = _env(tmp_path)  # its MEMORY_PIPELINE_HOME: another workspace, which must stay untouched
+    home = tmp_path / "my workspace"
 
     def run(event: str) -> str:
         event_input = {"session_id": "3f2a9c1e-7b4d-4e8a-9c2f-5d6e7f8a9b0c", "transcript_path": str(session),
                        "cwd": str(tmp_path), "hook_event_name": event}  # fmt: skip
         command = hook_commands()[event].replace(CHECKOUT, str(ROOT))
+        assert f"MEMORY_PIPELINE_HOME={WORKSPACE} " in command
+        command = command.replace(WORKSPACE, shlex.quote(str(home)))
         done = subprocess.run(["bash", "-c", command], input=json.dumps(event_input), env=env, capture_output=True,
                               text=True, timeout=WAIT_S, check=False)  # fmt: skip
         assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
@@ -135,3 +140,59 @@ def test_the_claude_code_hooks_import_the_session_they_are_given(tmp_path: Path)
     out = run("SessionEnd")
     assert "0 new transcript(s), 1 updated" in out and "rebuilding the journals of 2026-10-14" in out
     assert (home / "knowledge" / "journal" / "2026-10-14.md").is_file()
+    assert not Path(env["MEMORY_PIPELINE_HOME"]).exists()
+
+
+# The hosts' own command-line clients, from the npm registry (versions as tried by hand; a newer one is welcome)
+CLIENTS = {"claude": "@anthropic-ai/claude-code@2.1.197", "codex": "@openai/codex@0.171.0"}
+
+
+@pytest.fixture(scope="module")
+def clients(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """`claude` and `codex` installed from npm into a folder of this test run; skipped, saying why, where npm or
+    the registry is missing."""
+    import shutil
+
+    npm = shutil.which("npm")
+    if npm is None:
+        pytest.skip("npm is not installed: the real claude and codex clients come from the npm registry")
+    prefix = tmp_path_factory.mktemp("npm clients")
+    done = subprocess.run([npm, "install", "--no-audit", "--no-fund", "--prefix", str(prefix), *CLIENTS.values()],
+                          capture_output=True, text=True, timeout=WAIT_S, check=False)  # fmt: skip
+    if done.returncode != 0:
+        pytest.skip(f"npm could not install {', '.join(CLIENTS.values())}: {done.stderr.strip()[-300:]}")
+    return {name: prefix / "node_modules" / ".bin" / name for name in CLIENTS}
+
+
+def _page_line(client: str) -> list[str]:
+    text = PAGE.read_text(encoding="utf-8")
+    [line] = re.findall(rf"{client} mcp add [^`\n]+", text)
+    return shlex.split(line)
+
+
+@pytest.mark.slow  # installs the clients from npm and lets them start the server
+@pytest.mark.parametrize("client", sorted(CLIENTS))
+def test_the_real_clients_take_the_pages_mcp_add_line(clients: dict[str, Path], client: str, tmp_path: Path) -> None:
+    """The page's `claude mcp add` / `codex mcp add`, run by the real client as written (the placeholders filled
+    with paths that hold spaces): the client accepts it, configures the workspace, and its `mcp list` sees the
+    server."""
+    home = tmp_path / "my workspace"
+    argv = [str(clients[client]), *_page_line(client)[1:]]
+    argv = [a.replace(CHECKOUT, str(ROOT)).replace(WORKSPACE, str(home)) for a in argv]
+    env = {**_env(tmp_path), "HOME": str(tmp_path / "user home"), "CODEX_HOME": str(tmp_path / "user home" / "codex")}
+    Path(env["CODEX_HOME"]).mkdir(parents=True)
+    added = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=WAIT_S, check=False)
+    assert added.returncode == 0, added.stdout + added.stderr
+    if client == "claude":
+        config = json.loads((Path(env["HOME"]) / ".claude.json").read_text())["mcpServers"]["memory"]
+        assert config["env"] == {"MEMORY_PIPELINE_HOME": str(home)} and config["args"] == ["mcp"]
+    else:
+        config = tomllib.loads((Path(env["CODEX_HOME"]) / "config.toml").read_text())["mcp_servers"]["memory"]
+        assert config["env"] == {"MEMORY_PIPELINE_HOME": str(home)} and config["args"] == ["mcp"]
+    listed = subprocess.run([str(clients[client]), "mcp", "list"], env=env, capture_output=True, text=True,
+                            timeout=WAIT_S, check=False)  # fmt: skip
+    assert listed.returncode == 0, listed.stdout + listed.stderr
+    if client == "claude":  # it starts the server and asks it for its tools
+        assert "memory:" in listed.stdout and "Connected" in listed.stdout, listed.stdout + listed.stderr
+    else:
+        assert "memory" in listed.stdout and "enabled" in listed.stdout, listed.stdout + listed.stderr
