@@ -29,10 +29,12 @@ def gate_from_env() -> Gate:
     """The gate the CLI and the MCP server use: Claude when ANTHROPIC_API_KEY is set (and the mode allows it)."""
     import os
 
+    key, mode = os.environ.get("ANTHROPIC_API_KEY") or None, os.environ.get("MEMORY_PIPELINE_LLM", "auto")
+    if mode == "offline" or (mode == "auto" and not key):
+        return Gate()  # the offline gate: no LLM resource to build (nor Dagster to import) on the read path
     from memory_pipeline.resources.llm import LLMResource
 
-    key = os.environ.get("ANTHROPIC_API_KEY") or None
-    return make_gate(LLMResource(api_key=key, mode=os.environ.get("MEMORY_PIPELINE_LLM", "auto")))
+    return make_gate(LLMResource(api_key=key, mode=mode))
 
 
 def compile_for_agent(

@@ -75,18 +75,18 @@ def default_embedder() -> tuple[Encode, str]:
     embeds the rest with the plug-in; without a plug-in nothing can embed a query in <name>'s space, so search
     indexes with the built-in all-MiniLM-L6-v2 (as atom matching and recall do)."""
     from memory_pipeline.embedding import spec
-    from memory_pipeline.resources.embedder import MINILM, EmbedderResource
+    from memory_pipeline.embedding.embedder import Embedder
+    from memory_pipeline.embedding.spec import MINILM
 
-    # Building the resource validates its Dagster config (~1–5 ms, as much as a search of the index): once per
-    # setting. Its `encode` reads the plug-in at call time, so a kept one behaves as a new one would.
+    # Once per setting (the plain embedder, not the night's Dagster resource: no Dagster on the read path). Its
+    # `encode` reads the plug-in at call time, so a kept one behaves as a new one would.
     key = (os.environ.get(spec.ENV_MODEL), os.environ.get(spec.ENV_PLUGIN))
     with _LOCK:
         kept = _EMBEDDERS.get(key)
     if kept is not None:
         return kept
-    res = EmbedderResource.from_env()
-    made: tuple[Encode, str] = (res.encode, res.model) if res.can_encode else (EmbedderResource(model=MINILM).encode,
-                                                                               MINILM)  # fmt: skip
+    res = Embedder.from_env()
+    made: tuple[Encode, str] = (res.encode, res.model) if res.can_encode else (Embedder(model=MINILM).encode, MINILM)
     with _LOCK:
         _EMBEDDERS[key] = made
     return made

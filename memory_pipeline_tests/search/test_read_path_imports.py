@@ -1,0 +1,59 @@
+"""The read path imports what it reads: `search`, `context` and the MCP server answer without Dagster, the night's
+code or the LLM SDK loaded (each import is seconds of CPU on every call: a hook, a script, an agent's turn)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+CLI = "from memory_pipeline.cli import main\ncode = main(sys.argv[1:])\nsys.stdout.flush()"
+MCP = """import anyio
+from mcp import Client
+from memory_pipeline.mcp.server import build_server, warm_server
+async def ask():
+    warm_server()
+    async with Client(build_server(record_usage=False)) as client:
+        for tool, args in (("search", {"query": "retro time"}), ("context", {"message": "When is the retro?"})):
+            assert not (await client.call_tool(tool, args)).is_error
+anyio.run(ask)
+code = 0"""
+REPORT = """
+night = ("memory_pipeline.defs", "memory_pipeline.abstraction", "memory_pipeline.resources")
+loaded = sorted(m for m in sys.modules if m.split(".")[0] in ("dagster", "anthropic") or m.startswith(night))
+print(json.dumps({"code": code, "loaded": loaded}), file=sys.stderr)
+"""
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from memory_pipeline.store import MemoryStore
+    from memory_pipeline.store.importers import import_jsonl
+
+    ws = tmp_path_factory.mktemp("read") / "ws"
+    ws.mkdir()
+    src = ws.parent / "in.jsonl"
+    src.write_text(json.dumps({"id": "m1", "content": "The retro is on Thursdays at 16:30.",
+                               "created_at": "2026-10-01T09:00:00Z"}) + "\n")  # fmt: skip
+    import_jsonl(MemoryStore(ws / "memory.duckdb"), src)
+    return ws
+
+
+@pytest.mark.parametrize(("body", "argv"), [(CLI, ["search", "retro time"]),
+                                            (CLI, ["context", "When is the retro?", "--budget", "500"]),
+                                            (MCP, [])], ids=["search", "context", "mcp"])  # fmt: skip
+def test_a_read_answers_without_the_night(home: Path, body: str, argv: list[str]) -> None:
+    env = {**os.environ, "MEMORY_PIPELINE_HOME": str(home), "MEMORY_PIPELINE_EMBEDDER": "hashing-bow-256",
+           "PYTHONPATH": os.pathsep.join(sys.path)}  # fmt: skip
+    env.pop("ANTHROPIC_API_KEY", None)
+    probe = f"import json, sys\n{body}\n{REPORT}"
+    done = subprocess.run([sys.executable, "-c", probe, *argv], env=env, capture_output=True, text=True,
+                          timeout=300, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    report = json.loads(done.stderr.strip().splitlines()[-1])
+    assert report["code"] == 0, done.stdout + done.stderr
+    assert report["loaded"] == [], f"imported {report['loaded'][:8]}"
