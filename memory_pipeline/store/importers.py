@@ -141,8 +141,9 @@ def _finish(
             continue
         first_seen[record.id] = where
         records.append(record)
-    if not records and not errors:
-        return ImportSummary(source, 0, 0)  # an empty file: the store is not even opened
+    if not records and not errors:  # an empty file: nothing written, but the workspace has its (empty) store now,
+        store.migrate()  # so `run` and `status` find it instead of asking for the import that just happened
+        return ImportSummary(source, 0, 0)
     store.migrate()
     with store.connect() as con:
         skipped, clash_errors = _existing(con, records, first_seen, skip_existing)

@@ -1,8 +1,9 @@
-"""What the CLI prints never acts on the terminal, and a reader that leaves early is no error.
+"""What the CLI prints never acts on the terminal, a reader that leaves early is no error, and no advice loops.
 
 - Content with `\\x1b]0;…\\x07\\x1b[2J` (a window title and a cleared screen) went to the terminal raw from `search`
   and `context`: every command's stdout now shows such characters as `\\uXXXX`, also valid inside `--json`.
 - `status | head -1` ended in a BrokenPipeError traceback.
+- `import` of an empty file into a new workspace left no store, and `run` then asked for that import again.
 """
 
 from __future__ import annotations
@@ -74,3 +75,21 @@ def test_a_reader_that_leaves_early_is_no_error(home: Path) -> None:
         os.close(write_end)
     assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr, done.stderr
     assert done.returncode == 141, done.stderr
+
+
+def test_an_empty_import_into_a_new_workspace_leaves_a_store_run_can_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`import` of an empty file said it imported 0 memories and created no store; `run` then asked for the import
+    that had just happened, again and again."""
+    ws = tmp_path / "new ws"
+    (tmp_path / "empty.jsonl").write_text("", encoding="utf-8")
+    monkeypatch.setenv("MEMORY_PIPELINE_HOME", str(ws))
+    monkeypatch.setenv("MEMORY_PIPELINE_EMBEDDER", "hashing-bow-256")
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster_home"))
+    assert main(["import", str(tmp_path / "empty.jsonl")]) == 0
+    assert (ws / "memory.duckdb").is_file()
+    capsys.readouterr()
+    assert main(["run"]) == 0
+    out, err = capsys.readouterr()
+    assert "import PATH" not in out + err and "nothing new to consolidate" in out, out + err
