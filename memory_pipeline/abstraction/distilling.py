@@ -5,6 +5,7 @@ seed's failure table says. The `distillations` asset picks the clusters, calls t
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -12,7 +13,9 @@ import pandas as pd
 
 from memory_pipeline.abstraction import versions
 from memory_pipeline.abstraction.outcomes import ClusterOutcome, stage_error
+from memory_pipeline.llm import faithfulness
 from memory_pipeline.llm.distill import Distillation, DistillationRejected, Member, validate_abstraction
+from memory_pipeline.llm.facts import fact_rejection
 from memory_pipeline.similarity.clustering import MemoryCluster
 from memory_pipeline.store import repository as repo
 from memory_pipeline.store.db import MemoryStore
@@ -60,14 +63,21 @@ def judged(
     result: Distillation | BaseException,
     min_compression_ratio: float,
     max_abstraction_tokens: int,
+    sources: Sequence[str] = (),
 ) -> ClusterOutcome:
-    """The cluster's outcome: its distillation with the validated compression ratio, or skipped and why."""
+    """The cluster's outcome: its distillation with the validated compression ratio, or skipped and why. Every
+    distiller's text is held to its `sources` (what the distiller was given): a value no source states, values
+    of different statements put together, or facts left out reject it, and the cluster stays as it is."""
     from memory_pipeline.llm import runs as llm_runs
 
     outcome = ClusterOutcome(cluster)
     try:
         if isinstance(result, BaseException):
             raise result
+        if sources:
+            reason = faithfulness.rejection(sources, result.abstraction) or fact_rejection(sources, result.abstraction)
+            if reason:
+                raise DistillationRejected(reason)
         result.compression_ratio = round(
             validate_abstraction(
                 result.abstraction,

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from rapidfuzz import fuzz
 
 from memory_pipeline.llm import facts as fx
+from memory_pipeline.llm import faithfulness
 
 SAME_WORDING = 80.0  # rapidfuzz ratio of the masked sentences: the same sentence reworded a little
 SAME_FACT = 45.0  # token_set_ratio when speaker, entities and number kinds agree: the same fact in other words
@@ -112,9 +113,9 @@ def group(pieces: Sequence[Piece]) -> list[Family]:
         for fam, (head, head_sig, has_facts) in zip(families, heads, strict=True):
             if head_sig[0] != sig[0]:
                 continue
-            if fuzz.ratio(masked, head) >= SAME_WORDING or (
+            if (fuzz.ratio(masked, head) >= SAME_WORDING or (
                 has_facts and sig == head_sig and fuzz.token_set_ratio(masked, head) >= SAME_FACT
-            ):
+            )) and _values_may_fold(p, fam.pieces[0]):
                 fam.pieces.append(p)
                 placed = True
                 break
@@ -122,6 +123,14 @@ def group(pieces: Sequence[Piece]) -> list[Family]:
             families.append(Family([p]))
             heads.append((masked, sig, bool(sig[1] or sig[2])))
     return families
+
+
+def _values_may_fold(p: Piece, head: Piece) -> bool:
+    """Sentences with other values join one family (their values then fold into a range) only when they are the
+    same statement about the same thing; reports of distinct events stay apart, each with its own values."""
+    if {n.value for n in p.nums} == {n.value for n in head.nums}:
+        return True
+    return faithfulness.same_statement(p.text, head.text)
 
 
 def _slots(p: Piece) -> list[tuple[str, int]]:
@@ -135,12 +144,13 @@ def _slots(p: Piece) -> list[tuple[str, int]]:
 
 
 def skeleton(fam: Family) -> Piece:
-    """The family's most typical sentence: it has the most number slots, then the highest summed similarity."""
+    """The family's most typical sentence: it has the most number slots, then the most names (the variant that
+    says "17:00 UTC" over "17:00"), then the highest summed similarity."""
     best, best_key = fam.pieces[0], None
     masked = [p.masked for p in fam.pieces]
     for i, p in enumerate(fam.pieces):
         sim = sum(fuzz.ratio(masked[i], m) for m in masked)
-        key = (p.negated, len(set(_slots(p))), sim, -p.member, -p.position)  # a negation is a fact: keep it
+        key = (p.negated, len(set(_slots(p))), len(set(p.ents)), sim, -p.member, -p.position)  # a negation too
         if best_key is None or key > best_key:
             best, best_key = p, key
     return best

@@ -180,8 +180,10 @@ RATIO_MARGIN = 1.08  # aim this far above the validation floor: token estimates 
 
 
 class OfflineDistiller:
-    """Deterministic, and it invents nothing: every word it writes comes from a member, and every member's
-    number, named entity and negation survives — verbatim, inside a stated range, or in a list.
+    """Deterministic, and it invents nothing: every word it writes comes from a member, values fold into a range
+    only across reports of one statement (`faithfulness.same_statement`), and distinct events are written each
+    with its own values. Every member's number, named entity and negation survives — verbatim or inside an
+    honest range — or the night's judge refuses the text and the cluster stays as it is.
 
     Sentences that say the same thing are one family (`abstractive.group`) written once: the skeleton with
     its numbers folded into ranges ("slipped 2.3–8.0% against the quote") and its differing names into lists;
@@ -334,7 +336,6 @@ class OfflineDistiller:
             )  # fmt: skip
             if estimate_tokens(fallback.text) + 1 <= max(hard, 1):
                 body = self._render([((fallback.member, 0), labels[fallback.member], _as_statement(fallback.text))])
-        body = self._also(body, [m.content for m in members], hard) if members else ""
         body = f"{pinned} {body}".strip()
         abstraction = f"{body} {tail}" if body else tail
         out_tokens = estimate_tokens(abstraction)
@@ -347,22 +348,6 @@ class OfflineDistiller:
             llm_latency_ms=0.0,
             distiller=self.name,
         )
-
-    @staticmethod
-    def _also(body: str, texts: list[str], hard: int) -> str:
-        """Facts no written family states (a name or number only in a sentence left out) are listed at the
-        end, as many as the budget allows."""
-        missing = fx.check_facts(texts, body).missing
-        if not missing:
-            return body
-        units = {n.text: n.unit for t in texts for n in fx.numbers(t) if n.unit and n.unit[0].isalpha()}
-        kept: list[str] = []
-        for fact in (f"{m} {units[m]}" if m in units else m for m in missing):
-            candidate = f"{body} Also: {', '.join([*kept, fact])}."
-            if estimate_tokens(candidate) > hard:
-                break
-            kept.append(fact)
-        return f"{body} Also: {', '.join(kept)}." if kept else body
 
     @staticmethod
     def _render(parts: list[tuple[tuple[int, int], str, str]]) -> str:

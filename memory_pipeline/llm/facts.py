@@ -35,6 +35,13 @@ _NOT_NAMES = frozenset(
     again after before while when where which who what why how here there today yesterday tomorrow hey hi hello
     thanks thank wow oh ok okay yeah yep sure great good nice cool awesome glad sorry please well just""".split()
 )
+# Words that carry no content of their own (articles, pronouns, auxiliaries, prepositions).
+STOP_WORDS = frozenset(
+    """the and for with from into onto over under about are was were been being its this that these those our
+    your his her their they them you she him has have had will would can could should may might must just again
+    also very more most less than too out off only own same such both each few other some any all there here
+    when where which who whom what why how after before while during because not""".split()
+)
 _LABEL = re.compile(r"^([A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}):\s+(?=\S)")
 _VOCATIVE_BEFORE = re.compile(r"\b(?:hey|hi|hello|thanks|thank you|bye|wow|dear|yo)[,!]?\s+$", re.IGNORECASE)
 _SENTENCE_START = re.compile(r"(?:^|[.!?;:]\s+|[\"'(]\s*)$")
@@ -201,8 +208,14 @@ def _close(a: float, b: float) -> bool:
     return abs(a - b) <= 1e-9 * max(1.0, abs(a), abs(b))
 
 
+# What the night writes around a distillation ("[Pattern seen 3 times, 2026-10-01 to 2026-10-02.]"), not a claim:
+# its dates would read as a range holding every small number.
+FRAME = re.compile(r"\[Pattern seen \d+ times?, [^\]]*\]\.?")
+
+
 def check_facts(member_texts: Sequence[str], abstraction: str) -> FactCheck:
     """How many of the members' distinct numbers and named entities `abstraction` keeps."""
+    abstraction = FRAME.sub(" ", abstraction)
     nums, ents, negated = member_facts(member_texts)
     present = [n.value for n in numbers(abstraction)]
     ranges = stated_ranges(abstraction)

@@ -30,7 +30,7 @@ from memory_pipeline_tests.conftest import resources_for
 
 EXTRA = [  # a third cluster, and notes the questions below find beside the clusters
     ("k1", "Deploy freeze for the payments service starts on 2026-12-18 at 17:00.", 8),
-    ("k2", "Deploy freeze for the payments service starts on 2026-12-18 at 17:00 UTC.", 9),
+    ("k2", "Deploy freeze for the payments service starts on 2026-12-18 at 17:00 sharp.", 9),
     ("k3", "The payments service deploy freeze starts 2026-12-18 at 17:00.", 10),
     ("n1", "Frankfurt is where the staging region lives; Dublin holds production.", 11),
 ]

@@ -51,11 +51,17 @@ def memory(
 def timeout_family(
     prefix: str, days: list[float], keys: list[str], tags: list[str] | None = None
 ) -> list[MemoryRecord]:
-    """Paraphrases of one incident: the offline distiller compresses them well above the 1.5 floor."""
+    """Paraphrases of one incident: the offline distiller compresses them well above the 1.5 floor. Each is made
+    unique by a word, not a number (a number would be a fact the abstraction must keep)."""
     return [
-        memory(f"{prefix}-{i:02d}", f"{_TOPICS[i % len(_TOPICS)]} (note {prefix} {i})", d, keys=keys, tags=tags)
+        memory(f"{prefix}-{i:02d}", f"{_TOPICS[i % len(_TOPICS)]} (note {prefix} {_word(i)})", d, keys=keys, tags=tags)
         for i, d in enumerate(days)
     ]
+
+
+def _word(i: int) -> str:
+    """aa, ab, …: a distinct lower-case word per index."""
+    return "".join(chr(ord("a") + d) for d in divmod(i, 26))
 
 
 def make_workspace(home: Path, records: list[MemoryRecord]) -> MemoryStore:

@@ -1,5 +1,6 @@
 """Issue 19: the offline distiller abstracts — ranges, lists, stated disagreements — and keeps every fact."""
 
+from memory_pipeline.llm import faithfulness
 from memory_pipeline.llm.distill import Member, OfflineDistiller, split_sentences, validate_abstraction
 from memory_pipeline.llm.facts import check_facts, fact_rejection
 from memory_pipeline.tokens import estimate_tokens
@@ -24,14 +25,17 @@ def distill(texts: list[str]) -> str:
     return d.abstraction
 
 
-def test_numeric_variants_become_one_sentence_with_the_range() -> None:
+def test_numeric_variants_of_one_statement_become_one_sentence_with_its_range() -> None:
+    """Reports of one statement fold into one range; the two wordings (two statements to the verifier) each keep
+    the range of their own reports, never one range built across both."""
     texts = [WORDINGS[i % 2].format(v) for i, v in enumerate(SLIPS)]
     text = distill(texts)
     body, tail = text.split(" [Pattern seen ")
-    assert len(split_sentences(body)) == 1, body
-    assert "2.3\u20138.0%" in body and "JTO/USDT" in body
+    assert len(split_sentences(body)) == 2, body
+    assert "2.3\u20136.1%" in body and "5.5\u20138.0%" in body and "JTO/USDT" in body, body
     assert tail == "8 times, 2026-10-16 to 2026-11-21.]"
-    assert check_facts(texts, text).share == 1.0  # every slip is inside the stated range
+    assert check_facts(texts, text).share == 1.0  # every slip is inside the range of its own statement
+    assert not faithfulness.check(texts, text)
 
 
 def test_a_contradicting_value_is_named_not_blended() -> None:

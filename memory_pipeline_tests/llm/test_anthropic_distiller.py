@@ -58,7 +58,7 @@ class Killed(BaseException):
 MEMBERS = [
     Member("m-1", "Whale wallets bought BTC for days before the price rose 6%. I should watch on-chain flows.", 1.2),
     Member("m-2", "Large holders accumulated bitcoin quietly; two days later BTC rallied hard.", 0.8),
-    Member("m-3", "Whale accumulation of BTC showed up on-chain ahead of Friday's pump, which led to a rally.", 1.1),
+    Member("m-3", "Whale accumulation of BTC showed up on-chain ahead of Friday's 6% pump, which led to a rally.", 1.1),
 ]
 SPAN = ("2026-10-01T00:00:00Z", "2026-10-02T00:00:00Z")
 GOOD = (

@@ -50,9 +50,11 @@ def distillations(
     progress = ThrottledProgress(context.log.info, "Distiller: cluster", len(todo))
     results = llm_runs.distill_all(distiller, requests)
     outcomes: list[ClusterOutcome] = []
-    for i, (cluster, result) in enumerate(zip(todo, results, strict=True), start=1):
+    for i, (cluster, request, result) in enumerate(zip(todo, requests, results, strict=True), start=1):
         progress.update(i, f"({cluster.member_count} members, category={cluster.dominant_category})")
-        outcomes.append(distilling.judged(cluster, result, engine.min_compression_ratio, engine.max_abstraction_tokens))
+        sources = [m.content for m in request.members]
+        outcomes.append(distilling.judged(cluster, result, engine.min_compression_ratio, engine.max_abstraction_tokens,
+                                          sources))  # fmt: skip
     for c in selected:
         if c.skip_reason:
             outcomes.append(ClusterOutcome(c, skip_reason=c.skip_reason, status="skipped"))
