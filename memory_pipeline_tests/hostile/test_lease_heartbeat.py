@@ -106,6 +106,31 @@ def test_a_night_takes_over_a_lease_whose_heartbeat_stopped_and_not_a_beating_on
 # ------------------------------------------------------------------------------------------- the beat itself
 
 
+@dg.op
+def whole_night_probe(context) -> bool:  # unannotated: Dagster reads the annotation, a string here
+    from memory_pipeline.defs.abstraction.common import runs_whole_night_here
+
+    return runs_whole_night_here(context)
+
+
+@dg.op
+def next_step(first: bool) -> bool:
+    return first
+
+
+@dg.job
+def probe_job() -> None:
+    next_step(whole_night_probe())
+
+
+def test_only_a_process_that_runs_the_whole_run_beats_for_it() -> None:
+    """The in-process executor (the CLI's) runs every step here: its heartbeat speaks for the run. The
+    multiprocess executor (the UI's default) gives each step a process of its own, gone between steps: none beats."""
+    assert probe_job.execute_in_process().output_for_node("whole_night_probe") is True
+    with dg.instance_for_test() as instance, dg.execute_job(dg.reconstructable(probe_job), instance=instance) as result:
+        assert result.success and result.output_for_node("whole_night_probe") is False
+
+
 def wait_for(what: str, done: Callable[[], bool], limit_s: float = 60) -> None:
     deadline = time.monotonic() + limit_s
     while not done():

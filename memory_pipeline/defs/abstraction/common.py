@@ -20,7 +20,7 @@ def _lease_alive(instance: dg.DagsterInstance, held: lease.Lease, store_path: Pa
     return lease.holder_alive(held, lease.read_beat(store_path, held.holder))
 
 
-def runs_whole_night_here(context: dg.AssetExecutionContext) -> bool:
+def runs_whole_night_here(context: dg.AssetExecutionContext | dg.OpExecutionContext) -> bool:
     """True when this process executes the run's other steps too (the in-process executor: the CLI, a night on
     a Celery worker, a Kubernetes run pod). Only such a process can beat for the run from start to end. With a
     process per step (the multiprocess or Celery step executor) each step's process plans that step alone, the
