@@ -150,8 +150,8 @@ def clear_beats(store_path: Path, keep: str, name: str = CONSOLIDATION) -> None:
     see their file gone and stop."""
     folder = store_path.parent / HEARTBEAT_DIR
     mine = beat_path(store_path, keep, name).name
-    for path in folder.glob(f"{name}.*.json") if folder.is_dir() else ():
-        if path.name != mine:
+    for path in [*folder.glob(f"{name}.*.json"), *folder.glob(f".{name}.*.tmp")] if folder.is_dir() else ():
+        if path.name != mine and not path.name.startswith(f".{mine}."):  # a write killed half-way left a .tmp
             path.unlink(missing_ok=True)
 
 

@@ -154,7 +154,10 @@ def test_the_heartbeat_beats_until_released_and_stops_when_its_file_goes(tmp_pat
     assert lease_mod.read_beat(store_path, "night-a") is None
 
     orphan = lease_mod.Heartbeat(store_path, "night-b", 0.05, until).start()
+    half = store_path.parent / lease_mod.HEARTBEAT_DIR / ".consolidation.night-b.json.host-a.1.2.tmp"
+    half.write_text("{")  # a write killed half-way
     lease_mod.clear_beats(store_path, keep="night-c")  # another night took the lease over
+    assert not half.exists()
     wait_for("the taken-over beat to stop", lambda: not orphan._thread.is_alive())
     assert lease_mod.read_beat(store_path, "night-b") is None
 
