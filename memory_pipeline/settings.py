@@ -35,6 +35,7 @@ ENV_NAMES: dict[str, tuple[str, type]] = {
     "max_abstraction_tokens": ("COMPRESSION_MAX_ABSTRACTION_TOKENS", int),
     "max_cost_usd": ("COMPRESSION_MAX_COST_USD", float),
     "lease_ttl_hours": ("MEMORY_PIPELINE_LEASE_TTL_HOURS", float),
+    "lease_heartbeat_seconds": ("MEMORY_PIPELINE_LEASE_HEARTBEAT_SECONDS", float),
     "backups_keep": ("MEMORY_PIPELINE_BACKUPS_KEEP", int),
     # graph-preserving compaction (seed 004)
     "cluster_source": ("COMPRESSION_CLUSTER_SOURCE", str),
@@ -78,6 +79,7 @@ _MINIMA: dict[str, float] = {
     "max_abstraction_tokens": 1,
     "max_cost_usd": 0,
     "lease_ttl_hours": 0,
+    "lease_heartbeat_seconds": 1,  # a beat a second at most: the file may sit on a shared network file system
     "backups_keep": 1,
     "key_max_members": 2,
     "key_max_tokens": 1,

@@ -5,8 +5,11 @@ run would wait for it forever (Dagster's in-process executor polls without a wor
 look at every run that holds or waits for a slot and decide whether it is still alive:
 
 - the instance says it ended (e.g. the daemon's run monitoring failed it) → its slots are freed;
-- it holds the store's lease: on this host, alive while the lease's process is (for runs the CLI started,
-  whose lease pid is the run's own process); elsewhere, alive until the lease expires
+- it holds the store's lease and beats its heartbeat (store/lease.py: a night whose process runs all of it):
+  on this host, alive while the beating process is; elsewhere, while its last beat is younger than
+  STALE_BEATS beats (6 × MEMORY_PIPELINE_LEASE_HEARTBEAT_SECONDS), and never past the lease's expiry;
+- it holds the lease without a heartbeat: on this host, alive while the lease's process is (for runs the CLI
+  started, whose lease pid is the run's own process); elsewhere, alive until the lease expires
   (MEMORY_PIPELINE_LEASE_TTL_HOURS);
 - no lease: a CLI run on this host is alive while its process (tag `memory_pipeline/pid`) is; any other run
   until its start + the lease TTL.
@@ -19,7 +22,6 @@ The decision (`stale_reason`) is a plain function; the rest talks to a DagsterIn
 from __future__ import annotations
 
 import ctypes
-import os
 import socket
 import threading
 import time
@@ -30,7 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from memory_pipeline.errors import UserError
-from memory_pipeline.store.lease import Lease
+from memory_pipeline.store.lease import Beat, Lease, heartbeat_gone, read_beat
+from memory_pipeline.store.lease import process_exists as process_exists  # re-exported: reconcile uses it
 
 PID_TAG, HOST_TAG = "memory_pipeline/pid", "memory_pipeline/host"
 LOG_EVERY_S = 30.0
@@ -54,21 +57,16 @@ class Holder:
     pid: int | None  # from our tag: the process of a CLI (in-process) run
     host: str | None
     lease: Lease | None  # the store's lease, when this run holds it
+    beat: Beat | None = None  # the lease's heartbeat, when this run holds the lease and beats
 
-    def describe(self) -> str:
+    def describe(self, now: datetime | None = None) -> str:
         where = f"pid {self.pid} on {self.host}" if self.pid else (f"on {self.lease.host}" if self.lease else "")
         since = f"since {self.started_at:%Y-%m-%d %H:%M:%S} UTC" if self.started_at else "start unknown"
-        return f"run {self.run_id} ({', '.join(p for p in (where, since) if p)})"
-
-
-def process_exists(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+        beat = ""
+        if self.beat is not None:
+            age = ((now or datetime.now(UTC).replace(tzinfo=None)) - self.beat.at).total_seconds()
+            beat = f"heartbeat from {self.beat.host} {max(age, 0):.0f} s ago"
+        return f"run {self.run_id} ({', '.join(p for p in (where, since, beat) if p)})"
 
 
 def stale_reason(
@@ -83,6 +81,10 @@ def stale_reason(
     if holder.finished_status is not None:
         return f"the run ended ({holder.finished_status}) without freeing its slot"
     lease = holder.lease
+    if lease is not None and holder.beat is not None:  # a beating holder: its heartbeat, within the TTL
+        if lease.expires_at <= now:
+            return f"its store lease from host {lease.host} expired at {lease.expires_at:%Y-%m-%d %H:%M:%S} UTC"
+        return heartbeat_gone(holder.beat, now=now, this_host=this_host, pid_exists=pid_exists)
     if lease is not None and lease.host != this_host:
         if lease.expires_at <= now:
             return f"its store lease from host {lease.host} expired at {lease.expires_at:%Y-%m-%d %H:%M:%S} UTC"
@@ -137,6 +139,7 @@ def holders(instance: Any, pool: str, store_path: Path | None, exclude: str | No
                 pid=int(pid) if pid and pid.isdigit() else None,
                 host=run.tags.get(HOST_TAG) if run is not None else None,
                 lease=held if held is not None and held.holder == run_id else None,
+                beat=read_beat(store_path, run_id) if held is not None and held.holder == run_id else None,
             )
         )
     return out

@@ -9,6 +9,7 @@ from memory_pipeline.embedding.defaults import ClusteringChoice, resolve
 from memory_pipeline.settings import check_as_of, env_overrides
 from memory_pipeline.similarity.linkage import MAX_EXACT_COMPONENT, LinkageParams
 from memory_pipeline.store.db import utcnow
+from memory_pipeline.store.lease import DEFAULT_HEARTBEAT_S
 from memory_pipeline.store.records import parse_timestamp
 
 
@@ -33,6 +34,7 @@ class EngineConfig(dg.ConfigurableResource):
     max_abstraction_tokens: int = 2000
     max_cost_usd: float = 0.25
     lease_ttl_hours: float = 6.0  # a lease from a process that died on another host expires after this
+    lease_heartbeat_seconds: float = DEFAULT_HEARTBEAT_S  # a night's heartbeat; stale on any host after 6 missed
     backups_keep: int = 7
     as_of: str = ""  # ISO timestamp; empty = now. Lets a replay or a benchmark run "after" its data.
     # graph-preserving compaction (seed 004); the defaults keep the engine's embedding-only behaviour

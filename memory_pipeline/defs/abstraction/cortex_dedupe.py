@@ -3,11 +3,12 @@
 import time
 from collections.abc import Iterator
 from datetime import timedelta
+from pathlib import Path
 
 import dagster as dg
 
 from memory_pipeline.abstraction.outcomes import ARCHIVED_IMPORTANCE, RunStart
-from memory_pipeline.defs.abstraction.common import GROUP, _lease_alive
+from memory_pipeline.defs.abstraction.common import GROUP, _lease_alive, runs_whole_night_here
 from memory_pipeline.faults import hold_point
 from memory_pipeline.operator.metadata import OWNERS
 from memory_pipeline.resources import EngineConfig, MemoryStoreResource
@@ -36,15 +37,16 @@ def exact_duplicates(
     run_id = context.run.run_id
     try:
         with db.transaction() as con:
-            lease.acquire(
+            held = lease.acquire(
                 con, run_id, utcnow(), timedelta(hours=engine.lease_ttl_hours),
-                lambda held: _lease_alive(context.instance, held),
+                lambda other: _lease_alive(context.instance, other, db.path),
             )
             # recorded now, so that a run that dies before its report can still be rolled back by time
             con.execute("INSERT OR REPLACE INTO consolidation_runs VALUES (?, ?, NULL, NULL, NULL)", [run_id, utcnow()])
     except lease.LeaseBusy as busy:
         context.log.warning(str(busy))
         return  # no output: every downstream step is skipped and the run ends cleanly
+    _beat(context, db.path, held, engine.lease_heartbeat_seconds)
     hold_point("night_lease_held")  # tests: a night that holds the lease, for as long as the test needs
     snapshot = backup.snapshot(db, store.home_path / "backups", run_id, engine.backups_keep)
     with db.transaction() as con:
@@ -79,3 +81,14 @@ def exact_duplicates(
             "backup": dg.MetadataValue.path(str(snapshot)),
         },
     )
+
+
+def _beat(context: dg.AssetExecutionContext, store_path: Path, held: lease.Lease, every_s: float) -> None:
+    """Prove to other hosts that this night is alive while it holds the lease, when this process runs all of it;
+    `lease.release` (at the report, or a BLOCKED night's end) stops the beat. Earlier holders' beats go."""
+    try:
+        lease.clear_beats(store_path, keep=held.holder)
+        if runs_whole_night_here(context):
+            lease.start_heartbeat(store_path, held.holder, every_s, held.expires_at, context.log.warning)
+    except OSError as exc:  # no heartbeat: other hosts then trust the lease until it expires, as before
+        context.log.warning(f"store lease heartbeat not started ({exc}): other hosts wait for the lease's expiry")

@@ -116,8 +116,9 @@ def consolidation_alerts(context: dg.SensorEvaluationContext, notifier: Notifier
     default_status=dg.DefaultSensorStatus.RUNNING,
     description="Frees the store pool's slots of runs that are gone (killed on any host, or ended), so that runs "
     "the UI or a schedule launches never wait for them. A run counts as gone when the instance says it ended, "
-    "when its store lease is from another host and has expired, or when it is a CLI run on this host whose "
-    "process has exited.",
+    "when it holds the store lease and its heartbeat stopped (6 missed beats of "
+    "MEMORY_PIPELINE_LEASE_HEARTBEAT_SECONDS, 15 s), when its lease is from another host and has expired, or "
+    "when it is a CLI run on this host whose process has exited.",
 )
 def free_stale_store_slots(
     context: dg.SensorEvaluationContext, store: MemoryStoreResource, engine: EngineConfig
