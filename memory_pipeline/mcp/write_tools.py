@@ -50,6 +50,9 @@ def _home(home: Path | None) -> Path:
 
 def _remember(home: Path | None, import_at: int, text: str, category: str | None, importance: float | None,
               tags: list[str] | None, memory_id: str | None) -> RememberResponse:  # fmt: skip
+    from memory_pipeline.faults import hold_point
+
+    hold_point("mcp_write")  # fault injection for tests: keeps this write in flight (a no-op unless set)
     try:
         done = remember(_home(home), build_record(text, category, importance, tags, memory_id), import_at)
     except WriteError as exc:
