@@ -294,3 +294,39 @@ def test_the_write_order_skips_a_write_cancelled_before_its_turn() -> None:
     turns.done(second)  # cancelled while it waited
     turns.done(first)
     assert turns._serving == third
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Over the gateway (writes imported in batches): a revived memory is found by the next search
+
+
+def test_a_memory_revived_over_the_gateway_is_found_by_the_next_search(tmp_path: Path) -> None:
+    from memory_pipeline.embedding.hashing import hashing_embed
+    from memory_pipeline.embedding.spec import HASHING
+    from memory_pipeline.fleet.gateway import build_app
+    from memory_pipeline.fleet.registry import agents_dir
+    from memory_pipeline.mcp.server import build_server
+    from memory_pipeline.search import build_index
+    from memory_pipeline_tests.fleet.gateway_helpers import call, fleet, result, serving
+
+    root = tmp_path / "fleet"
+    token = fleet(root, ["ada"])["ada"]
+    home = agents_dir(root) / "ada"
+    text = {"text": "The greenhouse thermostat is set to nineteen degrees", "id": "greenhouse"}
+    app = build_app(root, lambda ws: build_server(ws, hashing(), record_usage=False, import_at=5))
+
+    async def run() -> tuple[dict[str, Any], list[str]]:
+        async with serving(app) as http:
+            assert not result(await call(http, token, "remember", text)).get("isError")
+            assert ingest_writes(home) is not None  # in the store, and in the index, as a night leaves it
+            build_index(home, hashing_embed, HASHING)
+            gone = result(await call(http, token, "forget", {"id": "greenhouse", "reason": "sensor replaced"}))
+            assert gone["structuredContent"]["stored"] is True, gone
+            back = result(await call(http, token, "remember", text))["structuredContent"]
+            found = result(await call(http, token, "search", {"query": "greenhouse thermostat", "k": 3}))
+            return back, [h["id"] for h in found["structuredContent"]["hits"]]
+
+    back, hits = anyio.run(run)
+    assert back["revived"] is True and back["stored"] is False, back
+    assert "night" not in back["note"] and "next batch of writes" in back["note"], back["note"]
+    assert "greenhouse" in hits
