@@ -16,6 +16,7 @@ restore ID`) makes it active again. Pure logic: no Dagster."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import threading
@@ -41,10 +42,12 @@ from memory_pipeline.store.forgotten import (
 )
 from memory_pipeline.store.records import MemoryRecord
 from memory_pipeline.store.spool import (
+    CREATE_LOCK,
     RENAMED,
     Pending,
     append,
     claim,
+    file_lock,
     log_rejected,
     now_iso,
     other_id,
@@ -239,7 +242,10 @@ def _open_writer(home: Path, lock_timeout_s: float = 0.0) -> tuple[duckdb.DuckDB
         try:
             key = _migrated_key(path)
             if key is None or key not in _MIGRATED:
-                store.migrate()
+                if key is None or _is_empty(path):
+                    _create_store(home, store)
+                else:
+                    store.migrate()
                 if (key := _migrated_key(path)) is not None:
                     _MIGRATED.add(key)
             return store._open(), ""
@@ -248,6 +254,39 @@ def _open_writer(home: Path, lock_timeout_s: float = 0.0) -> tuple[duckdb.DuckDB
             if not same_process or time.monotonic() >= deadline:
                 return None, busy_reason(exc)
             time.sleep(0.02)
+
+
+def _create_store(home: Path, store: MemoryStore) -> None:
+    """The first write creates the store, one process at a time (an flock on `spool/create.lock`): when one
+    process creates the file and another opens it before its header is written, DuckDB leaves an empty file
+    that it refuses for good ("not a valid DuckDB database file"), and every write after it would stay spooled.
+    An empty file that no process holds is such a leftover: removed, and the store created anew."""
+    with file_lock(Path(home) / CREATE_LOCK):
+        if _is_empty(store.path) and not _held(store.path):
+            store.path.unlink()
+        store.migrate()
+
+
+def _is_empty(path: Path) -> bool:
+    try:
+        return os.stat(path).st_size == 0
+    except FileNotFoundError:
+        return False
+
+
+def _held(path: Path) -> bool:
+    """Another process holds DuckDB's lock on `path` (a POSIX record lock, as DuckDB takes)."""
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)  # also drops the probe's own lock
+    return False
 
 
 def _no_writes() -> dict[str, int]:

@@ -31,6 +31,7 @@ SPOOL = Path("spool") / "writes"
 REJECTED = Path("spool") / "rejected.jsonl"  # outside the spool's folder, so it is never read as writes to make
 RENAMED = Path("spool") / "renamed.jsonl"  # acknowledged remembers whose id was taken by then: stored under another
 LOCK = Path("spool") / "writes.lock"  # outside the folder too: never listed as a spool file
+CREATE_LOCK = Path("spool") / "create.lock"  # the first writers of a workspace create its store one at a time
 _GUARD = threading.Lock()
 
 
@@ -102,8 +103,15 @@ def spool_lock(home: Path) -> Iterator[None]:
     """Every process's writers and importers of one workspace, one at a time (an flock on `spool/writes.lock`):
     a writer's check (is the id taken, in the store or the spool?) and its append are never split by an import
     that moves spooled writes into the store, so no write is acknowledged against a view that is already gone.
-    Held for milliseconds (an append, or one import transaction); a killed holder's lock goes with it."""
-    path = Path(home) / LOCK
+    Held for milliseconds (an append, or one import transaction); a killed holder's lock goes with it. Never
+    held while waiting for the store's own lock."""
+    with file_lock(Path(home) / LOCK):
+        yield
+
+
+@contextmanager
+def file_lock(path: Path) -> Iterator[None]:
+    """An exclusive flock on `path` (created if missing) for the block."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
@@ -121,7 +129,7 @@ def append(home: Path, entry: dict[str, Any]) -> None:
         folder.mkdir(parents=True, exist_ok=True)
         fsync_path(folder.parent)
     path = folder / f"{utcnow():%Y%m%d}-{os.getpid()}.jsonl"
-    data = (json.dumps(entry, ensure_ascii=False) + "\n").encode("utf-8")
+    data = line_of(entry).encode("utf-8")
     while True:
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
@@ -139,6 +147,19 @@ def append(home: Path, entry: dict[str, Any]) -> None:
             return
         finally:
             os.close(fd)
+
+
+_LINE_BREAKS = {"\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\u0085"}
+
+
+def line_of(entry: dict[str, Any]) -> str:
+    """One JSON line, readable text kept as it is but for the characters a reader splitting text into lines
+    (`str.splitlines`) would cut at — U+2028, U+2029, U+0085 — written as JSON escapes: a memory holding one
+    is still one line to every reader."""
+    text = json.dumps(entry, ensure_ascii=False)
+    for raw, escaped in _LINE_BREAKS.items():
+        text = text.replace(raw, escaped)
+    return text + "\n"
 
 
 def spool_files(home: Path) -> list[Path]:
@@ -242,6 +263,6 @@ def log_rejected(home: Path, entries: list[dict[str, Any]], log: Path = REJECTED
     if not entries:
         return
     with open(Path(home) / log, "a", encoding="utf-8") as fh:
-        fh.writelines(json.dumps(e, ensure_ascii=False) + "\n" for e in entries)
+        fh.writelines(line_of(e) for e in entries)
         fh.flush()
         os.fsync(fh.fileno())

@@ -105,7 +105,45 @@ def test_a_remember_while_another_process_holds_the_store_is_kept_under_the_id_i
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Point 2: writers in several processes and the imports between them lose nothing
+# Point 2: nothing acknowledged vanishes — whatever the text, however many writers and imports in how many processes
+
+LINE_BREAKS = {"line separator": "\u2028", "paragraph separator": "\u2029", "next line": "\x85",
+               "file separator": "\x1c", "form feed": "\x0c"}  # fmt: skip
+
+
+@pytest.mark.parametrize("store", ["free", "held by another process"])
+@pytest.mark.parametrize("name", list(LINE_BREAKS))
+def test_a_remember_whose_text_holds_a_line_break_character_is_stored_whole(tmp_path: Path, name: str,
+                                                                            store: str) -> None:  # fmt: skip
+    """A spool line is split on newlines only: a text holding U+2028 (or U+2029, U+0085) was cut in two there,
+    both halves skipped as a torn line, the file moved to `done/` — answered stored, found nowhere."""
+    home = tmp_path / "ws"
+    home.mkdir()
+    _remember(home, 1, "a memory that creates the store", None, None, None, "first")
+    text = f"The boiler code is 4471{LINE_BREAKS[name]}and the meter is under the stairs"
+    if store == "free":
+        answer = _remember(home, 1, text, None, None, None, "boiler")
+    else:
+        with night_holds(home / "memory.duckdb"):
+            answer = _remember(home, 1, text, None, None, None, "boiler")
+            assert "boiler" in [h.id for h in search("boiler code meter", 3, home=home, embedder=hashing())]
+        assert ingest_writes(home) is not None
+    assert answer.created and _rows(home).get("boiler") == text
+    assert _logged(home, REJECTED) == []
+    assert "boiler" in [h.id for h in search("boiler code meter", 3, home=home, embedder=hashing())]
+
+
+def test_an_empty_store_file_left_by_two_first_writers_is_created_anew_by_the_next_write(tmp_path: Path) -> None:
+    """Two processes that create a workspace's store at once can leave an empty `memory.duckdb` that DuckDB refuses
+    for good; every write after it stayed spooled. The first writers now create it one at a time, and an empty
+    file no process holds is created anew."""
+    home = tmp_path / "ws"
+    home.mkdir()
+    (home / "memory.duckdb").write_bytes(b"")
+    answer = _remember(home, 1, "The spare fuse is in the blue tin", None, None, None, "fuse")
+    assert answer.created and answer.stored, answer
+    assert _rows(home) == {"fuse": "The spare fuse is in the blue tin"}
+
 
 _WRITER = """
 import sys, threading
