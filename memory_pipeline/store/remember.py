@@ -22,6 +22,8 @@ import re
 import threading
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
@@ -140,18 +142,12 @@ def _read_only(home: Path) -> tuple[duckdb.DuckDBPyConnection | None, str]:
         return None, busy_reason(exc)
 
 
-def _stored(home: Path, memory_id: str, wait_s: float = 0.0) -> tuple[bool, tuple[Any, ...] | None, str]:
+def _stored(home: Path, memory_id: str) -> tuple[bool, tuple[Any, ...] | None, str]:
     """(store readable, the row: content, lifecycle, superseded_by, kind, compressed_from, summary_of,
-    archived_by, archived_at; what holds the store when it is not readable). Waits up to `wait_s` for a writer
-    that holds it for milliseconds (another gateway worker's import)."""
+    archived_by, archived_at; what holds the store when it is not readable)."""
     if not (Path(home) / "memory.duckdb").exists():
         return True, None, ""  # no store yet: no id is taken
-    deadline = time.monotonic() + wait_s
-    while True:
-        con, why = _read_only(home)
-        if con is not None or time.monotonic() >= deadline:
-            break
-        time.sleep(0.02)
+    con, why = _read_only(home)
     if con is None:
         return False, None, why
     try:
@@ -453,12 +449,26 @@ def _already_held(record: MemoryRecord, row: tuple[Any, ...] | None, spool: Pend
     )
 
 
+@contextmanager
+def _store_checked(home: Path, memory_id: str) -> Iterator[tuple[bool, tuple[Any, ...] | None, str]]:
+    """The block under the spool's lock, given `_stored(home, memory_id)`. A writer of another process (a gateway
+    worker's import) holds the store for milliseconds: waited for up to OTHER_PROCESS_WAIT_S — without the spool's
+    lock, which that writer may need to finish — before the block runs with the store unread."""
+    deadline = time.monotonic() + OTHER_PROCESS_WAIT_S
+    while True:
+        with spool_lock(home):
+            readable, row, busy = _stored(home, memory_id)
+            if readable or time.monotonic() >= deadline:
+                yield readable, row, busy
+                return
+        time.sleep(0.02)
+
+
 def _remember_batched(home: Path, record: MemoryRecord, import_at: int) -> Remembered:
     """`remember` with a batched import: the id is checked over a read-only connection (it never changes the
     store; another worker's import holds it for milliseconds, and is waited for that long), the record spooled,
     and the spool imported when it holds `import_at` writes."""
-    with _lock(home), spool_lock(home):
-        readable, row, busy = _stored(home, record.id, OTHER_PROCESS_WAIT_S)
+    with _lock(home), _store_checked(home, record.id) as (readable, row, busy):
         answer = _spool_remember(home, record, row, readable, busy)
         if not answer.spooled:
             return answer
@@ -484,12 +494,11 @@ def forget(home: Path, memory_id: Any, reason: Any) -> Forgotten:
     memory_id, reason = memory_id.strip(), reason.strip()
     if not home.is_dir():
         raise WriteError(f"workspace {home} does not exist; {NOTHING_WRITTEN}")
-    with _lock(home), spool_lock(home):
+    with _lock(home), _store_checked(home, memory_id) as (readable, row, busy):
         pend = pending(home)
         if memory_id in pend.forgotten:
             raise WriteError(f"forget: memory {memory_id!r} is already forgotten ({pend.forgotten[memory_id]}); "
                              f"{NOTHING_WRITTEN}")  # fmt: skip
-        readable, row, busy = _stored(home, memory_id, OTHER_PROCESS_WAIT_S)
         # While a night holds the store its rows cannot be read: the forget is spooled all the same (hidden from
         # search at once) and checked when the store is free; one that names no active memory then is logged in
         # spool/rejected.jsonl and changes nothing.
