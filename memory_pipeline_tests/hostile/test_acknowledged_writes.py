@@ -153,8 +153,10 @@ from memory_pipeline.store.spool import build_record
 home, who, n = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 print("ready", flush=True)
 sys.stdin.readline()
+breaks = ["", "\\u2028", "\\x85", "\\u2029"]  # texts as a hostile user writes them: some hold line separators
 def one(j):
-    remember(home, build_record(f"writer {who} remembers fact {j} of {n}", memory_id=f"mp-{who}-{j}"))
+    text = f"writer {who} remembers fact {j} of {n}{breaks[j % 4]} and says so"
+    remember(home, build_record(text, memory_id=f"mp-{who}-{j}"))
     print(f"acked mp-{who}-{j}", flush=True)
 threads = [threading.Thread(target=one, args=(j,)) for j in range(n)]
 for t in threads:
@@ -167,8 +169,8 @@ for t in threads:
 @pytest.mark.slow
 def test_many_writers_in_several_processes_lose_no_acknowledged_write(tmp_path: Path) -> None:
     """Rounds of 4 processes × 8 threads remembering distinct ids at once, on a fresh workspace each round (the
-    first writes also create the store): every id a writer printed as acknowledged is in the store, and every
-    write the spool moved to `done/` is too."""
+    first writes also create the store, the others race them to it), some texts holding line separators: every id
+    a writer printed as acknowledged is in the store, and every write the spool moved to `done/` is too."""
     for rnd in range(5):
         home = tmp_path / f"ws{rnd}"
         home.mkdir()
