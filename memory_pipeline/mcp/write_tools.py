@@ -98,8 +98,9 @@ def register_write_tools(server: MCPServer, home: Path | None = None, import_at:
         name="remember",
         description="Store a memory now: searchable at once, consolidated by the next night. Give your own `id` "
         "to make retries safe (the same id and text again writes nothing; the same id with other text is an "
-        "error, or, while the store cannot be read, kept under the id `if_taken` names). Remembering a forgotten memory again (same id, or same text without an id) makes it active "
-        f"again. Text up to {MAX_TEXT_CHARS:,} characters.",
+        "error, or, while the store cannot be read, kept under the id `if_taken` names). Remembering a forgotten "
+        "memory again (same id, or same text without an id) makes it active again. Text up to "
+        f"{MAX_TEXT_CHARS:,} characters.",
         annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
                                     open_world_hint=False),  # fmt: skip
     )
