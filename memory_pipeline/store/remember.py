@@ -107,7 +107,8 @@ def _short(text: str, n: int = 60) -> str:
 
 def busy_reason(exc: BaseException) -> str:
     """What holds the store, in words, from the error DuckDB gave when it would not open: the process named by
-    its PID (`PID 4242: memory-pipeline run`), a connection of this process, or DuckDB's own first line."""
+    its PID (`PID 4242: memory-pipeline run`), a connection of this process, or DuckDB's own first line (files
+    named without their folders: an answer names no path on the server's disk)."""
     seen: list[BaseException] = []
     while exc is not None and exc not in seen:
         seen.append(exc)
@@ -116,7 +117,8 @@ def busy_reason(exc: BaseException) -> str:
         if (pid := re.search(r"\(PID (\d+)\)", str(exc))) is not None:
             return f"another process holds it: PID {pid.group(1)}{_process_name(int(pid.group(1)))}"
         exc = exc.__cause__  # type: ignore[assignment]
-    return first_line(seen[0]) if seen else "it cannot be opened now"
+    why = first_line(seen[-1]) if seen else "it cannot be opened now"
+    return re.sub(r"(?:/[^/\s\"']+)+/", "", why)
 
 
 def _process_name(pid: int) -> str:
