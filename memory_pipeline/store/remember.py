@@ -4,7 +4,11 @@ the night.
 Every write is made durable first in the spool (`store.spool`), then imported into the store at once when the
 store is free (`ingest_writes`), or later — by the next write, or by the `memory_writes` asset — while a night
 holds DuckDB's single write lock. Search reads what is still spooled, so a remembered memory is searchable at
-once and a forgotten one hidden at once.
+once and a forgotten one hidden at once. A write's check (is the id taken, in the store or the spool?) and its
+append, and an import's read of the spool, its transaction and its move to `done/`, each hold the spool's lock
+(`spool.spool_lock`, across processes): nothing acknowledged is checked against a view an import is replacing,
+and nothing acknowledged is dropped — a `remember` whose id the store turns out to hold with other text (it could
+not be read when the write was made) is stored beside it under `spool.other_id`.
 
 `remember` validates its record exactly as `import` does (`parse_record`) and is idempotent on the id: the same
 id with the same text is a no-op; the same id with other text is an error naming both; the same text for an id
