@@ -23,7 +23,7 @@ def crash_point(name: str) -> None:
 # keep a call in flight for as long as it needs, and to know for sure that it is in flight, without depending on
 # how fast the machine is.
 HOLD_ENV = "MEMORY_PIPELINE_HOLD_AT"
-HOLD_POINTS = ("mcp_context", "night_lease_held", "night_phase1")
+HOLD_POINTS = ("mcp_context", "mcp_write", "night_lease_held", "night_phase1")
 HOLD_LIMIT_S = 120.0
 HOLD_LIMIT_ENV = "MEMORY_PIPELINE_HOLD_LIMIT_S"  # a longer limit for a test that keeps a night parked on purpose
 

@@ -34,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from memory_pipeline.context.timeframe import parse_as_of
 from memory_pipeline.mcp.arguments import argument_error, params_error, titled
+from memory_pipeline.mcp.order import writes_in_order
 from memory_pipeline.search.engine import SearchInputError, search
 from memory_pipeline.search.index import Encode
 from memory_pipeline.search.usage_spool import append_later
@@ -143,14 +144,16 @@ def package_version() -> str:
 
 class MemoryServer(MCPServer):
     """MCPServer whose tools take their arguments strictly (no unknown names, no type coercion) and refuse them
-    in one line naming the argument and what is allowed, whose tool errors name workspace files relative to the
-    workspace, and whose tool schemas are titled for people (`search arguments`, `search result`) rather than
-    after Python names. `workspace`: the workspace the tools read (None: MEMORY_PIPELINE_HOME at call time)."""
+    in one line naming the argument and what is allowed, whose writes apply in the order each connection sent them
+    (`memory_pipeline.mcp.order`), whose tool errors name workspace files relative to the workspace, and whose
+    tool schemas are titled for people (`search arguments`, `search result`) rather than after Python names.
+    `workspace`: the workspace the tools read (None: MEMORY_PIPELINE_HOME at call time)."""
 
     def __init__(self, *args: Any, workspace: Path | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.workspace = workspace
         self._lowlevel_server.middleware.append(_params_in_words)
+        self._lowlevel_server.middleware.append(writes_in_order)  # one connection's writes in the order sent
 
     def add_tool(self, fn: Callable[..., Any], name: str | None = None, *args: Any, **kwargs: Any) -> None:
         super().add_tool(fn, name, *args, **kwargs)

@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 
 from memory_pipeline.store.forgotten import WriteError
 from memory_pipeline.store.records import MAX_ID_CHARS, MAX_IMPORTANCE, MAX_LABEL_CHARS, MAX_LABELS
-from memory_pipeline.store.remember import forget, remember
+from memory_pipeline.store.remember import Remembered, forget, remember
 from memory_pipeline.store.spool import MAX_TEXT_CHARS, build_record
 
 
@@ -26,6 +26,9 @@ class RememberResponse(BaseModel):
                                                      "made it active again")
     stored: bool = Field(description="true: in the store; false: kept durably until the store is free or "
                                      "the next batch of writes is imported (searchable already)")
+    if_taken: str = Field(default="", description="set when the store could not be read to check your id (another "
+                          "process held it): the id this text is stored under if the store holds your id with other "
+                          "text by the time it is free (both are kept); empty otherwise")  # fmt: skip
     note: str = ""
 
 
@@ -47,20 +50,37 @@ def _home(home: Path | None) -> Path:
 
 def _remember(home: Path | None, import_at: int, text: str, category: str | None, importance: float | None,
               tags: list[str] | None, memory_id: str | None) -> RememberResponse:  # fmt: skip
+    from memory_pipeline.faults import hold_point
+
+    hold_point("mcp_write")  # fault injection for tests: keeps this write in flight (a no-op unless set)
     try:
         done = remember(_home(home), build_record(text, category, importance, tags, memory_id), import_at)
     except WriteError as exc:
         raise ToolError(str(exc)) from None
-    note = "" if done.created else "already remembered with this text: nothing written"
-    if done.restated and not done.revived:
-        note = "stated again: this value holds again, the one that had replaced it is marked superseded"
+    return RememberResponse(id=done.id, created=done.created, revived=done.revived, stored=done.stored,
+                            if_taken=done.if_taken, note=remember_note(done, import_at))  # fmt: skip
+
+
+def remember_note(done: Remembered, import_at: int) -> str:
+    """What the answer's flags mean, in words; a write left in the spool says what holds the store (never a
+    night it cannot know of) or that it waits for the next batch of writes."""
+    waiting = (f"stored once the store is free (busy: {done.busy})" if done.busy or import_at == 1 else
+               "stored with the next batch of writes")  # fmt: skip
     if done.revived:
-        note = ("it had been forgotten: active again" if done.stored else "it had been forgotten: active again "
-                "once the store is free (a night holds it); kept durably until then")
-    elif done.created and not done.stored:
-        note = ("kept durably and searchable already; stored with the next batch of writes" if import_at > 1 else
-                "the store is busy (a night holds it): kept durably and searchable already; stored when it is free")
-    return RememberResponse(id=done.id, created=done.created, revived=done.revived, stored=done.stored, note=note)
+        return "it had been forgotten: active again" + ("" if done.stored else f"; kept durably and searchable "
+                                                         f"already, {waiting}")  # fmt: skip
+    if done.restated:
+        note = "stated again: this value holds again, the one that had replaced it is marked superseded"
+        return note if done.stored else f"{note}; kept durably, {waiting}"
+    if not done.created:
+        return "already remembered with this text: nothing written"
+    if done.stored:
+        return ""
+    note = f"kept durably and searchable already; {waiting}"
+    if done.if_taken:
+        note += (f"; your id could not be checked against the store: if it holds {done.id!r} with other text by "
+                 f"then, this text is stored as {done.if_taken!r} (both kept)")  # fmt: skip
+    return note
 
 
 def _forget(home: Path | None, memory_id: str, reason: str) -> ForgetResponse:
@@ -68,8 +88,8 @@ def _forget(home: Path | None, memory_id: str, reason: str) -> ForgetResponse:
         done = forget(_home(home), memory_id, reason)
     except WriteError as exc:
         raise ToolError(str(exc)) from None
-    note = "" if done.stored else ("the store is busy (a night holds it): kept durably and hidden from search "
-                                   "now; applied when the store is free")
+    note = "" if done.stored else (f"the store is busy ({done.busy}): kept durably and hidden from search now; "
+                                   "applied when the store is free")
     return ForgetResponse(id=done.id, reason=done.reason, stored=done.stored, note=note)
 
 
@@ -78,8 +98,9 @@ def register_write_tools(server: MCPServer, home: Path | None = None, import_at:
         name="remember",
         description="Store a memory now: searchable at once, consolidated by the next night. Give your own `id` "
         "to make retries safe (the same id and text again writes nothing; the same id with other text is an "
-        "error). Remembering a forgotten memory again (same id, or same text without an id) makes it active "
-        f"again. Text up to {MAX_TEXT_CHARS:,} characters.",
+        "error, or, while the store cannot be read, kept under the id `if_taken` names). Remembering a forgotten "
+        "memory again (same id, or same text without an id) makes it active again. Text up to "
+        f"{MAX_TEXT_CHARS:,} characters.",
         annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
                                     open_world_hint=False),  # fmt: skip
     )

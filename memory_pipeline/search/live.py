@@ -8,7 +8,7 @@ import math
 import os
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC
@@ -164,15 +164,26 @@ def _store_stamp(home: Path) -> tuple[int, ...]:
 def store_view(home: Path, idx: LoadedIndex) -> StoreView:
     """The store's view, plus the agents' writes still spooled (`remember`/`forget` while the store was busy):
     remembered memories are in the delta, forgotten ones are hidden, at once."""
-    return with_spool(_store_view(home, idx), pending(home))
+    return with_spool(_store_view(home, idx), pending(home), idx.locate)
 
 
-def with_spool(view: StoreView, spool: Pending) -> StoreView:
+def with_spool(view: StoreView, spool: Pending,
+               indexed: Callable[[Sequence[str]], Mapping[str, Any]] | None = None) -> StoreView:  # fmt: skip
+    """`view` with the spool's writes, which are newer than the store's rows: a spooled remember of a memory the
+    store holds as forgotten makes it active again (revived: its indexed document, if it has one, is shown again
+    rather than a second one added), a spooled forget hides one."""
     if not spool.records and not spool.forgotten:
         return view
-    known = {d.key for d in view.delta}
-    delta = list(view.delta) + [spool_doc(r) for rid, r in spool.records.items() if rid not in known]
+    delta = list(view.delta)
     overrides = dict(view.overrides)
+    for i, d in enumerate(delta):
+        if d.key in spool.records and d.lifecycle == "forgotten":
+            delta[i] = spool_doc(spool.records[d.key])
+    revived = [rid for rid in spool.records if overrides.get(rid, ("",))[0] == "forgotten"]
+    for rid in revived:
+        overrides[rid] = ("active", spool.records[rid].importance, "", overrides[rid][3])
+    known = {d.key for d in delta} | (set(indexed(revived)) if indexed is not None and revived else set())
+    delta += [spool_doc(r) for rid, r in spool.records.items() if rid not in known]
     overrides.update({mid: ("forgotten", 0.0, "forgotten", 0.0) for mid in spool.forgotten})
     return StoreView(delta, overrides, view.busy)
 

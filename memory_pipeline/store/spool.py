@@ -14,6 +14,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -22,12 +23,15 @@ from typing import Any
 from memory_pipeline.store.db import utcnow
 from memory_pipeline.store.durable import fsync_path
 from memory_pipeline.store.forgotten import NOTHING_WRITTEN, WriteError
-from memory_pipeline.store.records import MemoryRecord, RecordError, parse_record
+from memory_pipeline.store.records import MAX_ID_CHARS, MemoryRecord, RecordError, parse_record
 
 SOURCE = "mcp:remember"
 MAX_TEXT_CHARS = 65_536  # one memory; import's limit is a line, this is one agent's note
 SPOOL = Path("spool") / "writes"
 REJECTED = Path("spool") / "rejected.jsonl"  # outside the spool's folder, so it is never read as writes to make
+RENAMED = Path("spool") / "renamed.jsonl"  # acknowledged remembers whose id was taken by then: stored under another
+LOCK = Path("spool") / "writes.lock"  # outside the folder too: never listed as a spool file
+CREATE_LOCK = Path("spool") / "create.lock"  # the first writers of a workspace create its store one at a time
 _GUARD = threading.Lock()
 
 
@@ -86,6 +90,37 @@ def spool_dir(home: Path) -> Path:
     return Path(home) / SPOOL
 
 
+def other_id(memory_id: str, text: str) -> str:
+    """Where an acknowledged `remember` is stored when its id was taken with other text before the store could
+    be checked (a night, or another writer, held it): the id with a mark of the text, so both are kept, and the
+    same text lands on the same id whoever imports it."""
+    mark = "~" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:8]
+    return memory_id[: MAX_ID_CHARS - len(mark)] + mark
+
+
+@contextmanager
+def spool_lock(home: Path) -> Iterator[None]:
+    """Every process's writers and importers of one workspace, one at a time (an flock on `spool/writes.lock`):
+    a writer's check (is the id taken, in the store or the spool?) and its append are never split by an import
+    that moves spooled writes into the store, so no write is acknowledged against a view that is already gone.
+    Held for milliseconds (an append, or one import transaction); a killed holder's lock goes with it. Never
+    held while waiting for the store's own lock."""
+    with file_lock(Path(home) / LOCK):
+        yield
+
+
+@contextmanager
+def file_lock(path: Path) -> Iterator[None]:
+    """An exclusive flock on `path` (created if missing) for the block."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
 def append(home: Path, entry: dict[str, Any]) -> None:
     """One line, fsynced. Under an flock, and only into the file still at the path: an ingest that moved the
     file away (to claim it) never misses a line written into it afterwards."""
@@ -94,7 +129,7 @@ def append(home: Path, entry: dict[str, Any]) -> None:
         folder.mkdir(parents=True, exist_ok=True)
         fsync_path(folder.parent)
     path = folder / f"{utcnow():%Y%m%d}-{os.getpid()}.jsonl"
-    data = (json.dumps(entry, ensure_ascii=False) + "\n").encode("utf-8")
+    data = line_of(entry).encode("utf-8")
     while True:
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
@@ -114,6 +149,19 @@ def append(home: Path, entry: dict[str, Any]) -> None:
             os.close(fd)
 
 
+_LINE_BREAKS = {"\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\u0085"}
+
+
+def line_of(entry: dict[str, Any]) -> str:
+    """One JSON line, readable text kept as it is but for the characters a reader splitting text into lines
+    (`str.splitlines`) would cut at — U+2028, U+2029, U+0085 — written as JSON escapes: a memory holding one
+    is still one line to every reader."""
+    text = json.dumps(entry, ensure_ascii=False)
+    for raw, escaped in _LINE_BREAKS.items():
+        text = text.replace(raw, escaped)
+    return text + "\n"
+
+
 def spool_files(home: Path) -> list[Path]:
     folder = spool_dir(home)
     if not folder.is_dir():
@@ -127,10 +175,12 @@ def _entries(paths: list[Path]) -> Iterator[dict[str, Any]]:
             raw = path.read_bytes()
         except OSError:
             continue  # claimed and moved while listed: the ingest has it
-        for line in raw.decode("utf-8", "replace").splitlines():
+        for line in raw.split(b"\n"):  # JSON text holds no raw newline; str.splitlines would also cut at U+2028
+            if not line.strip():
+                continue
             try:
                 entry = json.loads(line)
-            except json.JSONDecodeError:
+            except ValueError:  # not JSON, or not UTF-8
                 continue  # a torn last line of a killed writer: never acknowledged
             if isinstance(entry, dict):
                 yield entry
@@ -207,12 +257,12 @@ def claim(home: Path) -> tuple[list[Path], list[dict[str, Any]]]:
     return files, entries
 
 
-def log_rejected(home: Path, entries: list[dict[str, Any]]) -> None:
-    """Spooled writes the store refused when they were imported (an id meanwhile taken with other text, a forget
-    of a memory no longer active), kept beside the spool with why, fsynced."""
+def log_rejected(home: Path, entries: list[dict[str, Any]], log: Path = REJECTED) -> None:
+    """Spooled writes the store refused when they were imported (a forget of a memory no longer active), or
+    stored under another id (`log=RENAMED`), kept beside the spool with why, fsynced."""
     if not entries:
         return
-    with open(Path(home) / REJECTED, "a", encoding="utf-8") as fh:
-        fh.writelines(json.dumps(e, ensure_ascii=False) + "\n" for e in entries)
+    with open(Path(home) / log, "a", encoding="utf-8") as fh:
+        fh.writelines(line_of(e) for e in entries)
         fh.flush()
         os.fsync(fh.fileno())

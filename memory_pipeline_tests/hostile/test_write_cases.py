@@ -56,7 +56,8 @@ def test_remember_after_forget_makes_the_memory_active_again(home: Path, with_id
     assert again.structured_content["created"] is False and again.structured_content["stored"] is True
     assert "active again" in again.structured_content["note"]
     assert again_twice.structured_content == {"id": mid, "created": False, "revived": False, "stored": True,
-                                              "note": "already remembered with this text: nothing written"}
+                                              "if_taken": "", "note": "already remembered with this text: nothing "
+                                              "written"}  # fmt: skip
     assert _state(home, mid) == ("active", [True])  # the tombstone kept, marked reverted
     assert mid in _ids(home, "caretaker Ottilie bike shed key")
     assert mid not in [r.id for r in list_forgotten(MemoryStore(home / "memory.duckdb"))]

@@ -46,7 +46,7 @@ def test_remember_over_mcp_is_searchable_at_once_and_idempotent_on_its_id(home: 
         ("search", {"query": "harbour master Piraeus", "k": 3}),
     )
     assert not first.is_error and first.structured_content == {"id": "client-1", "created": True, "revived": False,
-                                                                "stored": True, "note": ""}  # fmt: skip
+                                                                "stored": True, "if_taken": "", "note": ""}  # fmt: skip
     assert not again.is_error and again.structured_content["created"] is False
     assert other.is_error
     message = other.content[0].text
@@ -127,11 +127,11 @@ def test_while_a_night_holds_the_store_writes_are_spooled_searchable_and_importe
         assert [e["op"] for e in lines] == ["remember", "forget"]
         assert ingest_writes(home) is None  # still busy: kept
     assert ingest_writes(home) == {"files": 1, "inserted": 1, "revived": 0, "restated": 0, "forgotten": 1,
-                                   "conflicts": 0, "rejected": 0}  # fmt: skip
+                                   "renamed": 0, "conflicts": 0, "rejected": 0}  # fmt: skip
     assert _row(home, "k-1")[:2] == ("The spare key hangs behind the boiler in the cellar", "forgotten")
     assert pending(home).records == {} and "k-1" not in _ids(home, "spare key boiler cellar")
     assert ingest_writes(home) == {"files": 0, "inserted": 0, "revived": 0, "restated": 0, "forgotten": 0,
-                                   "conflicts": 0, "rejected": 0}  # fmt: skip
+                                   "renamed": 0, "conflicts": 0, "rejected": 0}  # fmt: skip
 
 
 def test_a_summary_or_an_archived_memory_cannot_be_forgotten(home: Path) -> None:
@@ -174,7 +174,7 @@ def test_spooled_writes_are_imported_in_the_order_they_were_made_whatever_their_
     )
     assert "o-1" not in _ids(home, "order matters")  # pending: remembered, then forgotten
     assert ingest_writes(home) == {"files": 2, "inserted": 1, "revived": 0, "restated": 0, "forgotten": 1,
-                                   "conflicts": 0, "rejected": 0}  # fmt: skip
+                                   "renamed": 0, "conflicts": 0, "rejected": 0}  # fmt: skip
     row = _row(home, "o-1")
     assert row is not None and row[1] == "forgotten"
 
