@@ -160,9 +160,9 @@ def show_and_rebuild(home: Path, report: ImportReport, args: argparse.Namespace,
         print(f"note: {line}", file=sys.stderr)
     print(summary(report), flush=True)
     failed = bool(report.errors)
-    if report.written:
-        failed |= _commit(home, report) or _journals(home, report.days, args, journals)
-    return failed
+    if report.written and _commit(home, report):
+        return True
+    return _journals(home, report.days, args, journals) or failed
 
 
 def watch(args: argparse.Namespace, home: Path, options: Options) -> int:
@@ -226,20 +226,29 @@ def _commit(home: Path, report: ImportReport) -> bool:
 
 
 def _journals(home: Path, days: list[date], args: argparse.Namespace, rebuild: bool = True) -> bool:
-    """Rebuild the journals of `days` through the journal jobs (one ranged run per run of consecutive days)."""
-    spans = runs_of_days(days)
-    shown = ", ".join(str(a) if a == b else f"{a}..{b}" for a, b in spans)
+    """Rebuild through the journal jobs (one ranged run per run of consecutive days) the journals of `days` (the
+    days this import wrote) and of every other day whose journal is older than its transcripts (an earlier
+    import killed while rebuilding, or run with --no-journals)."""
     if args.no_journals or not rebuild:
         why = "--no-journals" if args.no_journals else "stopped"
-        for start, end in spans:
+        for start, end in runs_of_days(days):
             print(f"journals not rebuilt ({why}): memory-pipeline reconstruct --from {start} --to {end}")
         return False
+    from memory_pipeline.defs.journals.freshness import stale_journal_days
+    from memory_pipeline.defs.journals.partitions import daily_partitions
     from memory_pipeline.journals.cli.reconstruct import reconstruct
     from memory_pipeline.operator.instance import cli_instance, recover_dead_cli_runs
 
-    print(f"rebuilding the journals of {shown}")
     failed = 0
-    with cli_instance(home) as instance:
+    with cli_instance(home, announce=bool(days)) as instance:
+        valid = set(daily_partitions.get_partition_keys(dynamic_partitions_store=instance))
+        behind = sorted(set(stale_journal_days(instance, home / "raw" / "conversations", valid)) - set(days))
+        spans = runs_of_days([*days, *behind])
+        if not spans:
+            return False
+        shown = ", ".join(str(a) if a == b else f"{a}..{b}" for a, b in spans)
+        more = f" ({len(behind)} day(s) whose journal is older than its transcripts)" if behind else ""
+        print(f"rebuilding the journals of {shown}{more}", flush=True)
         recover_dead_cli_runs(instance, home)
         for start, end in spans:
             result = reconstruct(instance, start, end, multiprocess=not args.in_process)
