@@ -60,7 +60,7 @@ def agent_transcripts_sensor(context: dg.SensorEvaluationContext, store: MemoryS
         deadline = time.monotonic() + TICK_BUDGET_S
         report = import_paths(found.ready, home / "raw" / "conversations", stop=lambda: time.monotonic() > deadline)
         done = report.done
-        for line in [*report.errors, *report.notes]:
+        for line in [*report.errors, *report.notes, *report.warnings]:
             context.log.warning(f"transcript import: {line}")
         left = len(found.ready) - len(report.done)
         context.log.info(f"transcript import: {len(report.done)} file(s) read, {len(report.written)} transcript(s) "

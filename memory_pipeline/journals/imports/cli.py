@@ -92,6 +92,8 @@ def summary(report: ImportReport) -> str:
         line += f", {report.before_since} before --since"
     if report.no_session:
         line += f", {report.no_session} without a session"
+    if report.empty:
+        line += f", {report.empty} empty"
     if report.notes:
         line += f", {len(report.notes)} with an unfinished last line"
     if report.skipped:
@@ -158,6 +160,8 @@ def show_and_rebuild(home: Path, report: ImportReport, args: argparse.Namespace,
         print(f"error: {line}", file=sys.stderr)
     for line in report.notes:
         print(f"note: {line}", file=sys.stderr)
+    for line in report.warnings:
+        print(f"warning: {line}", file=sys.stderr)
     print(summary(report), flush=True)
     failed = bool(report.errors)
     if report.written and _commit(home, report):

@@ -8,8 +8,10 @@ docs/transcript-imports.md). Read here: `session_meta` (`id`, `timestamp`, `cwd`
 text}]}, `reasoning` {summary: [{text}]} (thinking), `function_call` {name, arguments, call_id} and
 `function_call_output` {call_id, output}, `custom_tool_call` {name, input, call_id} and `custom_tool_call_output`,
 `local_shell_call` {call_id, action: {command}}, `web_search_call` {action: {query}}. `event_msg` lines repeat
-the messages for the UI and are left out, as are `developer`/`system` messages and the user messages Codex
-injects (`<user_instructions>`, `<environment_context>`). A line type or response item not known here is left out
+the messages for the UI and are left out — except in a rollout whose text is only there (Codex Desktop writes
+`event_msg` `user_message` / `agent_message` {message} and no `response_item` messages): then they are its
+turns. Left out too: `developer`/`system` messages and the user messages Codex injects (`<user_instructions>`,
+`<environment_context>`). A line type or response item not known here is left out
 and counted.
 """
 
@@ -36,6 +38,7 @@ LINE_TYPES = ("session_meta", "response_item", "compacted", "turn_context", "eve
 ITEMS_READ = ("message", "reasoning", "function_call", "function_call_output", "custom_tool_call",
               "custom_tool_call_output", "local_shell_call", "web_search_call")  # fmt: skip
 ITEMS_LEFT_OUT = ("ghost_snapshot", "compaction", "compaction_summary", "additional_tools", "other")
+EVENT_MESSAGES = {"user_message": "user", "agent_message": "agent"}  # protocol.rs EventMsg: {type, message}
 INJECTED = ("<user_instructions>", "<environment_context>")  # protocol.rs USER_INSTRUCTIONS/ENVIRONMENT_CONTEXT
 
 
@@ -81,6 +84,8 @@ def parse(path: Path, stats: ReadStats | None = None) -> list[SourceSession]:
     session = SourceSession("codex", "", "", path)
     calls: dict[str, ToolUse] = {}
     side: str | None = None
+    events: list[Entry] = []  # the UI's copies of the messages: the text only when no response_item message has it
+    messages = False
     for number, record in jsonl_records(path, stats):
         if not _envelope(record):
             raise SourceError(f"{path}:{number}: not a Codex rollout line (expected 'timestamp', 'type', 'payload')")
@@ -103,16 +108,28 @@ def parse(path: Path, stats: ReadStats | None = None) -> list[SourceSession]:
             continue
         if kind == "turn_context" and isinstance(payload.get("model"), str):
             session.extra.setdefault("model", payload["model"])
+        if kind == "event_msg" and session.source_id and payload.get("type") in EVENT_MESSAGES:
+            if isinstance(payload.get("message"), str) and payload["message"].strip():
+                role = EVENT_MESSAGES[payload["type"]]
+                if role == "agent" or not payload["message"].lstrip().startswith(INJECTED):
+                    events.append(Entry(at, role, payload["message"], kind=side))
+                    session.entries.append(events[-1])
+            continue
         if kind != "response_item":
             continue
         if not session.source_id:
             raise SourceError(f"{path}:{number}: a response_item before the session_meta line")
+        if payload.get("type") == "message" and payload.get("role") in ("user", "assistant"):
+            messages = True
         if payload.get("type") in ITEMS_READ:
             _item(session, calls, payload, at, side)
         elif payload.get("type") not in ITEMS_LEFT_OUT:
             stats.skip(f"response_item {payload.get('type')}")
     if not session.source_id:
         raise SourceError(f"{path}:1: no session_meta line (not a Codex rollout, or an empty one)")
+    if messages:  # a CLI rollout: event messages repeat its response items
+        copies = {id(e) for e in events}
+        session.entries = [e for e in session.entries if id(e) not in copies]
     session.session_id = PREFIX + safe_id(session.source_id)
     first_user = next((e.text for e in session.entries if e.role == "user" and e.text.strip()), "")
     session.title = title_from(first_user) or session.session_id
