@@ -6,10 +6,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import dagster as dg
 import pytest
 
 from memory_pipeline.cli import main
@@ -154,3 +156,27 @@ def test_a_folder_still_imports_unchanged_after_a_file_is_removed(
     out, err = capsys.readouterr()
     assert err == "" and "1 file(s): 0 new transcript(s), 0 updated, 1 unchanged; nothing written" in out
     assert transcripts(workspace / "raw")[CC_ID].turns == whole.turns
+
+
+def test_a_sensor_tick_over_a_folder_with_a_bad_file_imports_the_rest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memory_pipeline.defs.journals.agent_transcripts import agent_transcripts_sensor
+    from memory_pipeline.resources import MemoryStoreResource
+
+    watched = tmp_path / "sessions"
+    watched.mkdir()
+    (watched / "a-deep.jsonl").write_bytes(DEEP)
+    (watched / "b-long.jsonl").write_bytes(rollout("y" * 500, said("user", "Long?"), said("assistant", "Fine.")))
+    shutil.copyfile(CODEX, watched / "c-codex.jsonl")
+    an_hour_ago = time.time() - 3600
+    for f in watched.iterdir():
+        os.utime(f, (an_hour_ago, an_hour_ago))
+    monkeypatch.setenv("MEMORY_PIPELINE_JOURNAL_GIT", "0")
+    monkeypatch.setenv("MEMORY_PIPELINE_TRANSCRIPT_SOURCES", str(watched))
+    resources = {"store": MemoryStoreResource(home=str(tmp_path / "ws"))}
+    with dg.build_sensor_context(instance=dg.DagsterInstance.ephemeral(), resources=resources) as context:
+        result = agent_transcripts_sensor(context)
+    assert isinstance(result, dg.SensorResult)
+    assert [r.partition_key for r in result.run_requests or []] == ["2026-10-15"]  # both good sessions' day
+    assert len(transcripts(tmp_path / "ws" / "raw")) == 2
