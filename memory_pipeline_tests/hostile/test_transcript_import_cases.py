@@ -48,6 +48,14 @@ DESKTOP = rollout(
     {"line": "event_msg", "type": "token_count", "info": None},
     {"line": "event_msg", "type": "agent_message", "message": "Decided: the staging proxy listens on 8443."},
 )
+FIRST_RELEASE = "".join(json.dumps(line) + "\n" for line in [
+    {"id": "0198aa00-0000-7000-8000-00000000f1r5", "timestamp": "2025-05-20T10:15:00.000Z", "instructions": None},
+    {"record_type": "state"},
+    said("user", "Why is the nightly export slow?"),
+    {"type": "function_call", "name": "shell", "arguments": '{"command":["du","-sh","exports"]}', "call_id": "c1"},
+    {"type": "function_call_output", "call_id": "c1", "output": "41G exports"},
+    said("assistant", "Lesson learned: prune old exports before the nightly run."),
+]).encode()  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -81,6 +89,10 @@ CASES = [
          {"rollout-desktop.jsonl": DESKTOP}, 0, [], "1 file(s): 1 new transcript(s)",
          {"cx_0199f1aadesktop00000000000000001"},
          texts=("Which port does the staging proxy listen on?", "Decided: the staging proxy listens on 8443.")),
+    Case("a first-release Codex rollout (no envelope) is read as Codex, not as a message log",
+         {"rollout-2025-05-20T10-15-00-old.jsonl": FIRST_RELEASE}, 0, [], "1 file(s): 1 new transcript(s)",
+         {"cx_0198aa0000007000800000000000f1r5"},
+         texts=("Why is the nightly export slow?", "Lesson learned: prune old exports before the nightly run.")),
     Case("a byte-order mark before the first line is not an error",
          {"bom.jsonl": b"\xef\xbb\xbf" + CODEX.read_bytes(),
           "bom.json": b"\xef\xbb\xbf" + json.dumps({"session_id": "bom1", "messages": [

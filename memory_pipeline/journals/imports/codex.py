@@ -11,7 +11,9 @@ text}]}, `reasoning` {summary: [{text}]} (thinking), `function_call` {name, argu
 the messages for the UI and are left out — except in a rollout whose text is only there (Codex Desktop writes
 `event_msg` `user_message` / `agent_message` {message} and no `response_item` messages): then they are its
 turns. Left out too: `developer`/`system` messages and the user messages Codex injects (`<user_instructions>`,
-`<environment_context>`). A line type or response item not known here is left out
+`<environment_context>`). A rollout from the first releases — a bare SessionMeta `{id, timestamp, instructions}`
+line, then bare ResponseItems and `{"record_type": "state"}` lines — is read too, every turn at the session's
+start (those lines carry no time). A line type or response item not known here is left out
 and counted.
 """
 
@@ -44,6 +46,17 @@ INJECTED = ("<user_instructions>", "<environment_context>")  # protocol.rs USER_
 
 def looks_like(record: Any) -> bool:
     return isinstance(record, dict) and record.get("type") in LINE_TYPES and "payload" in record
+
+
+def looks_like_first_release(record: Any) -> bool:
+    """The first line of a rollout from Codex's first releases: a bare SessionMeta `{id, timestamp,
+    instructions}`, before lines were wrapped as `{timestamp, type, payload}`."""
+    return (
+        isinstance(record, dict)
+        and isinstance(record.get("id"), str)
+        and isinstance(record.get("timestamp"), str)
+        and not {"type", "role", "payload", "sessionId"} & record.keys()
+    )
 
 
 def _envelope(record: Any) -> bool:
@@ -86,7 +99,18 @@ def parse(path: Path, stats: ReadStats | None = None) -> list[SourceSession]:
     side: str | None = None
     events: list[Entry] = []  # the UI's copies of the messages: the text only when no response_item message has it
     messages = False
+    first_release: Any = None  # the time of a first-release rollout's meta line: every item's time
     for number, record in jsonl_records(path, stats):
+        if not session.source_id and not _envelope(record) and looks_like_first_release(record):
+            first_release = timestamp(record["timestamp"])
+            if first_release is None:
+                raise SourceError(f"{path}:1: field 'timestamp' is not an ISO-8601 time: {record['timestamp']!r}")
+            session.source_id = record["id"]
+            session.extra["codex_format"] = "first release"
+            continue
+        if first_release is not None:
+            _first_release_line(session, calls, record, first_release, f"{path}:{number}", stats)
+            continue
         if not _envelope(record):
             raise SourceError(f"{path}:{number}: not a Codex rollout line (expected 'timestamp', 'type', 'payload')")
         at = timestamp(record.get("timestamp"))
@@ -134,6 +158,19 @@ def parse(path: Path, stats: ReadStats | None = None) -> list[SourceSession]:
     first_user = next((e.text for e in session.entries if e.role == "user" and e.text.strip()), "")
     session.title = title_from(first_user) or session.session_id
     return [session] if session.entries else []
+
+
+def _first_release_line(session: SourceSession, calls: dict[str, ToolUse], record: Any, at: Any, where: str,
+                        stats: ReadStats) -> None:  # fmt: skip
+    """A line after a first-release rollout's meta: a bare ResponseItem, or a `{"record_type": "state"}` line."""
+    if not isinstance(record, dict):
+        raise SourceError(f"{where}: expected a JSON object, got {type(record).__name__}")
+    if "record_type" in record:  # the recorder's state snapshots: bookkeeping
+        return
+    if record.get("type") in ITEMS_READ:
+        _item(session, calls, record, at, None)
+    elif record.get("type") not in ITEMS_LEFT_OUT:
+        stats.skip(f"response_item {record.get('type')}")
 
 
 def _meta(session: SourceSession, payload: dict[str, Any]) -> str | None:

@@ -119,7 +119,7 @@ def detect(path: Path) -> str:
         return "messages"  # one JSON value: the message log's reader says so when it is not a message list
     records = jsonl_records(path)
     for seen, (_number, record) in enumerate(records):
-        if codex.looks_like(record):
+        if codex.looks_like(record) or (seen == 0 and codex.looks_like_first_release(record)):
             return "codex"
         if claude_code.looks_like(record):
             return "claude-code"
