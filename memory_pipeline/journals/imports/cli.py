@@ -272,7 +272,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     commands = tr.add_subparsers(dest="transcripts_command", required=True, metavar="import")
     imp = commands.add_parser(
         "import",
-        help="import session files or folders (recursive) as transcripts and rebuild the journals of their days",
+        help="import session files or folders (recursive) as transcripts and rebuild the journals of their days "
+        "(and of any day whose journal is older than its transcripts)",
         description="Each source session becomes one transcript under raw/conversations/; importing again writes "
         "nothing, a session file that grew updates its transcript as a new version. Tool results longer than "
         f"{TOOL_RESULT_CAP} characters are cut, noting their size; thinking is left out unless --keep-thinking.",
@@ -299,6 +300,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                      help="messages: the session's start when the messages carry no timestamp (ISO-8601, UTC "
                      "unless it says otherwise)")  # fmt: skip
     imp.add_argument("--keep-thinking", action="store_true", help="keep thinking/reasoning as [thinking] turns")
-    imp.add_argument("--no-journals", action="store_true", help="write the transcripts only")
+    imp.add_argument("--no-journals", action="store_true",
+                     help="write the transcripts only (the next import without it rebuilds their days' journals)")
     imp.add_argument("--in-process", action="store_true", help="run the journal steps in this process")
     imp.set_defaults(fn=cmd_import)
