@@ -241,15 +241,16 @@ def _journals(home: Path, days: list[date], args: argparse.Namespace, rebuild: b
     from memory_pipeline.defs.journals.freshness import stale_journal_days
     from memory_pipeline.defs.journals.partitions import daily_partitions
     from memory_pipeline.journals.cli.reconstruct import reconstruct
-    from memory_pipeline.operator.instance import cli_instance, recover_dead_cli_runs
+    from memory_pipeline.operator.instance import cli_instance, dagster_home, home_line, recover_dead_cli_runs, say
 
     failed = 0
-    with cli_instance(home, announce=bool(days)) as instance:
+    with cli_instance(home, announce=False) as instance:  # said below, once there is a run to launch
         valid = set(daily_partitions.get_partition_keys(dynamic_partitions_store=instance))
         behind = sorted(set(stale_journal_days(instance, home / "raw" / "conversations", valid)) - set(days))
         spans = runs_of_days([*days, *behind])
         if not spans:
             return False
+        say(home_line(dagster_home(home)))
         shown = ", ".join(str(a) if a == b else f"{a}..{b}" for a, b in spans)
         more = f" ({len(behind)} day(s) whose journal is older than its transcripts)" if behind else ""
         print(f"rebuilding the journals of {shown}{more}", flush=True)
