@@ -14,8 +14,9 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-from collections import ChainMap, Counter
-from collections.abc import Callable, Iterable, MutableMapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -210,17 +211,18 @@ def _other_source(old: Transcript, session: SourceSession) -> bool:
 
 
 def plan_session(
-    session: SourceSession, raw_root: Path, index: MutableMapping[str, Path], keep_thinking: bool
-) -> _Plan | None:
+    session: SourceSession, raw_root: Path, index: Mapping[str, Path], keep_thinking: bool,
+    taken: AbstractSet[str] = frozenset(),
+) -> _Plan | None:  # fmt: skip
     """What to write for one session (None: its transcript already says this, or more); `SourceError` when it
-    cannot be. A session whose id the transcripts already use for another source session gets the id with a
-    short hash of its own source id."""
+    cannot be. A session whose id the transcripts already use for another source session — or another session
+    of the same file does (`taken`) — gets the id with a short hash of its own source id."""
     session.session_id = fit_id(session.session_id)
     if isinstance(session.extra.get("parent_session"), str):
         session.extra["parent_session"] = fit_id(session.extra["parent_session"])
     existing = index.get(session.session_id)
     old_text, old = _read_old(existing, session) if existing is not None else ("", None)
-    if old is not None and _other_source(old, session):
+    if session.session_id in taken or (old is not None and _other_source(old, session)):
         digest = hashlib.sha256(session.source_id.encode()).hexdigest()[:10]
         session.session_id = fit_id(f"{session.session_id[: MAX_ID - 11]}_{digest}")
         existing = index.get(session.session_id)
@@ -230,7 +232,6 @@ def plan_session(
         started = datetime.fromisoformat(str(parse_transcript(text).frontmatter["started"]).replace("Z", "+00:00"))
         path = transcript_path(raw_root, _naive_utc(started), session.session_id, slugify(session.title))
         parsed = _parsed(text, path, session)
-        index[session.session_id] = path  # a later session of the same file sees it (a ChainMap: dropped on error)
         return _Plan(path, text, Written(path, session.session_id, started.date(), 1, len(parsed.turns),
                                          len(parsed.turns)))  # fmt: skip
     version = old.frontmatter.get("version")
@@ -295,18 +296,20 @@ def _import_file(path: Path, raw_root: Path, index: dict[str, Path], options: Op
         report.warnings.append(f"{path}: the file is empty; nothing to import")
         return
     stats = ReadStats()
-    planned: ChainMap[str, Path] = ChainMap({}, index)  # this file's new ids, kept only once it is written
     sessions = parse_file(path, options, stats)
-    plans = []
+    plans: list[_Plan] = []
+    future: list[SourceSession] = []
+    soon = datetime.now(UTC) + FUTURE
     for session in sessions:
         if options.since is not None and session.started.astimezone(UTC).date() < options.since:
             report.before_since += 1
             continue
-        plan = plan_session(session, raw_root, planned, options.keep_thinking)
+        plan = plan_session(session, raw_root, index, options.keep_thinking, {p.written.session_id for p in plans})
         if plan is None:
             report.unchanged += 1
         else:
             plans.append(plan)
+            future += [session] if session.started > soon else []
     report.skipped.update(stats.skipped)
     if stats.unfinished is not None:
         report.notes.append(
@@ -315,12 +318,10 @@ def _import_file(path: Path, raw_root: Path, index: dict[str, Path], options: Op
         )
     if not sessions:
         report.no_session += 1
-    soon = datetime.now(UTC) + FUTURE
-    for session in sessions:
-        if session.entries and session.started > soon:
-            report.warnings.append(f"{path}: session {session.source_id} starts {session.started:%Y-%m-%d %H:%M} "
-                                   "UTC, in the future (a wrong clock or time zone in the source?); imported on that "
-                                   "day, whose journal waits until then")  # fmt: skip
+    for session in future:
+        report.warnings.append(f"{path}: session {session.source_id} starts {session.started:%Y-%m-%d %H:%M} "
+                               "UTC, in the future (a wrong clock or time zone in the source?); imported on that "
+                               "day, whose journal waits until then")  # fmt: skip
     for done, plan in enumerate(plans):
         try:
             write_atomically(plan.path, plan.text)
