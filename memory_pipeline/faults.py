@@ -10,7 +10,7 @@ import time
 ENV = "MEMORY_PIPELINE_CRASH_AT"
 POINTS = ("after_phase1", "inside_phase2", "writing_report", "inside_import", "flush_after_transcript",
           "flush_before_record",
-          "journals_step")
+          "journals_step", "memory_md_step")
 
 
 def crash_point(name: str) -> None:

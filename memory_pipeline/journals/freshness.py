@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Mapping
-from datetime import date
+from datetime import date, timedelta
 from pathlib import Path
 
 FINGERPRINT = "transcripts_fingerprint"  # the journals' (and sessions') per-day metadata key
@@ -65,3 +65,8 @@ def stale_days(now: Mapping[date, str], built: Mapping[date, str], among: Iterab
     from another fingerprint (`UNKNOWN` included); a `LEGACY` journal counts as up to date."""
     days = now.keys() if among is None else [d for d in among if d in now]
     return sorted(d for d in days if built.get(d) != now[d] and built.get(d) != LEGACY)
+
+
+def week_start(day: date) -> date:
+    """The Sunday that starts the journal week (Sunday–Saturday) holding `day`."""
+    return day - timedelta(days=(day.weekday() + 1) % 7)

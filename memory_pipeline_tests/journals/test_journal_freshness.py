@@ -122,7 +122,24 @@ def test_an_import_killed_while_rebuilding_journals_or_run_without_them_is_rebui
         encoding="utf-8"
     )
     done = _import([str(CODEX), "--in-process"], env)  # everything current: no run
-    assert done.returncode == 0 and "rebuilding" not in done.stdout
+    assert done.returncode == 0 and "rebuilding" not in done.stdout and "rolling up" not in done.stdout
     with dg.DagsterInstance.from_config(str(tmp_path / "dagster_home")) as instance:
         daily = [r for r in instance.get_runs() if r.job_name == "journal_daily"]
         assert len(daily) == 3  # killed, the rebuild after it, the rebuild after --no-journals
+
+
+@pytest.mark.slow  # two imports in fresh processes running the journal jobs (~40 s)
+def test_an_import_killed_while_rolling_up_memory_md_has_the_week_rolled_up_by_the_next_one(tmp_path: Path) -> None:
+    home = tmp_path / "ws"
+    env = {**os.environ, "MEMORY_PIPELINE_HOME": str(home), "DAGSTER_HOME": str(tmp_path / "dagster_home"),
+           "MEMORY_PIPELINE_EMBEDDER": "hashing-bow-256", "MEMORY_PIPELINE_JOURNAL_GIT": "0"}  # fmt: skip
+    killed = _import([str(CODEX), "--in-process"], env, crash="memory_md_step")
+    assert killed.returncode == -9, killed.stderr  # the day's journal rebuilt, the week's roll-up not
+    assert "Keep money in Decimal" in (home / "knowledge" / "journal" / f"{CODEX_DAY}.md").read_text(encoding="utf-8")
+    memory_md = home / "knowledge" / "memory" / "MEMORY.md"
+    assert not memory_md.exists()
+    again = _import([str(CODEX), "--in-process"], env)
+    assert again.returncode == 0, again.stderr
+    assert "rebuilding" not in again.stdout  # the journal is current
+    assert "rolling up MEMORY.md for the week(s) of 2026-10-11 (older than their journals)" in again.stdout
+    assert "Keep money in Decimal" in memory_md.read_text(encoding="utf-8")

@@ -77,6 +77,7 @@ def week_days(week_key: str) -> list[date]:
 def memory_md(context: dg.AssetExecutionContext, store: MemoryStoreResource) -> dg.MaterializeResult:
     home = store.home_path
     path = knowledge_writes.memory_md_path(home)
+    crash_point("memory_md_step")
     for key in context.partition_keys:
         with failing_as("memory_md", key, path):
             week = time_part(key)

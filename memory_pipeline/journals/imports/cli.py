@@ -238,9 +238,10 @@ def _journals(home: Path, days: list[date], args: argparse.Namespace, rebuild: b
         for start, end in runs_of_days(days):
             print(f"journals not rebuilt ({why}): memory-pipeline reconstruct --from {start} --to {end}")
         return False
-    from memory_pipeline.defs.journals.freshness import stale_journal_days
-    from memory_pipeline.defs.journals.partitions import daily_partitions
+    from memory_pipeline.defs.journals.freshness import stale_journal_days, weeks_behind
+    from memory_pipeline.defs.journals.partitions import daily_partitions, weekly_partitions
     from memory_pipeline.journals.cli.reconstruct import reconstruct
+    from memory_pipeline.journals.freshness import week_start
     from memory_pipeline.operator.instance import cli_instance, dagster_home, home_line, recover_dead_cli_runs, say
 
     failed = 0
@@ -248,15 +249,24 @@ def _journals(home: Path, days: list[date], args: argparse.Namespace, rebuild: b
         valid = set(daily_partitions.get_partition_keys(dynamic_partitions_store=instance))
         behind = sorted(set(stale_journal_days(instance, home / "raw" / "conversations", valid)) - set(days))
         spans = runs_of_days([*days, *behind])
-        if not spans:
+        covered = {week_start(start + timedelta(days=i)) for start, end in spans for i in range((end - start).days + 1)}
+        valid_weeks = set(weekly_partitions.get_partition_keys(dynamic_partitions_store=instance))
+        weeks = [w for w in weeks_behind(instance, valid_weeks) if w not in covered]
+        if not spans and not weeks:
             return False
         say(home_line(dagster_home(home)))
-        shown = ", ".join(str(a) if a == b else f"{a}..{b}" for a, b in spans)
-        more = f" ({len(behind)} day(s) whose journal is older than its transcripts)" if behind else ""
-        print(f"rebuilding the journals of {shown}{more}", flush=True)
         recover_dead_cli_runs(instance, home)
-        for start, end in spans:
-            result = reconstruct(instance, start, end, multiprocess=not args.in_process)
+        runs = [(start, end, True) for start, end in spans]
+        if spans:
+            shown = ", ".join(str(a) if a == b else f"{a}..{b}" for a, b in spans)
+            more = f" ({len(behind)} day(s) whose journal is older than its transcripts)" if behind else ""
+            print(f"rebuilding the journals of {shown}{more}", flush=True)
+        if weeks:
+            print(f"rolling up MEMORY.md for the week(s) of {', '.join(map(str, weeks))} (older than their "
+                  "journals)", flush=True)  # fmt: skip
+            runs += [(w, w + timedelta(days=6), False) for w in weeks]
+        for start, end, daily in runs:
+            result = reconstruct(instance, start, end, multiprocess=not args.in_process, daily=daily)
             failed += len(result.failed) + len(result.rejected)
             for key in result.failed:
                 print(f"failed: {key}: {result.errors.get(key, '')}", file=sys.stderr)
