@@ -2,7 +2,9 @@
 
 The transcripts are written by `importer` (no Dagster); then, as `reconstruct` does, the affected days are one
 `journal_daily` run per run of consecutive days and the weeks they touch one `journal_weekly` run — the jobs the
-schedules launch, recorded in the workspace's Dagster instance and visible in the UI.
+schedules launch, recorded in the workspace's Dagster instance and visible in the UI. The affected days are the
+days written and every day whose journal is older than its transcripts (`defs.journals.freshness`), so what a
+killed or `--no-journals` import left is made up; a week whose MEMORY.md is older than its journals is rolled up.
 
 `--watch` is the `agent_transcripts_sensor` for people who run no daemon: every `--interval` seconds the folders
 are scanned (`watch.scan`), the session files that are new or grew and have been quiet for `--quiet-minutes` are
@@ -232,7 +234,8 @@ def _commit(home: Path, report: ImportReport) -> bool:
 def _journals(home: Path, days: list[date], args: argparse.Namespace, rebuild: bool = True) -> bool:
     """Rebuild through the journal jobs (one ranged run per run of consecutive days) the journals of `days` (the
     days this import wrote) and of every other day whose journal is older than its transcripts (an earlier
-    import killed while rebuilding, or run with --no-journals)."""
+    import killed while rebuilding, or run with --no-journals); then roll up the weeks whose MEMORY.md is older
+    than their journals and that those runs did not roll up."""
     if args.no_journals or not rebuild:
         why = "--no-journals" if args.no_journals else "stopped"
         for start, end in runs_of_days(days):
