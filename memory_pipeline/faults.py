@@ -9,7 +9,8 @@ import time
 
 ENV = "MEMORY_PIPELINE_CRASH_AT"
 POINTS = ("after_phase1", "inside_phase2", "writing_report", "inside_import", "flush_after_transcript",
-          "flush_before_record")
+          "flush_before_record",
+          "journals_step", "memory_md_step")
 
 
 def crash_point(name: str) -> None:

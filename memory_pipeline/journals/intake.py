@@ -19,6 +19,7 @@ import duckdb
 import pyarrow as pa
 
 from memory_pipeline.journals import tables
+from memory_pipeline.journals.freshness import SCHEMA_KEY, day_fingerprint
 from memory_pipeline.journals.transcript import Rejected, Transcript, TranscriptError, day_folder, parse_transcript
 from memory_pipeline.store.db import MemoryStore, atomic, utcnow
 from memory_pipeline.store.workspace_files import NotRegularFile, read_regular_text
@@ -34,6 +35,7 @@ class DayIntake:
     rejected: list[Rejected] = field(default_factory=list)  # every rejection, duplicates included
     duplicates: list[str] = field(default_factory=list)  # one line each, naming both paths
     warnings: list[str] = field(default_factory=list)  # folder/frontmatter date mismatches
+    fingerprint: str = ""  # of the day's transcript files, taken before they were read (`freshness`)
 
     def rejected_lines(self) -> list[str]:
         """`path:line: problem` for each rejected transcript: what the warning log and the check list."""
@@ -110,10 +112,15 @@ def read_day_checked(
 
 def ingest_day(db: MemoryStore, raw_root: Path, day: date, workspace: Path) -> tuple[DayIntake, dict[str, pa.Table]]:
     """Parse one day's transcripts and replace that day's rows of the store's `sessions` table in one
-    transaction: (what was read and rejected, the day's Arrow tables for the Parquet IO manager)."""
+    transaction: (what was read and rejected, the day's Arrow tables for the Parquet IO manager). The day's
+    fingerprint is taken before the files are read (a file changed meanwhile makes the journal stale, never
+    falsely fresh) and travels in the sessions table's schema metadata to the journal built from it."""
+    fingerprint = day_fingerprint(day_folder(raw_root, day))
     with db.connect() as con:
         intake = read_day_checked(raw_root, day, workspace=workspace, stored=stored_sessions(con))
+    intake.fingerprint = fingerprint
     frames = tables.to_tables(day, intake.parsed, utcnow())
+    frames["sessions"] = frames["sessions"].replace_schema_metadata({SCHEMA_KEY: fingerprint.encode()})
     with db.connect() as con, atomic(con):
         tables.replace_day_sessions(con, day, frames["sessions"])
     return intake, frames

@@ -32,6 +32,7 @@ from memory_pipeline.defs.journals.knowledge_files import journals
 from memory_pipeline.defs.journals.partitions import START_NOTE, daily_partitions
 from memory_pipeline.journals import extraction_runs, tables
 from memory_pipeline.journals.extractors import EXTRACTORS
+from memory_pipeline.journals.freshness import FINGERPRINT
 from memory_pipeline.journals.intake import DATE_MISMATCHES, DUPLICATES, REJECTED, ingest_day
 from memory_pipeline.journals.knowledge_writes import raw_root
 from memory_pipeline.journals.llm_extractors import LLMSessionExtractor, llm_extractor
@@ -81,6 +82,7 @@ def sessions(context: dg.AssetExecutionContext, store: MemoryStoreResource) -> I
                 "session_ids": dg.MetadataValue.json([t.session_id for t in parsed]),
                 DUPLICATES: dg.MetadataValue.json(intake.duplicates),
                 DATE_MISMATCHES: dg.MetadataValue.json(intake.warnings),
+                FINGERPRINT: intake.fingerprint,
             },
             partition_key=key,
         )

@@ -9,7 +9,9 @@ import dagster as dg
 
 from memory_pipeline.defs.journals.common import EXTRACTOR_KEYS, GROUP, SESSIONS, SINGLE_RUN, failing_as, run_days
 from memory_pipeline.defs.journals.partitions import START_NOTE, daily_partitions, weekly_partitions
+from memory_pipeline.faults import crash_point
 from memory_pipeline.journals import knowledge, knowledge_writes, tables
+from memory_pipeline.journals.freshness import FINGERPRINT, carried
 from memory_pipeline.operator.partition_keys import time_part
 from memory_pipeline.resources import MemoryStoreResource
 
@@ -29,13 +31,16 @@ from memory_pipeline.resources import MemoryStoreResource
 def journals(context: dg.AssetExecutionContext, store: MemoryStoreResource, sessions: dict) -> dg.MaterializeResult:
     home = store.home_path
     db = store.open()
+    crash_point("journals_step")
     for key, day in run_days(context):
         path = knowledge.journal_path(knowledge_writes.knowledge_root(home), day)
         transcripts = tables.from_tables(sessions[key])
+        table = sessions[key].get("sessions")
+        built_from = carried(table.schema.metadata if table is not None else None)  # what imports compare with
         if not transcripts:
             context.log.info(f"{day}: no transcripts, no journal")
-            context.add_asset_metadata({"sessions": 0, "written": False, "note": "no transcripts that day"},
-                                       partition_key=key)  # fmt: skip
+            context.add_asset_metadata({"sessions": 0, "written": False, "note": "no transcripts that day",
+                                        FINGERPRINT: built_from}, partition_key=key)  # fmt: skip
             continue
         with failing_as("journals", key, path):
             written = knowledge_writes.write_journal(db, home, day, path, transcripts, context.log)
@@ -45,6 +50,7 @@ def journals(context: dg.AssetExecutionContext, store: MemoryStoreResource, sess
             "bullets": written.text.count("\n- "),
             "written": written.changed,
             "preview": dg.MetadataValue.md(written.text[:2000]),
+            FINGERPRINT: built_from,
         }
         context.add_asset_metadata(metadata, partition_key=key)
     return dg.MaterializeResult()
@@ -71,6 +77,7 @@ def week_days(week_key: str) -> list[date]:
 def memory_md(context: dg.AssetExecutionContext, store: MemoryStoreResource) -> dg.MaterializeResult:
     home = store.home_path
     path = knowledge_writes.memory_md_path(home)
+    crash_point("memory_md_step")
     for key in context.partition_keys:
         with failing_as("memory_md", key, path):
             week = time_part(key)

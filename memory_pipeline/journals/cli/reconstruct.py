@@ -204,6 +204,7 @@ def reconstruct(
     weekly: bool = True,
     echo: Callable[[str], object] = print,
     quiet_level: str = "INFO",
+    daily: bool = True,
 ) -> ReconstructResult:
     from memory_pipeline.defs.journals.partitions import daily_partitions, weekly_partitions
     from memory_pipeline.journals.cli.jobs import journal_daily_job, journal_weekly_job
@@ -243,12 +244,12 @@ def reconstruct(
 
     valid_days = set(daily_partitions.get_partition_keys(dynamic_partitions_store=instance))
     wanted = [(start + timedelta(days=i)).isoformat() for i in range((end - start).days + 1)]
-    for key in wanted:
+    for key in wanted if daily else []:
         if key not in valid_days:
             echo(f"  {key}: not a complete partition yet (or before the journals' first day: "
                  "MEMORY_PIPELINE_JOURNAL_START, else the first transcript day); skipped")
     daily_run = launch(dg.reconstructable(journal_daily_job), {} if multiprocess else IN_PROCESS, selection)
-    for seg in contiguous([k for k in wanted if k in valid_days], 1):
+    for seg in contiguous([k for k in wanted if k in valid_days] if daily else [], 1):
         done, failed, errors, run_ids = backfill(seg, daily_run, echo=echo)
         out.days += done
         out.failed += failed

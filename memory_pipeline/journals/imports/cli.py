@@ -2,7 +2,9 @@
 
 The transcripts are written by `importer` (no Dagster); then, as `reconstruct` does, the affected days are one
 `journal_daily` run per run of consecutive days and the weeks they touch one `journal_weekly` run — the jobs the
-schedules launch, recorded in the workspace's Dagster instance and visible in the UI.
+schedules launch, recorded in the workspace's Dagster instance and visible in the UI. The affected days are the
+days written and every day whose journal is older than its transcripts (`defs.journals.freshness`), so what a
+killed or `--no-journals` import left is made up; a week whose MEMORY.md is older than its journals is rolled up.
 
 `--watch` is the `agent_transcripts_sensor` for people who run no daemon: every `--interval` seconds the folders
 are scanned (`watch.scan`), the session files that are new or grew and have been quiet for `--quiet-minutes` are
@@ -92,6 +94,8 @@ def summary(report: ImportReport) -> str:
         line += f", {report.before_since} before --since"
     if report.no_session:
         line += f", {report.no_session} without a session"
+    if report.empty:
+        line += f", {report.empty} empty"
     if report.notes:
         line += f", {len(report.notes)} with an unfinished last line"
     if report.skipped:
@@ -158,11 +162,13 @@ def show_and_rebuild(home: Path, report: ImportReport, args: argparse.Namespace,
         print(f"error: {line}", file=sys.stderr)
     for line in report.notes:
         print(f"note: {line}", file=sys.stderr)
+    for line in report.warnings:
+        print(f"warning: {line}", file=sys.stderr)
     print(summary(report), flush=True)
     failed = bool(report.errors)
-    if report.written:
-        failed |= _commit(home, report) or _journals(home, report.days, args, journals)
-    return failed
+    if report.written and _commit(home, report):
+        return True
+    return _journals(home, report.days, args, journals) or failed
 
 
 def watch(args: argparse.Namespace, home: Path, options: Options) -> int:
@@ -226,23 +232,44 @@ def _commit(home: Path, report: ImportReport) -> bool:
 
 
 def _journals(home: Path, days: list[date], args: argparse.Namespace, rebuild: bool = True) -> bool:
-    """Rebuild the journals of `days` through the journal jobs (one ranged run per run of consecutive days)."""
-    spans = runs_of_days(days)
-    shown = ", ".join(str(a) if a == b else f"{a}..{b}" for a, b in spans)
+    """Rebuild through the journal jobs (one ranged run per run of consecutive days) the journals of `days` (the
+    days this import wrote) and of every other day whose journal is older than its transcripts (an earlier
+    import killed while rebuilding, or run with --no-journals); then roll up the weeks whose MEMORY.md is older
+    than their journals and that those runs did not roll up."""
     if args.no_journals or not rebuild:
         why = "--no-journals" if args.no_journals else "stopped"
-        for start, end in spans:
+        for start, end in runs_of_days(days):
             print(f"journals not rebuilt ({why}): memory-pipeline reconstruct --from {start} --to {end}")
         return False
+    from memory_pipeline.defs.journals.freshness import stale_journal_days, weeks_behind
+    from memory_pipeline.defs.journals.partitions import daily_partitions, weekly_partitions
     from memory_pipeline.journals.cli.reconstruct import reconstruct
-    from memory_pipeline.operator.instance import cli_instance, recover_dead_cli_runs
+    from memory_pipeline.journals.freshness import week_start
+    from memory_pipeline.operator.instance import cli_instance, dagster_home, home_line, recover_dead_cli_runs, say
 
-    print(f"rebuilding the journals of {shown}")
     failed = 0
-    with cli_instance(home) as instance:
+    with cli_instance(home, announce=False) as instance:  # said below, once there is a run to launch
+        valid = set(daily_partitions.get_partition_keys(dynamic_partitions_store=instance))
+        behind = sorted(set(stale_journal_days(instance, home / "raw" / "conversations", valid)) - set(days))
+        spans = runs_of_days([*days, *behind])
+        covered = {week_start(start + timedelta(days=i)) for start, end in spans for i in range((end - start).days + 1)}
+        valid_weeks = set(weekly_partitions.get_partition_keys(dynamic_partitions_store=instance))
+        weeks = [w for w in weeks_behind(instance, valid_weeks) if w not in covered]
+        if not spans and not weeks:
+            return False
+        say(home_line(dagster_home(home)))
         recover_dead_cli_runs(instance, home)
-        for start, end in spans:
-            result = reconstruct(instance, start, end, multiprocess=not args.in_process)
+        runs = [(start, end, True) for start, end in spans]
+        if spans:
+            shown = ", ".join(str(a) if a == b else f"{a}..{b}" for a, b in spans)
+            more = f" ({len(behind)} day(s) whose journal is older than its transcripts)" if behind else ""
+            print(f"rebuilding the journals of {shown}{more}", flush=True)
+        if weeks:
+            print(f"rolling up MEMORY.md for the week(s) of {', '.join(map(str, weeks))} (older than their "
+                  "journals)", flush=True)  # fmt: skip
+            runs += [(w, w + timedelta(days=6), False) for w in weeks]
+        for start, end, daily in runs:
+            result = reconstruct(instance, start, end, multiprocess=not args.in_process, daily=daily)
             failed += len(result.failed) + len(result.rejected)
             for key in result.failed:
                 print(f"failed: {key}: {result.errors.get(key, '')}", file=sys.stderr)
@@ -259,7 +286,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     commands = tr.add_subparsers(dest="transcripts_command", required=True, metavar="import")
     imp = commands.add_parser(
         "import",
-        help="import session files or folders (recursive) as transcripts and rebuild the journals of their days",
+        help="import session files or folders (recursive) as transcripts and rebuild the journals of their days "
+        "(and of any day whose journal is older than its transcripts)",
         description="Each source session becomes one transcript under raw/conversations/; importing again writes "
         "nothing, a session file that grew updates its transcript as a new version. Tool results longer than "
         f"{TOOL_RESULT_CAP} characters are cut, noting their size; thinking is left out unless --keep-thinking.",
@@ -286,6 +314,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                      help="messages: the session's start when the messages carry no timestamp (ISO-8601, UTC "
                      "unless it says otherwise)")  # fmt: skip
     imp.add_argument("--keep-thinking", action="store_true", help="keep thinking/reasoning as [thinking] turns")
-    imp.add_argument("--no-journals", action="store_true", help="write the transcripts only")
+    imp.add_argument("--no-journals", action="store_true",
+                     help="write the transcripts only (the next import without it rebuilds their days' journals)")
     imp.add_argument("--in-process", action="store_true", help="run the journal steps in this process")
     imp.set_defaults(fn=cmd_import)

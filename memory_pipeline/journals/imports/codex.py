@@ -8,8 +8,12 @@ docs/transcript-imports.md). Read here: `session_meta` (`id`, `timestamp`, `cwd`
 text}]}, `reasoning` {summary: [{text}]} (thinking), `function_call` {name, arguments, call_id} and
 `function_call_output` {call_id, output}, `custom_tool_call` {name, input, call_id} and `custom_tool_call_output`,
 `local_shell_call` {call_id, action: {command}}, `web_search_call` {action: {query}}. `event_msg` lines repeat
-the messages for the UI and are left out, as are `developer`/`system` messages and the user messages Codex
-injects (`<user_instructions>`, `<environment_context>`). A line type or response item not known here is left out
+the messages for the UI and are left out — except in a rollout whose text is only there (Codex Desktop writes
+`event_msg` `user_message` / `agent_message` {message} and no `response_item` messages): then they are its
+turns. Left out too: `developer`/`system` messages and the user messages Codex injects (`<user_instructions>`,
+`<environment_context>`). A rollout from the first releases — a bare SessionMeta `{id, timestamp, instructions}`
+line, then bare ResponseItems and `{"record_type": "state"}` lines — is read too, every turn at the session's
+start (those lines carry no time). A line type or response item not known here is left out
 and counted.
 """
 
@@ -36,11 +40,23 @@ LINE_TYPES = ("session_meta", "response_item", "compacted", "turn_context", "eve
 ITEMS_READ = ("message", "reasoning", "function_call", "function_call_output", "custom_tool_call",
               "custom_tool_call_output", "local_shell_call", "web_search_call")  # fmt: skip
 ITEMS_LEFT_OUT = ("ghost_snapshot", "compaction", "compaction_summary", "additional_tools", "other")
+EVENT_MESSAGES = {"user_message": "user", "agent_message": "agent"}  # protocol.rs EventMsg: {type, message}
 INJECTED = ("<user_instructions>", "<environment_context>")  # protocol.rs USER_INSTRUCTIONS/ENVIRONMENT_CONTEXT
 
 
 def looks_like(record: Any) -> bool:
     return isinstance(record, dict) and record.get("type") in LINE_TYPES and "payload" in record
+
+
+def looks_like_first_release(record: Any) -> bool:
+    """The first line of a rollout from Codex's first releases: a bare SessionMeta `{id, timestamp,
+    instructions}`, before lines were wrapped as `{timestamp, type, payload}`."""
+    return (
+        isinstance(record, dict)
+        and isinstance(record.get("id"), str)
+        and isinstance(record.get("timestamp"), str)
+        and not {"type", "role", "payload", "sessionId"} & record.keys()
+    )
 
 
 def _envelope(record: Any) -> bool:
@@ -81,7 +97,20 @@ def parse(path: Path, stats: ReadStats | None = None) -> list[SourceSession]:
     session = SourceSession("codex", "", "", path)
     calls: dict[str, ToolUse] = {}
     side: str | None = None
+    events: list[Entry] = []  # the UI's copies of the messages: the text only when no response_item message has it
+    messages = False
+    first_release: Any = None  # the time of a first-release rollout's meta line: every item's time
     for number, record in jsonl_records(path, stats):
+        if not session.source_id and not _envelope(record) and looks_like_first_release(record):
+            first_release = timestamp(record["timestamp"])
+            if first_release is None:
+                raise SourceError(f"{path}:1: field 'timestamp' is not an ISO-8601 time: {record['timestamp']!r}")
+            session.source_id = record["id"]
+            session.extra["codex_format"] = "first release"
+            continue
+        if first_release is not None:
+            _first_release_line(session, calls, record, first_release, f"{path}:{number}", stats)
+            continue
         if not _envelope(record):
             raise SourceError(f"{path}:{number}: not a Codex rollout line (expected 'timestamp', 'type', 'payload')")
         at = timestamp(record.get("timestamp"))
@@ -103,20 +132,45 @@ def parse(path: Path, stats: ReadStats | None = None) -> list[SourceSession]:
             continue
         if kind == "turn_context" and isinstance(payload.get("model"), str):
             session.extra.setdefault("model", payload["model"])
+        if kind == "event_msg" and session.source_id and payload.get("type") in EVENT_MESSAGES:
+            if isinstance(payload.get("message"), str) and payload["message"].strip():
+                role = EVENT_MESSAGES[payload["type"]]
+                if role == "agent" or not payload["message"].lstrip().startswith(INJECTED):
+                    events.append(Entry(at, role, payload["message"], kind=side))
+                    session.entries.append(events[-1])
+            continue
         if kind != "response_item":
             continue
         if not session.source_id:
             raise SourceError(f"{path}:{number}: a response_item before the session_meta line")
+        if payload.get("type") == "message" and payload.get("role") in ("user", "assistant"):
+            messages = True
         if payload.get("type") in ITEMS_READ:
             _item(session, calls, payload, at, side)
         elif payload.get("type") not in ITEMS_LEFT_OUT:
             stats.skip(f"response_item {payload.get('type')}")
     if not session.source_id:
         raise SourceError(f"{path}:1: no session_meta line (not a Codex rollout, or an empty one)")
+    if messages:  # a CLI rollout: event messages repeat its response items
+        copies = {id(e) for e in events}
+        session.entries = [e for e in session.entries if id(e) not in copies]
     session.session_id = PREFIX + safe_id(session.source_id)
     first_user = next((e.text for e in session.entries if e.role == "user" and e.text.strip()), "")
     session.title = title_from(first_user) or session.session_id
     return [session] if session.entries else []
+
+
+def _first_release_line(session: SourceSession, calls: dict[str, ToolUse], record: Any, at: Any, where: str,
+                        stats: ReadStats) -> None:  # fmt: skip
+    """A line after a first-release rollout's meta: a bare ResponseItem, or a `{"record_type": "state"}` line."""
+    if not isinstance(record, dict):
+        raise SourceError(f"{where}: expected a JSON object, got {type(record).__name__}")
+    if "record_type" in record:  # the recorder's state snapshots: bookkeeping
+        return
+    if record.get("type") in ITEMS_READ:
+        _item(session, calls, record, at, None)
+    elif record.get("type") not in ITEMS_LEFT_OUT:
+        stats.skip(f"response_item {record.get('type')}")
 
 
 def _meta(session: SourceSession, payload: dict[str, Any]) -> str | None:

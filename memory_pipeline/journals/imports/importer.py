@@ -11,17 +11,20 @@ file leaves nothing half-written and the other files still import.
 
 from __future__ import annotations
 
+import hashlib
 import os
+import stat
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 from memory_pipeline.journals.commit_messages import KnowledgeChange, template
 from memory_pipeline.journals.gitlog import CommitOutcome, commit_knowledge
 from memory_pipeline.journals.imports import claude_code, codex, messages
-from memory_pipeline.journals.imports.lines import ReadStats, SourceError, jsonl_records
+from memory_pipeline.journals.imports.lines import BOM, TOO_DEEP, ReadStats, SourceError, jsonl_records
 from memory_pipeline.journals.imports.model import SourceSession, render
 from memory_pipeline.journals.transcript import (
     FILENAME,
@@ -69,6 +72,8 @@ class ImportReport:
     notes: list[str] = field(default_factory=list)  # one line each: an unfinished last line left for later
     skipped: Counter[str] = field(default_factory=Counter)  # unknown event types left out, over all files
     no_session: int = 0  # files of a known format with no message in them (e.g. only summary lines)
+    empty: int = 0  # files with nothing in them (0 bytes, or blank lines only)
+    warnings: list[str] = field(default_factory=list)  # one line each: imported, but something looks wrong
     done: list[Path] = field(default_factory=list)  # files read (imported, unchanged or refused), in order
 
     @property
@@ -85,9 +90,28 @@ def source_files(paths: Iterable[Path]) -> tuple[list[Path], list[str]]:
             files.append(p)
         elif p.is_dir():
             files += sorted(f for f in p.rglob("*") if f.suffix.lower() in SUFFIXES and f.is_file())
+        elif p.exists():  # a named pipe, a device, a socket: never opened (reading a pipe would wait for a writer)
+            errors.append(f"{p}: not a regular file or folder ({_kind(p)}); not imported")
         else:
             errors.append(f"{p}: no such file or folder")
     return list(dict.fromkeys(files)), errors
+
+
+def _kind(path: Path) -> str:
+    mode = path.stat().st_mode
+    if stat.S_ISFIFO(mode):
+        return "a named pipe"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a file"
+
+
+def is_blank(path: Path) -> bool:
+    """Nothing in the file: 0 bytes, or only a byte-order mark and white space (a file just created)."""
+    size = path.stat().st_size
+    if size > 4096:
+        return False
+    return not path.read_bytes().removeprefix(BOM).strip()
 
 
 def detect(path: Path) -> str:
@@ -96,7 +120,7 @@ def detect(path: Path) -> str:
         return "messages"  # one JSON value: the message log's reader says so when it is not a message list
     records = jsonl_records(path)
     for seen, (_number, record) in enumerate(records):
-        if codex.looks_like(record):
+        if codex.looks_like(record) or (seen == 0 and codex.looks_like_first_release(record)):
             return "codex"
         if claude_code.looks_like(record):
             return "claude-code"
@@ -160,27 +184,64 @@ class _Plan:
     written: Written
 
 
-def plan_session(session: SourceSession, raw_root: Path, index: dict[str, Path], keep_thinking: bool) -> _Plan | None:
-    """What to write for one session (None: its transcript already says this); `SourceError` when it cannot be."""
+MAX_ID = 100  # characters of a stored session id: a longer one is cut and keeps a hash (file names stay short)
+FUTURE = timedelta(days=1)  # a session starting later than this from now is imported with a warning
+
+
+def fit_id(session_id: str) -> str:
+    """`session_id` short enough for a file name: a longer one cut, with a hash of the whole so it stays unique."""
+    if len(session_id) <= MAX_ID:
+        return session_id
+    return f"{session_id[: MAX_ID - 17]}_{hashlib.sha256(session_id.encode()).hexdigest()[:16]}"
+
+
+def _read_old(existing: Path, session: SourceSession) -> tuple[str, Transcript]:
+    try:
+        old_text = existing.read_text(encoding="utf-8")
+        return old_text, parse_transcript(old_text, existing)
+    except (OSError, UnicodeDecodeError, TranscriptError) as exc:
+        raise SourceError(f"{session.path}: its session's transcript {existing} cannot be read: {exc}") from None
+
+
+def _other_source(old: Transcript, session: SourceSession) -> bool:
+    """The stored transcript with this id is another source session's: their ids differ only in the characters
+    a transcript's id cannot hold ("abc" and "a/b/c")."""
+    source = old.frontmatter.get("source_session")
+    return source is not None and str(source) != session.source_id and old.frontmatter.get("channel") == session.channel
+
+
+def plan_session(
+    session: SourceSession, raw_root: Path, index: Mapping[str, Path], keep_thinking: bool,
+    taken: AbstractSet[str] = frozenset(),
+) -> _Plan | None:  # fmt: skip
+    """What to write for one session (None: its transcript already says this, or more); `SourceError` when it
+    cannot be. A session whose id the transcripts already use for another source session — or another session
+    of the same file does (`taken`) — gets the id with a short hash of its own source id."""
+    session.session_id = fit_id(session.session_id)
+    if isinstance(session.extra.get("parent_session"), str):
+        session.extra["parent_session"] = fit_id(session.extra["parent_session"])
     existing = index.get(session.session_id)
-    if existing is None:
+    old_text, old = _read_old(existing, session) if existing is not None else ("", None)
+    if session.session_id in taken or (old is not None and _other_source(old, session)):
+        digest = hashlib.sha256(session.source_id.encode()).hexdigest()[:10]
+        session.session_id = fit_id(f"{session.session_id[: MAX_ID - 11]}_{digest}")
+        existing = index.get(session.session_id)
+        old_text, old = _read_old(existing, session) if existing is not None else ("", None)
+    if old is None or existing is None:
         text = render(session, session.title, 1, keep_thinking)
         started = datetime.fromisoformat(str(parse_transcript(text).frontmatter["started"]).replace("Z", "+00:00"))
         path = transcript_path(raw_root, _naive_utc(started), session.session_id, slugify(session.title))
         parsed = _parsed(text, path, session)
         return _Plan(path, text, Written(path, session.session_id, started.date(), 1, len(parsed.turns),
                                          len(parsed.turns)))  # fmt: skip
-    try:
-        old_text = existing.read_text(encoding="utf-8")
-        old = parse_transcript(old_text, existing)
-    except (OSError, UnicodeDecodeError, TranscriptError) as exc:
-        raise SourceError(f"{session.path}: its session's transcript {existing} cannot be read: {exc}") from None
     version = old.frontmatter.get("version")
     version = version if isinstance(version, int) and not isinstance(version, bool) and version > 0 else 1
     if (text := render(session, old.title, version, keep_thinking)) == old_text:
         return None
     new = _parsed(text, existing, session)
     if (lost := nothing_lost(old, new)) is not None:
+        if nothing_lost(new, old) is None:  # this file holds an earlier part of the session: nothing to add
+            return None
         raise SourceError(
             f"{session.path}: session {session.source_id} changed other than by growing: turn {lost} of {existing} "
             "would be lost or rewritten (a different --keep-thinking, or an edited source?); not updated"
@@ -213,29 +274,42 @@ def write_atomically(path: Path, text: str) -> None:
 
 
 def import_file(path: Path, raw_root: Path, index: dict[str, Path], options: Options, report: ImportReport) -> None:
-    """One source file: every session planned first, then each transcript written; a problem is one error line."""
-    stats = ReadStats()
+    """One source file: every session planned first, then each transcript written; a problem is one error line
+    naming the file, and the other files go on whatever it was."""
     try:
-        sessions = parse_file(path, options, stats)
-        plans = []
-        for session in sessions:
-            if options.since is not None and session.started.astimezone(UTC).date() < options.since:
-                report.before_since += 1
-                continue
-            plan = plan_session(session, raw_root, index, options.keep_thinking)
-            if plan is None:
-                report.unchanged += 1
-            else:
-                plans.append(plan)
+        _import_file(path, raw_root, index, options, report)
     except SourceError as exc:
         report.errors.append(f"{exc}; file not imported")
-        return
     except UnicodeDecodeError as exc:
         report.errors.append(f"{path}: not UTF-8 (byte {exc.start + 1} of the file); file not imported")
-        return
+    except RecursionError:
+        report.errors.append(f"{path}: {TOO_DEEP}; file not imported")
     except OSError as exc:
         report.errors.append(f"{path}: cannot be read: {exc.strerror or exc}; file not imported")
+    except Exception as exc:  # noqa: BLE001 - a file this version cannot read must not stop the folder
+        report.errors.append(f"{path}: cannot be imported ({type(exc).__name__}: {exc}); file not imported")
+
+
+def _import_file(path: Path, raw_root: Path, index: dict[str, Path], options: Options, report: ImportReport) -> None:
+    if is_blank(path):
+        report.empty += 1
+        report.warnings.append(f"{path}: the file is empty; nothing to import")
         return
+    stats = ReadStats()
+    sessions = parse_file(path, options, stats)
+    plans: list[_Plan] = []
+    future: list[SourceSession] = []
+    soon = datetime.now(UTC) + FUTURE
+    for session in sessions:
+        if options.since is not None and session.started.astimezone(UTC).date() < options.since:
+            report.before_since += 1
+            continue
+        plan = plan_session(session, raw_root, index, options.keep_thinking, {p.written.session_id for p in plans})
+        if plan is None:
+            report.unchanged += 1
+        else:
+            plans.append(plan)
+            future += [session] if session.started > soon else []
     report.skipped.update(stats.skipped)
     if stats.unfinished is not None:
         report.notes.append(
@@ -244,8 +318,17 @@ def import_file(path: Path, raw_root: Path, index: dict[str, Path], options: Opt
         )
     if not sessions:
         report.no_session += 1
-    for plan in plans:
-        write_atomically(plan.path, plan.text)
+    for session in future:
+        report.warnings.append(f"{path}: session {session.source_id} starts {session.started:%Y-%m-%d %H:%M} "
+                               "UTC, in the future (a wrong clock or time zone in the source?); imported on that "
+                               "day, whose journal waits until then")  # fmt: skip
+    for done, plan in enumerate(plans):
+        try:
+            write_atomically(plan.path, plan.text)
+        except OSError as exc:  # each transcript is whole or absent; the ones before it stay written
+            report.errors.append(f"{path}: its transcript {plan.path.name} cannot be written "
+                                 f"({exc.strerror or exc}); {done} of its {len(plans)} transcript(s) written")
+            return
         index[plan.written.session_id] = plan.path
         report.written.append(plan.written)
 

@@ -24,6 +24,8 @@ LINE_CAP = 1 << 20  # bytes: a longer line has its long strings cut while it is 
 CHUNK = 1 << 20  # bytes read at a time from a long line
 STRING_KEEP = 16_000  # bytes of a cut string kept: more than any cap applied to a field later
 SHRUNK_CAP = 8 << 20  # a line still longer than this once its strings are cut is refused
+BOM = b"\xef\xbb\xbf"
+TOO_DEEP = "JSON nested too deeply to read (more levels than Python's parser allows)"
 CUT_NOTE = re.compile(r" … \[cut: \d+ of (?P<size>\d+) bytes\]\Z")
 _BODY = re.compile(rb'(?:[^"\\]++|\\.)*+', re.DOTALL)  # a run of string content: anything but `"`, escapes whole
 _HIGH_SURROGATE = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}\Z")
@@ -144,10 +146,14 @@ def jsonl_records(path: Path, stats: ReadStats | None = None) -> Generator[tuple
                 raw = shrinker.result()
                 stats.cut_lines += 1
             ended = raw.endswith(b"\n")
+            if number == 1 and raw.startswith(BOM):  # an editor's byte-order mark: not part of the JSON
+                raw = raw[len(BOM) :]
             if not raw.strip():
                 continue
             try:
                 value = json.loads((raw[:-1] if ended else raw).decode("utf-8"))
+            except RecursionError:
+                raise SourceError(f"{where}: {TOO_DEEP}") from None
             except UnicodeDecodeError as exc:
                 if not ended:
                     stats.unfinished = number

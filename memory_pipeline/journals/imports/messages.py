@@ -19,7 +19,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from memory_pipeline.journals.imports.lines import ReadStats, SourceError, jsonl_records
+from memory_pipeline.journals.imports.lines import TOO_DEEP, ReadStats, SourceError, jsonl_records
 from memory_pipeline.journals.imports.model import (
     THINKING,
     Entry,
@@ -50,9 +50,11 @@ def load(path: Path, stats: ReadStats | None = None) -> tuple[list[tuple[str, An
     if path.suffix.lower() == ".jsonl":
         return [(f"{path}:{n}", m) for n, m in jsonl_records(path, stats)], {}
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8-sig"))  # a byte-order mark is not part of the JSON
     except json.JSONDecodeError as exc:
         raise SourceError(f"{path}:{exc.lineno}: not JSON ({exc.msg} at column {exc.colno})") from None
+    except RecursionError:
+        raise SourceError(f"{path}: {TOO_DEEP}") from None
     wrapper: dict[str, Any] = {}
     if isinstance(data, dict) and isinstance(data.get("messages"), list):
         wrapper, data = data, data["messages"]
