@@ -388,7 +388,8 @@ def cmd_restore(args: argparse.Namespace) -> int:
             with store.connect() as con:  # refuse while a run holds the lease; the restore replaces the file
                 tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
                 held = lease.current(con) if "leases" in tables else None
-                if held is not None and held.expires_at > utcnow() and lease.pid_alive(held):
+                beat = lease.read_beat(store.path, held.holder) if held is not None else None
+                if held is not None and held.expires_at > utcnow() and lease.holder_alive(held, beat):
                     raise lease.LeaseBusy(held)
     except StoreLocked:
         raise
