@@ -1,5 +1,5 @@
-"""What the offline distiller writes before and after its fact-preserving rewrite: compression ratio and fact
-preservation.
+"""What the offline distiller writes before and after a change: compression ratio, fact preservation and
+faithfulness (`memory_pipeline.llm.faithfulness`: sentences its members do not support).
 
 Reads a consolidated workspace (`memory-pipeline demo` builds one): every active summary's source members,
 distilled again by the current `OfflineDistiller` and by the one at a git ref (`--baseline main`, loaded
@@ -47,10 +47,10 @@ def clusters(home: Path) -> list[dict[str, Any]]:
     out = []
     with MemoryStore(home / "memory.duckdb").connect() as con:
         rows = con.execute(
-            "SELECT id, compressed_from FROM memories WHERE lifecycle = 'active' AND compressed_from IS NOT NULL "
-            "AND source LIKE 'abstraction:%' ORDER BY id"
+            "SELECT id, compressed_from, content FROM memories WHERE lifecycle = 'active' AND compressed_from IS NOT "
+            "NULL AND source LIKE 'abstraction:%' ORDER BY id"
         ).fetchall()
-        for sid, lineage in rows:
+        for sid, lineage, stored in rows:
             lin = json.loads(lineage) if isinstance(lineage, str) else lineage
             ids = list(lin.get("source_ids", []))
             members = con.execute(
@@ -59,16 +59,17 @@ def clusters(home: Path) -> list[dict[str, Any]]:
                 [ids],
             ).fetchall()
             if len(members) >= 2:
-                out.append({"id": sid, "members": members})
+                out.append({"id": sid, "members": members, "stored": stored})
     return out
 
 
 def score(distiller: Any, member_cls: Any, found: list[dict[str, Any]]) -> dict[str, Any]:
+    from memory_pipeline.llm import faithfulness
     from memory_pipeline.llm.distill import DistillationRejected, validate_abstraction
-    from memory_pipeline.llm.facts import check_facts
+    from memory_pipeline.llm.facts import check_facts, fact_rejection
     from memory_pipeline.tokens import estimate_tokens
 
-    total = kept = rejected = negations_lost = 0
+    total = kept = rejected = negations_lost = unfaithful = sentences = refused = 0
     ratios: list[float] = []
     texts: dict[str, str] = {}
     for c in found:
@@ -79,6 +80,9 @@ def score(distiller: Any, member_cls: Any, found: list[dict[str, Any]]) -> dict[
         check = check_facts([m.content for m in members], d.abstraction)
         total, kept = total + check.total, kept + check.kept
         negations_lost += check.negation_lost
+        found_unfaithful = faithfulness.check([m.content for m in members], d.abstraction)
+        unfaithful, sentences = unfaithful + bool(found_unfaithful), sentences + len(found_unfaithful)
+        refused += bool(found_unfaithful or fact_rejection([m.content for m in members], d.abstraction))
         source = sum(estimate_tokens(m.content) for m in members)
         try:
             ratios.append(validate_abstraction(d.abstraction, source, [m.id for m in members], 1.5, 2000))
@@ -91,6 +95,9 @@ def score(distiller: Any, member_cls: Any, found: list[dict[str, Any]]) -> dict[
         "preservation": kept / total if total else 1.0,
         "negations_lost": negations_lost,
         "rejected": rejected,
+        "unfaithful": unfaithful,
+        "unfaithful_sentences": sentences,
+        "refused": refused,
         "texts": texts,
     }
 
@@ -134,17 +141,23 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     before = score(base.OfflineDistiller(), base.Member, found)
     after = score(OfflineDistiller(), Member, found)
     lines = [
-        f"### Offline distiller before ({args.baseline}) and after, on `{args.home}` ({len(found)} clusters)",
+        f"### Offline distiller before ({args.baseline}) and after, on `{args.home.name}` ({len(found)} clusters)",
         "",
         "| distiller | clusters | avg compression ratio | facts (numbers + entities) | preserved | negations lost |"
-        " rejected by validation |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        " rejected by validation | unfaithful (texts / sentences) | refused by the night's judge |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for name, r in (("before", before), ("after", after)):
         lines.append(
             f"| {name} | {r['clusters']} | {r['avg_ratio']:.2f} | {r['facts']} | {r['preservation']:.3f} | "
-            f"{r['negations_lost']} | {r['rejected']} |"
+            f"{r['negations_lost']} | {r['rejected']} | {r['unfaithful']} / {r['unfaithful_sentences']} | "
+            f"{r['refused']} |"
         )
+    from memory_pipeline.llm import faithfulness
+
+    stored = [faithfulness.check([m[1] for m in c["members"]], c["stored"]) for c in found]
+    lines += ["", f"The workspace's own summaries, as its nights wrote them: {sum(1 for f in stored if f)} of "
+              f"{len(found)} with a sentence their sources do not support ({sum(len(f) for f in stored)} sentences)."]
     md = args.home / "knowledge" / "memory" / "MEMORY.md"
     if md.exists():
         lines += [

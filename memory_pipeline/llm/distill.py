@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from memory_pipeline.llm import abstractive as ab
 from memory_pipeline.llm import facts as fx
+from memory_pipeline.llm import faithfulness
 from memory_pipeline.tokens import estimate_tokens
 
 SYSTEM_PROMPT = """You are a knowledge distillation engine for an AI agent's memory system.
@@ -275,8 +276,9 @@ class OfflineDistiller:
         soft = max(1, int(self.budget_fraction * source_tokens))
 
         families = [f for f in ab.group(pieces) if f.words]
-        rendered = [ab.render(f) for f in families]
-        texts = [r[0] for r in rendered]
+        # a family whose folded sentence its own sentences do not support (a sign, a clock time, values of two
+        # statements) is written as its most typical sentence, verbatim, instead
+        texts = [_supported(f, ab.render(f)[0]) for f in families]
         costs = [estimate_tokens(t) + (estimate_tokens(f.pieces[0].label + ":") if f.pieces[0].label else 0) + 1
                  for t, f in zip(texts, families, strict=True)]  # fmt: skip
         fam_facts = [f.facts() for f in families]
@@ -361,6 +363,12 @@ class OfflineDistiller:
 
     def extract_atom(self, text: str) -> dict[str, str] | None:
         return extract_atom_rule_based(text)
+
+
+def _supported(family: ab.Family, folded: str) -> str:
+    if not faithfulness.check([p.text for p in family.pieces], folded):
+        return folded
+    return _as_statement(ab.skeleton(family).text)
 
 
 def _as_statement(sentence: str) -> str:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from memory_pipeline.llm import facts as fx
 
 # what the night writes around a distillation, not a claim of its sources
-_FRAME = re.compile(rf"{fx.FRAME.pattern}|\(since \d{{4}}-\d{{2}}-\d{{2}}; was [^)]*\)")
+_FRAME = re.compile(rf"{fx.FRAME.pattern}|\(since \d{{4}}-\d{{2}}-\d{{2}}; was [^)]*\)|\b\d+ says?\b")  # "4 say …"
 _TIME = re.compile(r"(?<![\w:.])([01]?\d|2[0-3]):([0-5]\d)(?::[0-5]\d)?(?!\w|:\d)")
 _MINUS = "-\u2212\u2013"
 _SENTENCE = re.compile(r"(?<=[.!?;])\s+(?=[A-Z0-9\"'(\[\u2212-])")
@@ -106,8 +106,12 @@ def check(sources: Sequence[str], abstraction: str) -> list[Unfaithful]:
             found.append(Unfaithful(sentence, f"names {shown} beside values its sources give for other things"))
             continue
         if len(said) < 2 or any(said <= vs for _, vs in stated):
-            continue
-        if not all(same_statement(carriers[0], c) for c in carriers[1:]):
+            continue  # one source sentence states them all
+        # else a range over reports of one statement: the reports that say what this sentence says cover its
+        # values, and they are one statement among themselves
+        reports = [(c, vs) for c, vs in stated if vs & said and same_statement(c, sentence)]
+        covered = frozenset().union(*(vs for _, vs in reports)) >= said
+        if not (covered and all(same_statement(reports[0][0], c) for c, _ in reports[1:])):
             found.append(Unfaithful(sentence, "puts together values of different statements"))
     return found
 
