@@ -24,12 +24,17 @@ from memory_pipeline.store import outbox as graph_outbox
 from memory_pipeline.store.db import MemoryStore
 
 
+# Reasons counted as one whatever their detail: the night's grade of what its distiller wrote, and LLM errors
+_COUNTED = ("LLM error", "not faithful to its sources", "facts not preserved")
+
+
 def skip_reasons(outcomes: list[ClusterOutcome]) -> dict[str, int]:
-    """Skipped clusters by reason, LLM errors and ratio floors each counted as one reason whatever their detail."""
+    """Skipped clusters by reason: LLM errors, the judge's refusals (unfaithful, facts dropped) and ratio floors
+    each counted as one reason whatever their detail (the detail is in `compression_log`)."""
     reasons: dict[str, int] = {}
     for o in outcomes:
         if o.status == "skipped" and o.skip_reason:
-            key = o.skip_reason.split(":")[0] if o.skip_reason.startswith("LLM error") else o.skip_reason
+            key = o.skip_reason.split(":")[0] if o.skip_reason.startswith(_COUNTED) else o.skip_reason
             key = "compression_ratio below floor" if "below floor" in key else key
             reasons[key] = reasons.get(key, 0) + 1
     return reasons

@@ -77,3 +77,16 @@ def test_the_judge_refuses_an_unfaithful_reply_and_the_cluster_stays() -> None:
     outcome = judged(cluster, reply, 1.5, 2000, STRATEGIES)
     assert outcome.status == "skipped" and outcome.distillation is None
     assert str(outcome.skip_reason).startswith("not faithful to its sources: puts together values")
+
+
+def test_the_run_report_counts_the_judges_refusals_by_kind() -> None:
+    from memory_pipeline.abstraction.reporting import skip_reasons
+
+    cluster = MemoryCluster("c1", "fp1", ["m0", "m1", "m2"], 3, 0.8, "trading", ["trading"], 120, 1.0,
+                            "2026-10-01", "2026-10-09")  # fmt: skip
+    made = [("Backtests on candles: Sharpe 0.17–1.87, max drawdown 21–73%.", STRATEGIES),
+            ("Backtests on candles: Sharpe 0.94–1.87.", STRATEGIES),
+            ("Pytest took 16 minutes on CI.", PYTEST)]  # fmt: skip
+    outcomes = [judged(cluster, Distillation(text, 3.0, False, 120, 20, 1.0, "offline-extractive"), 1.5, 2000, src)
+                for text, src in made]  # fmt: skip
+    assert skip_reasons(outcomes) == {"not faithful to its sources": 2, "facts not preserved": 1}
