@@ -23,7 +23,6 @@ from memory_pipeline.store import lease
 from memory_pipeline.store import outbox as graph_outbox
 from memory_pipeline.store.db import MemoryStore
 
-
 # Reasons counted as one whatever their detail: the night's grade of what its distiller wrote, and LLM errors
 _COUNTED = ("LLM error", "not faithful to its sources", "facts not preserved")
 
