@@ -19,7 +19,7 @@ _NUMBER = re.compile(r"^\$?(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?([km%x]|bn)?\+?$", re
 _RANGE_TOKEN = re.compile(r"^\$?(\d+(?:\.\d+)?)([km%x])?[-–](\d+(?:\.\d+)?)([km%x])?$", re.IGNORECASE)
 # A stated range in an abstraction: "2.3–8.0%", "2k-9k", "55 to 88".
 STATED_RANGE = re.compile(
-    r"(?<![\w.])\$?(\d+(?:[.,]\d+)*)\s*([km%x])?\s*(?:[–-]|\bto\b)\s*\$?(\d+(?:[.,]\d+)*)\s*([km%x])?(?![\w.])",
+    r"(?<![\w.])\$?(\d+(?:[.,]\d+)*)\s*([km%x])?\s*(?:[–-]|\bto\b)\s*\$?(\d+(?:[.,]\d+)*)\s*([km%x])?(?!\w|\.\d)",
     re.IGNORECASE,
 )
 NEGATION = re.compile(

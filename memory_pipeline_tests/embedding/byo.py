@@ -24,7 +24,7 @@ def grouped_rows(
     groups: int = 4, per_group: int = 6, dim: int = 1536, seed: int = 7, model: str = OPENAI
 ) -> tuple[list[dict[str, Any]], list[list[str]]]:
     """JSONL rows with vectors near one random direction per group (cosine within a group ≈ 0.99, across
-    ≈ 0) and word-salad text drawn from one vocabulary for all, so text alone would not find these groups."""
+    ≈ 0) and one sentence for all, two words of one vocabulary apart, so text alone would not find these groups."""
     rng = np.random.default_rng(seed)
     rows: list[dict[str, Any]] = []
     members: list[list[str]] = []
@@ -37,11 +37,12 @@ def grouped_rows(
             vector /= np.linalg.norm(vector)
             mid = f"m-{g}-{k}"
             ids.append(mid)
-            words = " ".join(str(w) for w in rng.choice(VOCAB, size=40))
+            words = " ".join(str(w) for w in rng.choice(VOCAB, size=2))
             rows.append(
                 {
                     "id": mid,
-                    "content": f"Note {g * per_group + k}: {words}.",
+                    # one statement for every group (text cannot tell them apart), made unique by two words
+                    "content": f"The nightly report on the shared ingest queue looked as it did before, {words}.",
                     "importance": 1.0,
                     "created_at": (NOW - timedelta(days=3, minutes=g * per_group + k)).isoformat(),
                     "embedding": [round(float(x), 7) for x in vector],

@@ -118,7 +118,7 @@ def test_plugin_embeds_new_memories_and_summaries_then_reembeds_averaged_ones(tm
         "the nightly deploy of the billing service failed because the migration lock timed out again",
         "customer invoices were delayed because the payment webhook retries were exhausted by noon",
     ]
-    texts = [f"{t} variant{k}" for t in topics for k in range(5)]
+    texts = [f"{t}, {k}" for t in topics for k in ("once more", "yet again", "as before", "like last time", "still")]
     vectors = toy_1536(texts)
     rows = [
         {

@@ -143,7 +143,6 @@ def cmd_import(args: argparse.Namespace) -> int:
     if not args.paths:
         print(f"error: give a PATH to import (or --watch, which reads the folders in {SOURCES_ENV})", file=sys.stderr)
         return 2
-    print(f"workspace {home}", file=sys.stderr)  # which one a hook wrote to: the one the MCP server must read
     try:
         report = import_paths(args.paths, home / "raw" / "conversations", options, progress=progress_printer())
     except SourceError as exc:
