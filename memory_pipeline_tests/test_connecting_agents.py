@@ -145,6 +145,7 @@ def test_the_claude_code_hooks_import_the_session_they_are_given(tmp_path: Path)
 
 # The hosts' own command-line clients, from the npm registry (versions as tried by hand; a newer one is welcome)
 CLIENTS = {"claude": "@anthropic-ai/claude-code@2.1.197", "codex": "@openai/codex@0.171.0"}
+INSPECTOR = "@modelcontextprotocol/inspector@0.15.0"  # its CLI types each --tool-arg from the tool's schema
 
 
 @pytest.fixture(scope="module")
@@ -157,11 +158,12 @@ def clients(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     if npm is None:
         pytest.skip("npm is not installed: the real claude and codex clients come from the npm registry")
     prefix = tmp_path_factory.mktemp("npm clients")
-    done = subprocess.run([npm, "install", "--no-audit", "--no-fund", "--prefix", str(prefix), *CLIENTS.values()],
+    wanted = [*CLIENTS.values(), INSPECTOR]
+    done = subprocess.run([npm, "install", "--no-audit", "--no-fund", "--prefix", str(prefix), *wanted],
                           capture_output=True, text=True, timeout=WAIT_S, check=False)  # fmt: skip
     if done.returncode != 0:
-        pytest.skip(f"npm could not install {', '.join(CLIENTS.values())}: {done.stderr.strip()[-300:]}")
-    return {name: prefix / "node_modules" / ".bin" / name for name in CLIENTS}
+        pytest.skip(f"npm could not install {', '.join(wanted)}: {done.stderr.strip()[-300:]}")
+    return {name: prefix / "node_modules" / ".bin" / name for name in [*CLIENTS, "mcp-inspector"]}
 
 
 def _page_line(client: str) -> list[str]:
@@ -196,3 +198,24 @@ def test_the_real_clients_take_the_pages_mcp_add_line(clients: dict[str, Path], 
         assert "memory:" in listed.stdout and "Connected" in listed.stdout, listed.stdout + listed.stderr
     else:
         assert "memory" in listed.stdout and "enabled" in listed.stdout, listed.stdout + listed.stderr
+
+
+@pytest.mark.slow  # installs the Inspector from npm and lets it start the server
+def test_the_inspector_cli_passes_a_budget_and_an_importance(clients: dict[str, Path], tmp_path: Path) -> None:
+    """The MCP Inspector's CLI types `--tool-arg budget=1500` from the tool's schema: with `anyOf [integer, null]`
+    it sent the string "1500" (refused); a plain integer schema makes it a number, used as the budget."""
+    server = [part.replace(CHECKOUT, str(ROOT)) for part in mcp_commands()[0]]
+    env = _env(tmp_path)
+    Path(env["MEMORY_PIPELINE_HOME"]).mkdir()
+
+    def call(tool: str, *args: str) -> dict:
+        done = subprocess.run([str(clients["mcp-inspector"]), "--cli", *server, "--method", "tools/call",
+                               "--tool-name", tool, *[a for arg in args for a in ("--tool-arg", arg)]],
+                              env=env, capture_output=True, text=True, timeout=WAIT_S, check=False)  # fmt: skip
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+        return json.loads(done.stdout)
+
+    remembered = call("remember", "text=The retro is on Thursdays at 16:30.", "importance=2", "id=retro")
+    assert not remembered.get("isError"), remembered
+    context = call("context", "message=When is the retro?", "budget=1500")
+    assert not context.get("isError") and context["structuredContent"]["budget"] == 1500, context

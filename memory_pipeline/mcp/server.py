@@ -294,19 +294,21 @@ def build_server(
     )
     async def compile_prompt(
         message: Annotated[str, Field(description="the message just received", min_length=1, max_length=65536)],
-        budget: Annotated[int | None, Field(description=f"token budget, as the CLI's --budget; {DEFAULT_BUDGET} when "
-                                            "left out", ge=1, le=1_000_000)] = None,  # fmt: skip
-        budget_tokens: Annotated[int | None, Field(description="the same as budget (its older name)", ge=1,
-                                                   le=1_000_000)] = None,  # fmt: skip
+        # plain typed schemas (an integer with a default, no `anyOf [integer, null]`): a client that types its
+        # arguments from the schema (the MCP Inspector's CLI) then sends a number, not the string "1500"
+        budget: Annotated[int, Field(description="token budget, as the CLI's --budget", ge=1,
+                                     le=1_000_000)] = DEFAULT_BUDGET,  # fmt: skip
+        budget_tokens: Annotated[int, Field(description="the same as budget (its older name); 0: not given", ge=0,
+                                            le=1_000_000)] = 0,  # fmt: skip
         history: Annotated[list[HistoryTurn], Field(description="session history, oldest first")] = [],  # noqa: B006
         agent_output: Annotated[str, Field(description="the agent's last reply, for output watchers")] = "",
         main_session: Annotated[bool, Field(description="include MEMORY.md (main session only)")] = True,
         as_of: Annotated[str | None, Field(description=AS_OF_HELP)] = None,
     ) -> ContextResponse:
-        if budget is not None and budget_tokens is not None and budget != budget_tokens:
+        if budget_tokens and budget != DEFAULT_BUDGET and budget != budget_tokens:
             raise ToolError(f"'budget' ({budget}) and 'budget_tokens' ({budget_tokens}) are the same argument: "
                             "give one of them")  # fmt: skip
-        tokens = budget or budget_tokens or DEFAULT_BUDGET
+        tokens = budget_tokens or budget
         try:
             then = parse_as_of(as_of)
         except ValueError as exc:

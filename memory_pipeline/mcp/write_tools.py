@@ -107,8 +107,8 @@ def register_write_tools(server: MCPServer, home: Path | None = None, import_at:
     async def remember_tool(
         text: Annotated[str, Field(description="what to remember, in words")],
         category: Annotated[str | None, Field(description="one category, e.g. 'travel'")] = None,
-        importance: Annotated[float | None, Field(description=f"from 0 to {MAX_IMPORTANCE:g}; 1.0 when left out; "
-                                                             "2.5 and above is never consolidated")] = None,
+        importance: Annotated[float, Field(description=f"from 0 to {MAX_IMPORTANCE:g}; 2.5 and above is never "
+                                                      "consolidated")] = 1.0,  # a plain number schema, as budget's
         tags: Annotated[list[str] | None, Field(description=f"free-form tags, at most {MAX_LABELS} of up to "
                                                             f"{MAX_LABEL_CHARS} printable characters")] = None,
         id: Annotated[str | None, Field(description=f"your id for this memory (idempotency key): up to "

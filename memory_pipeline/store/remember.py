@@ -373,7 +373,7 @@ def remember(home: Path, record: MemoryRecord, import_at: int = 1) -> Remembered
     one import per batch instead of per write is what keeps a fleet's searches fast while agents write."""
     home = Path(home)
     if not home.is_dir():
-        raise WriteError(f"workspace {home} does not exist; {NOTHING_WRITTEN}")
+        raise WriteError(f"no workspace at {home}: create the folder or set MEMORY_PIPELINE_HOME; {NOTHING_WRITTEN}")
     if import_at > 1 and (home / "memory.duckdb").exists():
         return _remember_batched(home, record, import_at)
     with _lock(home):
@@ -499,7 +499,7 @@ def forget(home: Path, memory_id: Any, reason: Any) -> Forgotten:
                          f"{NOTHING_WRITTEN}")  # fmt: skip
     memory_id, reason = memory_id.strip(), reason.strip()
     if not home.is_dir():
-        raise WriteError(f"workspace {home} does not exist; {NOTHING_WRITTEN}")
+        raise WriteError(f"no workspace at {home}: create the folder or set MEMORY_PIPELINE_HOME; {NOTHING_WRITTEN}")
     with _lock(home), _store_checked(home, memory_id) as (readable, row, busy):
         pend = pending(home)
         if memory_id in pend.forgotten:

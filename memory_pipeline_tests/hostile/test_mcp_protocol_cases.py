@@ -438,3 +438,27 @@ def test_the_fleet_page_says_serving_needs_neither_postgresql_nor_redis() -> Non
     page = (DOCS / "fleet.md").read_text(encoding="utf-8")
     serving = " ".join(page.split("## Serving a fleet", 1)[1].split("\n## ", 1)[0].split())
     assert "It needs neither PostgreSQL nor Redis" in serving
+
+
+def test_optional_numbers_have_a_plain_typed_schema(tmp_path: Path) -> None:
+    """A client that types its arguments from the schema (the MCP Inspector's CLI) sent "1500" for `anyOf
+    [integer, null]`; each optional number is a plain integer or number with a default."""
+    import anyio
+    from mcp import Client
+
+    from memory_pipeline.embedding.hashing import hashing_embed
+    from memory_pipeline.embedding.spec import HASHING
+    from memory_pipeline.mcp.server import build_server
+
+    schemas: dict[str, dict] = {}
+
+    async def run() -> None:
+        async with Client(build_server(tmp_path, (hashing_embed, HASHING), record_usage=False)) as client:
+            for tool in (await client.list_tools()).tools:
+                schemas[tool.name] = tool.input_schema["properties"]
+
+    anyio.run(run)
+    for tool, name, kind in (("context", "budget", "integer"), ("context", "budget_tokens", "integer"),
+                             ("remember", "importance", "number"), ("search", "k", "integer")):  # fmt: skip
+        prop = schemas[tool][name]
+        assert prop.get("type") == kind and "anyOf" not in prop and "default" in prop, (tool, name, prop)
