@@ -17,9 +17,7 @@ __all__ = ["HASHING", "MINILM", "EmbedderResource", "hashing_embed"]
 
 
 class EmbedderResource(dg.ConfigurableResource):
-    """`model` names the vectors the night clusters on (stored with every vector, so a change re-embeds).
-    `imported`: those vectors come from `memory-pipeline import`; the night computes one only with an encoder
-    for the model (a built-in or the plug-in). `plugin`: "package.module:function" embedding texts for `model`."""
+    """The night's `Embedder`, configurable in Dagster: the same fields, meaning what they mean there."""
 
     model: str = MINILM
     batch_size: int = 64
