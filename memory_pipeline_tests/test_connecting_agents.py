@@ -10,6 +10,7 @@ import re
 import shlex
 import subprocess
 import threading
+import time
 import tomllib
 from pathlib import Path
 
@@ -58,6 +59,16 @@ def test_the_pages_json_toml_and_python_parse_and_name_one_server_command() -> N
     assert len(commands) == 4  # Claude Desktop/Cursor JSON, Codex TOML, `claude mcp add`, `codex mcp add`
     assert all(c == [f"{CHECKOUT}/.venv/bin/memory-pipeline", "mcp"] for c in commands), commands
     assert set(hook_commands()) == {"PreCompact", "SessionEnd"}
+
+
+def _alive(pid: int) -> bool:
+    """Whether the background import (a child of no process of ours: its own session) still runs."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat")
+    return not (stat.exists() and stat.read_text().split(")")[-1].split()[0] == "Z")  # a zombie has ended
 
 
 def _env(tmp_path: Path) -> dict[str, str]:
@@ -137,8 +148,17 @@ def test_the_claude_code_hooks_import_the_session_they_are_given(tmp_path: Path)
     assert "1 new transcript(s)" in run("PreCompact")
     assert not (home / "knowledge" / "journal" / "2026-10-14.md").exists()  # --no-journals: compaction waits less
     session.write_text("".join(lines), encoding="utf-8")  # the session went on to its end
-    out = run("SessionEnd")
-    assert "0 new transcript(s), 1 updated" in out and "rebuilding the journals of 2026-10-14" in out
+    said = run("SessionEnd")  # the hook hands the import to a process of its own and returns (its time budget)
+    match = re.search(r"importing in the background \(pid (\d+)\) into workspace (.+);", said)
+    assert match and Path(match.group(2)) == home, said
+    log = home / "reports" / "background-imports.log"
+    deadline = time.monotonic() + WAIT_S
+    while not (log.is_file() and "rebuilding the journals of 2026-10-14" in log.read_text() and not _alive(
+            int(match.group(1)))):  # fmt: skip
+        assert time.monotonic() < deadline, f"the background import did not finish in {WAIT_S} s: {log.read_text()}"
+        time.sleep(0.5)
+    out = log.read_text()
+    assert "0 new transcript(s), 1 updated" in out and "Traceback" not in out, out
     assert (home / "knowledge" / "journal" / "2026-10-14.md").is_file()
     assert not Path(env["MEMORY_PIPELINE_HOME"]).exists()
 

@@ -135,6 +135,9 @@ def progress_printer(stream: object = None) -> Callable[[int, int], None]:
     return log
 
 
+BACKGROUND_LOG = Path("reports") / "background-imports.log"
+
+
 def cmd_import(args: argparse.Namespace) -> int:
     home = workspace_home()
     options = Options(args.format, args.since, args.started, args.keep_thinking)
@@ -143,12 +146,39 @@ def cmd_import(args: argparse.Namespace) -> int:
     if not args.paths:
         print(f"error: give a PATH to import (or --watch, which reads the folders in {SOURCES_ENV})", file=sys.stderr)
         return 2
+    if args.background:
+        return in_background(home, args)
     try:
         report = import_paths(args.paths, home / "raw" / "conversations", options, progress=progress_printer())
     except SourceError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     return 1 if show_and_rebuild(home, report, args) else 0
+
+
+def in_background(home: Path, args: argparse.Namespace) -> int:
+    """Hand the import to a process of its own session and return at once: a host's hook has a time budget
+    (Claude Code gives SessionEnd hooks 1.5 s) that a journal rebuild does not fit, and a hook cancelled midway
+    left the day's journal for the next import to rebuild. The child's output is appended to BACKGROUND_LOG."""
+    import os
+    import subprocess
+    from datetime import UTC, datetime
+
+    argv = ["transcripts", "import", *(str(p.resolve()) for p in args.paths), "--format", args.format]
+    argv += ["--since", args.since.isoformat()] if args.since else []
+    argv += ["--started", args.started.isoformat()] if args.started else []
+    argv += [flag for flag, on in (("--keep-thinking", args.keep_thinking), ("--no-journals", args.no_journals),
+                                   ("--in-process", args.in_process)) if on]  # fmt: skip
+    log = home / BACKGROUND_LOG
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("a", encoding="utf-8") as out:
+        out.write(f"== {datetime.now(UTC):%Y-%m-%d %H:%M:%S} UTC: memory-pipeline {' '.join(argv)}\n")
+        out.flush()
+        child = subprocess.Popen([sys.executable, "-m", "memory_pipeline.cli", *argv], stdin=subprocess.DEVNULL,
+                                 stdout=out, stderr=out, start_new_session=True,
+                                 env={**os.environ, "MEMORY_PIPELINE_HOME": str(home)})  # fmt: skip
+    print(f"importing in the background (pid {child.pid}) into workspace {home}; its output: {BACKGROUND_LOG}")
+    return 0
 
 
 def show_and_rebuild(home: Path, report: ImportReport, args: argparse.Namespace, journals: bool = True) -> bool:
@@ -317,4 +347,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     imp.add_argument("--no-journals", action="store_true",
                      help="write the transcripts only (the next import without it rebuilds their days' journals)")
     imp.add_argument("--in-process", action="store_true", help="run the journal steps in this process")
+    imp.add_argument("--background", action="store_true",
+                     help="return at once and import in a process of its own (for a host's hook with a time "
+                     f"budget); its output is appended to {BACKGROUND_LOG} in the workspace")  # fmt: skip
     imp.set_defaults(fn=cmd_import)
