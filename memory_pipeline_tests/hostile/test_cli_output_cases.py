@@ -93,3 +93,13 @@ def test_an_empty_import_into_a_new_workspace_leaves_a_store_run_can_read(
     assert main(["run"]) == 0
     out, err = capsys.readouterr()
     assert "import PATH" not in out + err and "nothing new to consolidate" in out, out + err
+
+
+def test_a_background_import_of_a_missing_file_is_one_line_and_starts_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("MEMORY_PIPELINE_HOME", str(tmp_path / "ws"))
+    assert main(["transcripts", "import", str(tmp_path / "nope.jsonl"), "--background"]) == 2
+    err = capsys.readouterr().err
+    assert err.strip().splitlines() == [f"error: {tmp_path / 'nope.jsonl'}: no such file or folder; nothing imported"]
+    assert not (tmp_path / "ws" / "reports" / "background-imports.log").exists()

@@ -164,6 +164,10 @@ def in_background(home: Path, args: argparse.Namespace) -> int:
     import subprocess
     from datetime import UTC, datetime
 
+    missing = [p for p in args.paths if not p.exists()]
+    if missing:  # said here, where the hook's output is read, not only in the log
+        print(f"error: {missing[0]}: no such file or folder; nothing imported", file=sys.stderr)
+        return 2
     argv = ["transcripts", "import", *(str(p.resolve()) for p in args.paths), "--format", args.format]
     argv += ["--since", args.since.isoformat()] if args.since else []
     argv += ["--started", args.started.isoformat()] if args.started else []
