@@ -284,7 +284,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         atoms = con.execute("SELECT count(*), coalesce(avg(confidence), 0) FROM atoms").fetchall()[0]
         tokens = con.execute("SELECT coalesce(sum(token_count), 0) FROM memories WHERE lifecycle = 'active'").fetchall()
         finished = con.execute(
-            "SELECT run_id, finished_at, verdict FROM consolidation_runs WHERE finished_at IS NOT NULL "
+            "SELECT run_id, finished_at, verdict, report FROM consolidation_runs WHERE finished_at IS NOT NULL "
             "ORDER BY finished_at DESC LIMIT 1"
         ).fetchall()
         unfinished = con.execute(
@@ -300,8 +300,9 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(f"active tokens {tokens[0][0]}")
     for line in last_run_lines(finished, unfinished):
         print(line)
-    from memory_pipeline.abstraction import retention
+    from memory_pipeline.abstraction import grade, retention
 
+    print(grade.status_line(json.loads(finished[0][3]) if finished and finished[0][3] else None))
     for line in retention.status_lines(retention.recent(home / "reports", 3)):
         print(line)
     return 0
@@ -311,7 +312,7 @@ def last_run_lines(finished: list[tuple], unfinished: list[tuple]) -> list[str]:
     """`status`'s run lines: the last finished run, and a later run that has not finished (running, or killed)."""
     lines = []
     if finished:
-        run_id, at, verdict = finished[0]
+        run_id, at, verdict = finished[0][:3]
         lines.append(f"last run      {run_id} at {at:%Y-%m-%d %H:%M} UTC: {verdict or 'no verdict'}")
     else:
         lines.append("last run      none finished yet")

@@ -53,6 +53,7 @@ ENV_NAMES: dict[str, tuple[str, type]] = {
     "retention_budget": ("MEMORY_PIPELINE_RETENTION_BUDGET", int),
     "retention_seconds": ("MEMORY_PIPELINE_RETENTION_SECONDS", float),
     "retention_share": ("MEMORY_PIPELINE_RETENTION_SHARE", float),
+    "grade_floor": ("MEMORY_PIPELINE_GRADE_FLOOR", float),  # the night's grade of what it wrote
 }
 
 # Text settings and their allowed values (None: free text).
@@ -92,10 +93,12 @@ _MINIMA: dict[str, float] = {
     "retention_budget": 1,
     "retention_seconds": 0,
     "retention_share": 0,
+    "grade_floor": 0,
 }
 
 
-_SHARES = ("similarity_threshold", "usage_decay", "max_superseded_share", "retention_floor", "retention_share")
+_SHARES = ("similarity_threshold", "usage_decay", "max_superseded_share", "retention_floor", "retention_share",
+           "grade_floor")
 
 
 def env_overrides(environ: Mapping[str, str] | None = None) -> dict[str, int | float | str]:

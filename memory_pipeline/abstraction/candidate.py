@@ -277,23 +277,29 @@ def grade_night(
 
 
 def stop_night(db: MemoryStore, r: retention.Retention, started_at: datetime | None = None) -> tuple[int, int]:
-    """A night below the floor ends here, in one transaction: its pending summaries are reconciled as an
+    """A night below the retention floor ends here (`block_night`)."""
+    r.blocked = True
+    return block_night(db, r.run_id, "knowledge_retention", r.to_dict(), started_at)
+
+
+def block_night(db: MemoryStore, run_id: str, check: str, figures: dict[str, Any],
+                started_at: datetime | None = None) -> tuple[int, int]:  # fmt: skip
+    """A night a blocking check stops ends here, in one transaction: its pending summaries are reconciled as an
     interrupted night's are (none of their sources is archived, so each is removed), its run row says BLOCKED
-    with the figures, and its lease is released. Returns (summaries activated, summaries removed)."""
+    with the check's figures, and its lease is released. Returns (summaries activated, summaries removed)."""
     import json
 
     from memory_pipeline.store import lease
     from memory_pipeline.store import repository as repo
 
-    r.blocked = True
     with db.transaction() as con:
         activated, removed = repo.reconcile_pending(con)
-        row = con.execute("SELECT started_at FROM consolidation_runs WHERE run_id = ?", [r.run_id]).fetchall()
+        row = con.execute("SELECT started_at, verdict, report FROM consolidation_runs WHERE run_id = ?",
+                          [run_id]).fetchall()  # fmt: skip
         started = row[0][0] if row else (started_at or utcnow())
-        con.execute(
-            "INSERT OR REPLACE INTO consolidation_runs VALUES (?, ?, ?, 'BLOCKED', ?)",
-            [r.run_id, started, utcnow(), json.dumps({"run_id": r.run_id, "verdict": "BLOCKED",
-                                                      "knowledge_retention": r.to_dict()})],
-        )  # fmt: skip
-        lease.release(con, r.run_id)
+        record = json.loads(row[0][2]) if row and row[0][1] == "BLOCKED" and row[0][2] else {}  # both checks
+        record.update({"run_id": run_id, "verdict": "BLOCKED", check: figures})
+        con.execute("INSERT OR REPLACE INTO consolidation_runs VALUES (?, ?, ?, 'BLOCKED', ?)",
+                    [run_id, started, utcnow(), json.dumps(record)])  # fmt: skip
+        lease.release(con, run_id)
     return len(activated), len(removed)

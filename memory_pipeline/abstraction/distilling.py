@@ -6,12 +6,14 @@ seed's failure table says. The `distillations` asset picks the clusters, calls t
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from memory_pipeline.abstraction import versions
+from memory_pipeline.abstraction.grade import SummaryGrade
 from memory_pipeline.abstraction.outcomes import ClusterOutcome, stage_error
 from memory_pipeline.llm import faithfulness
 from memory_pipeline.llm.distill import Distillation, DistillationRejected, Member, validate_abstraction
@@ -58,16 +60,26 @@ def _text(value: Any) -> str | None:
     return None if value is None or (isinstance(value, float) and pd.isna(value)) else str(value)
 
 
+def statement_encoder(embedder: Any) -> faithfulness.Encode | None:
+    """The embedder's encoder for judging paraphrases, when it is the model "says" was calibrated on (MiniLM);
+    else None, and the words alone decide."""
+    from memory_pipeline.embedding.spec import MINILM
+
+    return embedder.encode if embedder.can_encode and embedder.model == MINILM else None
+
+
 def judged(
     cluster: MemoryCluster,
     result: Distillation | BaseException,
     min_compression_ratio: float,
     max_abstraction_tokens: int,
     sources: Sequence[str] = (),
+    encode: faithfulness.Encode | None = None,
 ) -> ClusterOutcome:
     """The cluster's outcome: its distillation with the validated compression ratio, or skipped and why. Every
     distiller's text is held to its `sources` (what the distiller was given): a value no source states, values
-    of different statements put together, or facts left out reject it, and the cluster stays as it is."""
+    of different statements put together, statements or facts left out reject it, and the cluster stays as it
+    is. The outcome carries the distillation's grade (`abstraction.grade`) either way."""
     from memory_pipeline.llm import runs as llm_runs
 
     outcome = ClusterOutcome(cluster)
@@ -75,7 +87,12 @@ def judged(
         if isinstance(result, BaseException):
             raise result
         if sources:
-            reason = faithfulness.rejection(sources, result.abstraction) or fact_rejection(sources, result.abstraction)
+            found = faithfulness.check(sources, result.abstraction)
+            covered = faithfulness.coverage(sources, result.abstraction, encode)
+            outcome.grade = SummaryGrade(cluster.cluster_id, len(covered.said), covered.total, len(found), False,
+                                         covered.missed[:3])  # fmt: skip
+            reason = (faithfulness.rejection_of(found) or fact_rejection(sources, result.abstraction)
+                      or faithfulness.coverage_reason(covered))  # fmt: skip
             if reason:
                 raise DistillationRejected(reason)
         result.compression_ratio = round(
@@ -89,6 +106,8 @@ def judged(
             3,
         )
         outcome.distillation = result
+        if outcome.grade is not None:
+            outcome.grade = replace(outcome.grade, accepted=True)
     except DistillationRejected as exc:
         outcome.skip_reason, outcome.status = str(exc), "skipped"
     except llm_runs.CostCapReached as exc:  # never sent: waits for the next night, not an attempt

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from memory_pipeline.abstraction.grade import SummaryGrade
 from memory_pipeline.abstraction.report import CompressionError
 from memory_pipeline.llm.distill import Distillation
 from memory_pipeline.similarity.clustering import MemoryCluster
@@ -42,6 +43,7 @@ class ClusterOutcome:
     summary_id: str | None = None
     status: str = "pending"  # pending | skipped | compressed | failed
     errors: list[CompressionError] = field(default_factory=list)
+    grade: SummaryGrade | None = None  # its distillation held to its sources (None: not distilled)
 
 
 @dataclass

@@ -6,6 +6,8 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
 
+from memory_pipeline.abstraction import grade
+
 
 @dataclass
 class CompressionError:
@@ -55,6 +57,7 @@ class CompressionRunReport:
     clusters_recently_processed: int = 0
     # memories the night marked superseded: a later memory states another value of the same fact
     supersessions: int = 0
+    grade: dict[str, Any] = field(default_factory=dict)  # abstraction.grade: what the summaries say, held to sources
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -198,6 +201,7 @@ def summary_lines(report: CompressionRunReport) -> list[str]:
         f"  clusters_compressed  {report.clusters_compressed}",
         f"  memories_archived    {report.memories_archived} (+{report.exact_duplicates_archived} exact duplicates)",
         f"  supersessions        {report.supersessions} (older values of a fact a newer one replaced)",
+        *([f"  {grade.from_dict(report.grade).line()}"] if report.grade else []),
         f"  abstractions_created {report.abstractions_created}",
         f"  atoms created/enriched {report.atoms_created}/{report.atoms_enriched}",
         f"  tokens before/after  {report.tokens_before} → {report.tokens_after}",

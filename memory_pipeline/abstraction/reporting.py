@@ -24,12 +24,12 @@ from memory_pipeline.store import outbox as graph_outbox
 from memory_pipeline.store.db import MemoryStore
 
 # Reasons counted as one whatever their detail: the night's grade of what its distiller wrote, and LLM errors
-_COUNTED = ("LLM error", "not faithful to its sources", "facts not preserved")
+_COUNTED = ("LLM error", "not faithful to its sources", "statements dropped", "facts not preserved")
 
 
 def skip_reasons(outcomes: list[ClusterOutcome]) -> dict[str, int]:
-    """Skipped clusters by reason: LLM errors, the judge's refusals (unfaithful, facts dropped) and ratio floors
-    each counted as one reason whatever their detail (the detail is in `compression_log`)."""
+    """Skipped clusters by reason: LLM errors, the judge's refusals (unfaithful, statements or facts dropped) and
+    ratio floors each counted as one reason whatever their detail (the detail is in `compression_log`)."""
     reasons: dict[str, int] = {}
     for o in outcomes:
         if o.status == "skipped" and o.skip_reason:

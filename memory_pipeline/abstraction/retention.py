@@ -300,7 +300,10 @@ def status_lines(nights: Sequence[Retention]) -> list[str]:
     for i, r in enumerate(nights):
         when = r.finished_at[:16].replace("T", " ")
         verdict = "BLOCKED" if r.blocked else "ok"
-        figures = f"{r.kept_after} of {r.kept_before} probes kept" if r.probes else "no probe"
-        out.append(f"{'retention' if i == 0 else '':<14}{when} UTC  {r.retention:.3f} {verdict} ({figures}, floor "
+        head = f"{'retention' if i == 0 else '':<14}{when} UTC  "
+        if not r.probes:  # nothing asked (probes off, or nothing to archive): no figure to show as "1.000 ok"
+            out.append(f"{head}not measured (no probe asked) run {r.run_id[:8]}")
+            continue
+        out.append(f"{head}{r.retention:.3f} {verdict} ({r.kept_after} of {r.kept_before} probes kept, floor "
                    f"{r.floor:g}) run {r.run_id[:8]}")  # fmt: skip
     return out

@@ -198,7 +198,9 @@ class OfflineDistiller:
 
     name = "offline-extractive"
 
-    def __init__(self, budget_fraction: float = 0.3, max_tokens: int = 2000, min_ratio: float = 1.5) -> None:
+    def __init__(self, budget_fraction: float = 0.3, max_tokens: int = 2000, min_ratio: float = 1.5,
+                 encode: faithfulness.Encode | None = None) -> None:  # fmt: skip
+        self.encode = encode  # the embedder's, when the night has one: paraphrases already said are not repeated
         self.budget_fraction = budget_fraction
         self.max_tokens = max_tokens
         self.min_ratio = min_ratio
@@ -282,6 +284,11 @@ class OfflineDistiller:
         costs = [estimate_tokens(t) + (estimate_tokens(f.pieces[0].label + ":") if f.pieces[0].label else 0) + 1
                  for t, f in zip(texts, families, strict=True)]  # fmt: skip
         fam_facts = [f.facts() for f in families]
+        near = faithfulness.Near([p.text for p in pieces] + [s for t in texts for s in faithfulness.sentences(t)],
+                                 self.encode)  # fmt: skip
+
+        def said(text: str, written: Sequence[str]) -> bool:
+            return any(faithfulness.says(w, text, near(w, text)) for w in written)
         shown_words = [ab.skeleton(f).words for f in families]
         chosen: list[int] = []
         covered_facts: set[str] = set()
@@ -321,6 +328,9 @@ class OfflineDistiller:
             new_words = shown_words[i] - covered
             if len(new_words) < 2 or (not labels[0] and 2 * len(new_words) < len(shown_words[i])):
                 continue
+            if all(said(t, [w for j in chosen for w in faithfulness.sentences(texts[j])])
+                   for t in faithfulness.sentences(texts[i])):  # fmt: skip
+                continue  # a paraphrase of what is written
             if open_(i, min(hard, max(soft, used))):
                 take(i)
         if causal and not any(families[i].causal for i in chosen):
@@ -328,8 +338,21 @@ class OfflineDistiller:
                 if families[i].causal and open_(i, hard):
                     take(i)
                     break
+        written = [s for i in chosen for s in faithfulness.sentences(texts[i])]
+        extra: list[tuple[tuple[int, int], str, str]] = []
+        by_size = sorted(range(len(families)), key=lambda i: (-len(families[i].members), i))
+        for p in (p for i in by_size for p in families[i].pieces):
+            # 4. every statement not said yet — a lesson, an instruction, a decision — verbatim, within the limit
+            text = _as_statement(p.text)
+            if not faithfulness.statement_like(text) or said(p.text, written):
+                continue
+            cost = estimate_tokens(text) + 1
+            if used + cost <= hard:
+                used += cost
+                extra.append(((p.member, p.position), p.label, text))
+                written.append(text)
 
-        body = self._render([(families[i].first, labels[families[i].first[0]], texts[i]) for i in chosen])
+        body = self._render([(families[i].first, labels[families[i].first[0]], texts[i]) for i in chosen] + extra)
         if not chosen and pieces:  # nothing but filler: keep the sentence that shares the most words
             fallback = max(
                 pieces,

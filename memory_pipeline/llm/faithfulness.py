@@ -10,11 +10,16 @@ the offline distiller folds values only where this allows, and the night's grade
 
 from __future__ import annotations
 
+import difflib
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from memory_pipeline.llm import facts as fx
+
+if TYPE_CHECKING:
+    import numpy as np
 
 # what the night writes around a distillation, not a claim of its sources
 _FRAME = re.compile(rf"{fx.FRAME.pattern}|\(since \d{{4}}-\d{{2}}-\d{{2}}; was [^)]*\)|\b\d+ says?\b")  # "4 say …"
@@ -44,7 +49,7 @@ def same_statement(a: str, b: str) -> bool:
     minutes", "the pytest run took 48 minutes again") are one statement, and a range over them is honest."""
     if _masked(a) == _masked(b):
         return True
-    if fx.has_negation(a) != fx.has_negation(b) or _named(a) != _named(b):
+    if fx.has_negation(a) != fx.has_negation(b) or _named(a) != _named(b) or swapped(a, b):
         return False
     wa, wb = _words(a), _words(b)
     return bool(wa and wb) and len(wa & wb) / len(wa | wb) >= SAME_WORDS
@@ -116,10 +121,126 @@ def check(sources: Sequence[str], abstraction: str) -> list[Unfaithful]:
     return found
 
 
-def rejection(sources: Sequence[str], abstraction: str) -> str | None:
-    """The reason to reject `abstraction` as unfaithful, or None."""
-    found = check(sources, abstraction)
+def rejection_of(found: Sequence[Unfaithful]) -> str | None:
+    """The reason to reject an abstraction with these unfaithful sentences (`check`), or None."""
     if not found:
         return None
     more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
     return f"not faithful to its sources: {found[0]}{more}"
+
+
+# ---- coverage: does the abstraction still say every distinct statement of its sources? ----
+# "Says" was calibrated on labelled pairs (benchmarks/statement_pairs.json: paraphrases that must count,
+# look-alikes that must not), thresholds chosen on its dev split; `python -m benchmarks statement-pairs` scores both.
+
+COVER_COSINE = 0.80  # MiniLM cosine at which a sentence with some of a statement's words says it
+COVER_SOME = 0.4  # ... the share of the statement's content words it must still have
+COVER_WORDS = 0.8  # the share of a statement's content words that says it without a model
+COVER_FLOOR = 0.8  # the share of its sources' distinct statements an abstraction must say, or it is rejected
+MIN_WORDS = 3  # a sentence with fewer content words ("Thanks!", "Again.") states nothing to keep
+_STEM = 5  # letters a word is compared by: "apologise", "apologies", "apologised" are one word
+
+Encode = Callable[[Sequence[str]], "np.ndarray"]
+
+
+def _stems(text: str) -> frozenset[str]:
+    return frozenset(_stem_list(text))
+
+
+def _stem_list(text: str) -> list[str]:
+    return [w[:_STEM] for w in re.findall(r"[a-z][a-z']+", _masked(text)) if len(w) > 2 and w not in fx.STOP_WORDS]
+
+
+def swapped(a: str, b: str) -> bool:
+    """One or two words of `a` replaced in place by others in `b`, the rest in the same order: the mark of a
+    look-alike ("the staging database" / "the production database", "per trade" / "per week", "enabled" /
+    "disabled"), not of a paraphrase, which reorders and rephrases."""
+    ops = [o for o in difflib.SequenceMatcher(None, _stem_list(a), _stem_list(b), autojunk=False).get_opcodes()
+           if o[0] != "equal"]  # fmt: skip
+    return len(ops) == 1 and ops[0][0] == "replace" and ops[0][2] - ops[0][1] <= 2 and ops[0][4] - ops[0][3] <= 2
+
+
+def says(sentence: str, statement: str, cosine: float | None = None) -> bool:
+    """Whether a reader of `sentence` knows `statement`: the same words once values are masked, or — with the
+    same negation, every thing the statement names, and no word swapped for another in place (`swapped`) —
+    most of its content words (`COVER_WORDS`, compared by their first letters so inflections match), or some
+    of them (`COVER_SOME`) at a MiniLM `cosine` of at least `COVER_COSINE`."""
+    if _masked(sentence) == _masked(statement):
+        return True
+    if fx.has_negation(statement) != fx.has_negation(sentence) or not _named(statement) <= _named(sentence):
+        return False
+    if swapped(statement, sentence):
+        return False
+    want = _stems(statement)
+    if not want:
+        return False
+    share = len(want & _stems(sentence)) / len(want)
+    return share >= COVER_WORDS or (cosine is not None and cosine >= COVER_COSINE and share >= COVER_SOME)
+
+
+def statement_like(sentence: str) -> bool:
+    """Whether `sentence` states something to keep (not small talk, not a fragment)."""
+    return len(_words(sentence)) >= MIN_WORDS
+
+
+def sentences(text: str) -> list[str]:
+    """`text`'s sentences, less what the night writes around a distillation."""
+    return [s.strip() for s in _SENTENCE.split(_FRAME.sub(" ", text)) if s.strip()]
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """Which of the sources' distinct statements the abstraction says."""
+
+    said: tuple[str, ...]
+    missed: tuple[str, ...]
+
+    @property
+    def total(self) -> int:
+        return len(self.said) + len(self.missed)
+
+    @property
+    def share(self) -> float:
+        return len(self.said) / self.total if self.total else 1.0
+
+
+def coverage(sources: Sequence[str], abstraction: str, encode: Encode | None = None) -> Coverage:
+    """The sources' distinct statements — their sentences, one per family of sentences that say each other
+    (small talk and fragments left out) — split into those some sentence of `abstraction` says and the rest.
+    `encode` (texts → unit vectors) adds the embedder's evidence; without it the words alone decide."""
+    wanted = [s for source in sources for s in sentences(source) if statement_like(s)]
+    written = sentences(abstraction)
+    near = Near(wanted + written, encode)
+    families: list[str] = []
+    for s in wanted:
+        if not any(says(s, f, near(s, f)) and says(f, s, near(f, s)) for f in families):
+            families.append(s)
+    said: list[str] = []
+    missed: list[str] = []
+    for f in families:
+        (said if any(says(w, f, near(w, f)) for w in written) else missed).append(f)
+    return Coverage(tuple(said), tuple(missed))
+
+
+class Near:
+    """The embedder's cosine between two of `texts` (None without an encoder), encoded once, in one batch."""
+
+    def __init__(self, texts: Sequence[str], encode: Encode | None) -> None:
+        self._index: dict[str, int] = {}
+        self._sims = None
+        if encode is not None and texts:
+            self._index = {t: i for i, t in enumerate(dict.fromkeys(texts))}
+            vectors = encode(list(self._index))
+            self._sims = vectors @ vectors.T
+
+    def __call__(self, a: str, b: str) -> float | None:
+        i, j = self._index.get(a), self._index.get(b)
+        return None if self._sims is None or i is None or j is None else float(self._sims[i, j])
+
+
+def coverage_reason(c: Coverage, floor: float = COVER_FLOOR) -> str | None:
+    """The reason to reject an abstraction with coverage `c` for what it leaves out, or None."""
+    if c.share >= floor:
+        return None
+    return (f"statements dropped: says {len(c.said)} of its sources' {c.total} statements ({c.share:.2f} < "
+            f"{floor}); first left out: {c.missed[0][:120]!r}")  # fmt: skip

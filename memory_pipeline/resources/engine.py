@@ -22,7 +22,9 @@ class EngineConfig(dg.ConfigurableResource):
     # `clustering_choice`. linkage: single | complete | average (None = the embedder's default).
     similarity_threshold: float | None = None
     linkage: str | None = None
-    max_cluster_members: int = 0  # caps on an embedding cluster (seed 004 §3.1); 0 = no cap
+    # caps on an embedding cluster (seed 004 §3.1; 0 = no cap): a summary within 2,000 tokens cannot keep what more
+    # than 40 memories each said, and single linkage would otherwise chain thousands of distinct facts into one
+    max_cluster_members: int = 40
     max_cluster_tokens: int = 0
     linkage_max_component: int = MAX_EXACT_COMPONENT  # larger components are left unclustered, named
     min_cluster_size: int = 3
@@ -70,6 +72,8 @@ class EngineConfig(dg.ConfigurableResource):
     retention_seed: int = 0
     retention_seconds: float = 60.0  # the probes stop being asked after this long (0: no bound)
     retention_share: float = 0.1  # ... or once they took this share of the night's time so far (0: no such bound)
+    # the night's grade: the share of its distillations' source statements they must say (0: not checked)
+    grade_floor: float = 0.9
 
     @field_validator("as_of")
     @classmethod

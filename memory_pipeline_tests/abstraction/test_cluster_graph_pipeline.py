@@ -61,7 +61,8 @@ def _run(home: Path, job: str) -> dg.ExecuteInProcessResult:
         "store": MemoryStoreResource(home=str(home)),
         "embedder": EmbedderResource(model=HASHING),
         "llm": LLMResource(mode="offline"),
-        "engine": EngineConfig(as_of=NOW.isoformat()),
+        # its clusters are random vectors over unlike texts, a night the grade rightly stops: off, to test the graph
+        "engine": EngineConfig(as_of=NOW.isoformat(), grade_floor=0),
     }
     result = (
         defs_with(resources)

@@ -8,7 +8,7 @@ from memory_pipeline.defs.abstraction.cluster_finder import ClusterSelection
 from memory_pipeline.defs.abstraction.common import GROUP
 from memory_pipeline.operator.metadata import OWNERS
 from memory_pipeline.operator.progress import ThrottledProgress
-from memory_pipeline.resources import EngineConfig, LLMResource, MemoryStoreResource
+from memory_pipeline.resources import EmbedderResource, EngineConfig, LLMResource, MemoryStoreResource
 from memory_pipeline.similarity.clustering import MemoryCluster
 
 
@@ -19,10 +19,12 @@ def distillations(
     store: MemoryStoreResource,
     engine: EngineConfig,
     llm: LLMResource,
+    embedder: EmbedderResource,
     clusters: list[MemoryCluster],
 ) -> dg.Output[list[ClusterOutcome]]:
     """One abstraction per cluster. Every distiller's output passes the same validation; a rejection skips
-    the cluster with the precise reason and leaves its sources untouched. With Claude: rate-limited, retried,
+    the cluster with the precise reason and leaves its sources untouched: a text that states what its sources do
+    not, or leaves out what they said (MiniLM judging paraphrases), is refused. With Claude: rate-limited, retried,
     costed per call (the run's usage ledger) and capped at COMPRESSION_MAX_COST_USD; clusters the cap leaves
     out are deferred to the next night, and neither they nor LLM-error skips count against the TTL."""
     from memory_pipeline.llm import runs as llm_runs
@@ -37,6 +39,9 @@ def distillations(
         max_abstraction_tokens=engine.max_abstraction_tokens,
         log=context.log.info,
     )
+    encode = distilling.statement_encoder(embedder)
+    if hasattr(distiller, "encode"):  # the offline distiller: paraphrases already written are not repeated
+        distiller.encode = encode
     context.instance.add_run_tags(context.run.run_id, llm.run_tags())
     selected = clusters
     if config.cluster_id:
@@ -54,7 +59,7 @@ def distillations(
         progress.update(i, f"({cluster.member_count} members, category={cluster.dominant_category})")
         sources = [m.content for m in request.members]
         outcomes.append(distilling.judged(cluster, result, engine.min_compression_ratio, engine.max_abstraction_tokens,
-                                          sources))  # fmt: skip
+                                          sources, encode))  # fmt: skip
     for c in selected:
         if c.skip_reason:
             outcomes.append(ClusterOutcome(c, skip_reason=c.skip_reason, status="skipped"))

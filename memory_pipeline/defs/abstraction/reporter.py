@@ -4,7 +4,7 @@ import time
 
 import dagster as dg
 
-from memory_pipeline.abstraction import reporting
+from memory_pipeline.abstraction import grade, reporting
 from memory_pipeline.abstraction.outcomes import AtomResults, ClusterOutcome, RunStart
 from memory_pipeline.abstraction.report import (
     CompressionRunReport,
@@ -104,6 +104,7 @@ def report(
         skip_reasons=reporting.skip_reasons(outcomes),
         clusters_recently_processed=recent,
         supersessions=superseded,
+        grade=grade.night([o.grade for o in outcomes], engine.grade_floor).to_dict(),
     )
     with db.connect() as con:
         graph_section = reporting.graph_section(con, run_id, clusters, outcomes)
@@ -139,6 +140,8 @@ def report(
             "clusters_compressed": r.clusters_compressed,
             "memories_archived": r.memories_archived,
             "supersessions": r.supersessions,
+            "grade_coverage": r.grade["coverage"],
+            "unfaithful_sentences": r.grade["unfaithful_sentences"],
             "avg_compression_ratio": r.avg_compression_ratio,
             "estimated_cost_usd": r.estimated_cost_usd,
             "llm_calls": r.total_llm_calls,
