@@ -60,12 +60,16 @@ def _text(value: Any) -> str | None:
     return None if value is None or (isinstance(value, float) and pd.isna(value)) else str(value)
 
 
-def statement_encoder(embedder: Any) -> faithfulness.Encode | None:
-    """The embedder's encoder for judging paraphrases, when it is the model "says" was calibrated on (MiniLM);
-    else None, and the words alone decide."""
+def statement_encoder(embedder: Any, requests: Sequence[DistillRequest]) -> faithfulness.Encode | None:
+    """The embedder's encoder for judging paraphrases, when it is the model "says" was calibrated on (MiniLM),
+    with every member's sentences embedded in one batch; else None, and the words alone decide."""
     from memory_pipeline.embedding.spec import MINILM
 
-    return embedder.encode if embedder.can_encode and embedder.model == MINILM else None
+    if not (embedder.can_encode and embedder.model == MINILM):
+        return None
+    encode = faithfulness.CachedEncoder(embedder.encode)
+    encode.warm([s for r in requests for m in r.members for s in faithfulness.sentences(m.content)])
+    return encode
 
 
 def judged(

@@ -24,6 +24,11 @@ Given N related memories, produce a single compressed abstraction that:
 3. Is written as a declarative fact or principle, not a narrative or story
 4. Captures the most generalizable form of the pattern
 5. Determines whether the pattern is causal (action → outcome) or merely descriptive
+6. Says every distinct lesson, instruction, decision and observation of the inputs (paraphrases of one may be
+   said once); distinct events stay distinct, each with its own detail — they are not one "pattern"
+7. States no number, name, date or range that no input states: values are combined into a range only across
+   reports of the same thing ("took 16-48 minutes" over three reports of one job), never across different
+   events, people, places or strategies; signs and clock times are kept as written
 
 Output ONLY valid JSON: { "abstraction": "...", "compression_ratio": 3.4, "is_causal": true }"""
 
@@ -289,6 +294,10 @@ class OfflineDistiller:
 
         def said(text: str, written: Sequence[str]) -> bool:
             return any(faithfulness.says(w, text, near(w, text)) for w in written)
+
+        def paraphrased(i: int) -> bool:  # every sentence of family i already said by what is chosen
+            written = [w for j in chosen for w in faithfulness.sentences(texts[j])]
+            return all(said(t, written) for t in faithfulness.sentences(texts[i]))
         shown_words = [ab.skeleton(f).words for f in families]
         chosen: list[int] = []
         covered_facts: set[str] = set()
@@ -307,10 +316,10 @@ class OfflineDistiller:
 
         by_score = sorted(range(len(families)), key=lambda i: (-max(p.score for p in families[i].pieces), i))
         represented: set[int] = set()
-        for i in by_score:  # 1. every member's most informative sentence, unless its words are already there
+        for i in by_score:  # 1. every member's most informative sentence, unless its words (or a paraphrase) are there
             fresh = families[i].members - represented
             represented |= families[i].members
-            if fresh and open_(i, hard) and not shown_words[i] <= covered:
+            if fresh and open_(i, hard) and not shown_words[i] <= covered and not paraphrased(i):
                 take(i)
         while True:  # 2. facts not yet stated, most new facts first
             best = max(
@@ -328,9 +337,8 @@ class OfflineDistiller:
             new_words = shown_words[i] - covered
             if len(new_words) < 2 or (not labels[0] and 2 * len(new_words) < len(shown_words[i])):
                 continue
-            if all(said(t, [w for j in chosen for w in faithfulness.sentences(texts[j])])
-                   for t in faithfulness.sentences(texts[i])):  # fmt: skip
-                continue  # a paraphrase of what is written
+            if paraphrased(i):
+                continue
             if open_(i, min(hard, max(soft, used))):
                 take(i)
         if causal and not any(families[i].causal for i in chosen):
@@ -379,7 +387,13 @@ class OfflineDistiller:
         """Families in the order their first sentence appears, behind the member's label if it had one."""
         out: list[str] = []
         previous = ""
+        seen: set[str] = set()
         for _, label, text in sorted(parts, key=lambda p: p[0]):
+            kept = [s for s in split_sentences(text) if (label, s) not in seen]  # one sentence written once
+            seen.update((label, s) for s in kept)
+            if not kept:
+                continue
+            text = " ".join(kept)
             out.append(f"{label}: {text}" if label and label != previous else text)
             previous = label
         return " ".join(out)

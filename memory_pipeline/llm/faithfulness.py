@@ -14,6 +14,7 @@ import difflib
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from memory_pipeline.llm import facts as fx
@@ -55,14 +56,17 @@ def same_statement(a: str, b: str) -> bool:
     return bool(wa and wb) and len(wa & wb) / len(wa | wb) >= SAME_WORDS
 
 
+@lru_cache(maxsize=1 << 16)
 def _named(text: str) -> frozenset[str]:
     return frozenset(e.lower() for e in fx.entities(_FRAME.sub("", text)) if fx.parse_number(e) is None)
 
 
+@lru_cache(maxsize=1 << 16)
 def _words(text: str) -> frozenset[str]:
     return frozenset(w for w in re.findall(r"[a-z][a-z']+", _masked(text)) if len(w) > 2 and w not in fx.STOP_WORDS)
 
 
+@lru_cache(maxsize=1 << 16)
 def _masked(text: str) -> str:
     text = _TIME.sub("#", _FRAME.sub("", text.lower()))
     text = re.sub(r"(?<!\w)[$\u2212-]?\d+(?:[.,:]\d+)*(?:[km%x]|bn)?\+?", "#", text)  # not w17, web-04
@@ -135,7 +139,7 @@ def rejection_of(found: Sequence[Unfaithful]) -> str | None:
 
 COVER_COSINE = 0.80  # MiniLM cosine at which a sentence with some of a statement's words says it
 COVER_SOME = 0.4  # ... the share of the statement's content words it must still have
-COVER_WORDS = 0.8  # the share of a statement's content words that says it without a model
+COVER_WORDS = 0.85  # the share of a statement's content words that says it without a model
 COVER_FLOOR = 0.8  # the share of its sources' distinct statements an abstraction must say, or it is rejected
 MIN_WORDS = 3  # a sentence with fewer content words ("Thanks!", "Again.") states nothing to keep
 _STEM = 5  # letters a word is compared by: "apologise", "apologies", "apologised" are one word
@@ -143,12 +147,14 @@ _STEM = 5  # letters a word is compared by: "apologise", "apologies", "apologise
 Encode = Callable[[Sequence[str]], "np.ndarray"]
 
 
+@lru_cache(maxsize=1 << 16)
 def _stems(text: str) -> frozenset[str]:
     return frozenset(_stem_list(text))
 
 
-def _stem_list(text: str) -> list[str]:
-    return [w[:_STEM] for w in re.findall(r"[a-z][a-z']+", _masked(text)) if len(w) > 2 and w not in fx.STOP_WORDS]
+@lru_cache(maxsize=1 << 16)
+def _stem_list(text: str) -> tuple[str, ...]:
+    return tuple(w[:_STEM] for w in re.findall(r"[a-z][a-z']+", _masked(text)) if len(w) > 2 and w not in fx.STOP_WORDS)
 
 
 def swapped(a: str, b: str) -> bool:
@@ -220,6 +226,26 @@ def coverage(sources: Sequence[str], abstraction: str, encode: Encode | None = N
     for f in families:
         (said if any(says(w, f, near(w, f)) for w in written) else missed).append(f)
     return Coverage(tuple(said), tuple(missed))
+
+
+class CachedEncoder:
+    """An encoder that embeds each sentence once: the distiller and the judge ask for the same sentences, and one
+    batch over a whole night (`warm`) costs a fraction of many small ones."""
+
+    def __init__(self, encode: Encode) -> None:
+        self._encode = encode
+        self._vectors: dict[str, np.ndarray] = {}
+
+    def warm(self, texts: Sequence[str]) -> None:
+        todo = [t for t in dict.fromkeys(texts) if t not in self._vectors]
+        if todo:
+            self._vectors.update(zip(todo, self._encode(todo), strict=True))
+
+    def __call__(self, texts: Sequence[str]) -> np.ndarray:
+        import numpy as np
+
+        self.warm(texts)
+        return np.stack([self._vectors[t] for t in texts])
 
 
 class Near:

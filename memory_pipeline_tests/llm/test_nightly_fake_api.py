@@ -26,6 +26,7 @@ from memory_pipeline_tests.conftest import SAMPLE_NOW, resources_for
 from memory_pipeline_tests.llm.fake_api import (
     TEST_KEY,
     FakeAnthropicAPI,
+    distill_reply,
     overloaded,
     rate_limited,
     server_error,
@@ -246,3 +247,35 @@ def test_a_batch_night_killed_while_polling_is_resumed_and_paid_once(
     tags = instance.get_run_by_id(result.run_id).tags
     assert tags["memory_pipeline/llm_api"] == "batch"
     assert_no_secret(workspace, instance, result.run_id)
+
+
+def _fabricated(system: str, user: str) -> str:
+    """Claude's reply with a range no member states written into it."""
+    reply = json.loads(distill_reply(user))
+    reply["abstraction"] = "Backtests on candles: Sharpe 0.17–1.87 across the board. " + reply["abstraction"]
+    return json.dumps(reply)
+
+
+def test_claudes_fabricated_ranges_are_refused_and_the_grade_stops_the_night(workspace: Path, monkeypatch) -> None:
+    """Every reply states a range its members do not: the judge refuses each (the cluster stays), and a night that
+    refused most of its distillations is stopped by the blocking grade before anything is archived."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", TEST_KEY)
+    api = FakeAnthropicAPI()
+    api.reply_when(lambda system, user: system == SYSTEM_PROMPT, _fabricated)
+    with api.serve() as base_url, dg.instance_for_test() as instance:
+        result = run_night(workspace, instance, base_url)
+        assert not result.success
+        grade = next(e for e in result.get_asset_check_evaluations() if e.check_name == "abstraction_grade")
+        assert not grade.passed and "most distillations refused" in str(grade.description)
+    with MemoryStore(workspace / "memory.duckdb").connect() as con:
+        reasons = [r for (r,) in con.execute("SELECT reason FROM compression_log WHERE run_id = ? AND status = "
+                                             "'skipped'", [result.run_id]).fetchall()]  # fmt: skip
+        verdict = con.execute("SELECT verdict, report FROM consolidation_runs WHERE run_id = ?",
+                              [result.run_id]).fetchall()  # fmt: skip
+        summaries = con.execute("SELECT count(*) FROM memories WHERE source LIKE 'abstraction:%'").fetchall()[0][0]
+        compressed = con.execute("SELECT count(*) FROM compression_log WHERE run_id = ? AND status = 'compressed'",
+                                 [result.run_id]).fetchall()[0][0]  # fmt: skip
+    refused = [r for r in reasons if r.startswith("not faithful to its sources: states 0.17")]
+    assert len(refused) >= 5 and all("which no source states" in r for r in refused)
+    assert verdict[0][0] == "BLOCKED" and json.loads(verdict[0][1])["grade"]["refused"] >= len(refused)
+    assert compressed == 0 and summaries == 0  # nothing archived, no summary left behind

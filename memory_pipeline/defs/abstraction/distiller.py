@@ -39,9 +39,6 @@ def distillations(
         max_abstraction_tokens=engine.max_abstraction_tokens,
         log=context.log.info,
     )
-    encode = distilling.statement_encoder(embedder)
-    if hasattr(distiller, "encode"):  # the offline distiller: paraphrases already written are not repeated
-        distiller.encode = encode
     context.instance.add_run_tags(context.run.run_id, llm.run_tags())
     selected = clusters
     if config.cluster_id:
@@ -52,6 +49,9 @@ def distillations(
             c.skip_reason = None
     todo = [c for c in selected if not c.skip_reason]
     requests = distilling.requests(db, todo)
+    encode = distilling.statement_encoder(embedder, requests)
+    if hasattr(distiller, "encode"):  # the offline distiller: paraphrases already written are not repeated
+        distiller.encode = encode
     progress = ThrottledProgress(context.log.info, "Distiller: cluster", len(todo))
     results = llm_runs.distill_all(distiller, requests)
     outcomes: list[ClusterOutcome] = []
