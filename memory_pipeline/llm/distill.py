@@ -387,7 +387,7 @@ class OfflineDistiller:
         """Families in the order their first sentence appears, behind the member's label if it had one."""
         out: list[str] = []
         previous = ""
-        seen: set[str] = set()
+        seen: set[tuple[str, str]] = set()
         for _, label, text in sorted(parts, key=lambda p: p[0]):
             kept = [s for s in split_sentences(text) if (label, s) not in seen]  # one sentence written once
             seen.update((label, s) for s in kept)
