@@ -1,5 +1,6 @@
 """What the offline distiller writes before and after a change: compression ratio, fact preservation and
-faithfulness (`memory_pipeline.llm.faithfulness`: sentences its members do not support).
+faithfulness and coverage (`memory_pipeline.llm.faithfulness`: sentences its members do not support; the share of
+their distinct statements it says, MiniLM judging paraphrases as the night does).
 
 Reads a consolidated workspace (`memory-pipeline demo` builds one): every active summary's source members,
 distilled again by the current `OfflineDistiller` and by the one at a git ref (`--baseline main`, loaded
@@ -64,25 +65,32 @@ def clusters(home: Path) -> list[dict[str, Any]]:
 
 
 def score(distiller: Any, member_cls: Any, found: list[dict[str, Any]]) -> dict[str, Any]:
+    from memory_pipeline.embedding.embedder import Embedder
     from memory_pipeline.llm import faithfulness
     from memory_pipeline.llm.distill import DistillationRejected, validate_abstraction
     from memory_pipeline.llm.facts import check_facts, fact_rejection
     from memory_pipeline.tokens import estimate_tokens
 
-    total = kept = rejected = negations_lost = unfaithful = sentences = refused = 0
+    encode = faithfulness.CachedEncoder(Embedder().encode)
+    total = kept = rejected = negations_lost = unfaithful = sentences = refused = said = statements = 0
     ratios: list[float] = []
     texts: dict[str, str] = {}
     for c in found:
         members = [member_cls(m[0], m[1], float(m[2])) for m in c["members"]]
         span = (str(c["members"][0][3]), str(c["members"][-1][3]))
+        if hasattr(distiller, "encode"):
+            distiller.encode = encode  # as the night hands it the embedder
         d = distiller.distill(members, "", span)
+        covered = faithfulness.coverage([m.content for m in members], d.abstraction, encode)
+        said, statements = said + len(covered.said), statements + covered.total
         texts[c["id"]] = d.abstraction
         check = check_facts([m.content for m in members], d.abstraction)
         total, kept = total + check.total, kept + check.kept
         negations_lost += check.negation_lost
         found_unfaithful = faithfulness.check([m.content for m in members], d.abstraction)
         unfaithful, sentences = unfaithful + bool(found_unfaithful), sentences + len(found_unfaithful)
-        refused += bool(found_unfaithful or fact_rejection([m.content for m in members], d.abstraction))
+        refused += bool(found_unfaithful or fact_rejection([m.content for m in members], d.abstraction)
+                        or faithfulness.coverage_reason(covered))  # fmt: skip
         source = sum(estimate_tokens(m.content) for m in members)
         try:
             ratios.append(validate_abstraction(d.abstraction, source, [m.id for m in members], 1.5, 2000))
@@ -98,6 +106,7 @@ def score(distiller: Any, member_cls: Any, found: list[dict[str, Any]]) -> dict[
         "unfaithful": unfaithful,
         "unfaithful_sentences": sentences,
         "refused": refused,
+        "coverage": said / statements if statements else 1.0,
         "texts": texts,
     }
 
@@ -144,14 +153,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         f"### Offline distiller before ({args.baseline}) and after, on `{args.home.name}` ({len(found)} clusters)",
         "",
         "| distiller | clusters | avg compression ratio | facts (numbers + entities) | preserved | negations lost |"
-        " rejected by validation | unfaithful (texts / sentences) | refused by the night's judge |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        " rejected by validation | unfaithful (texts / sentences) | coverage (pooled) | refused by the night's judge |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for name, r in (("before", before), ("after", after)):
         lines.append(
             f"| {name} | {r['clusters']} | {r['avg_ratio']:.2f} | {r['facts']} | {r['preservation']:.3f} | "
             f"{r['negations_lost']} | {r['rejected']} | {r['unfaithful']} / {r['unfaithful_sentences']} | "
-            f"{r['refused']} |"
+            f"{r['coverage']:.3f} | {r['refused']} |"
         )
     from memory_pipeline.llm import faithfulness
 
