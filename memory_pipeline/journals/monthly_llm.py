@@ -4,7 +4,8 @@ monthly_prompts.json (seed 001 §8.5's pruning prompt applied to one file; the s
 limiter, retries, cost cap and usage ledger, as `llm_extractors.LLMSessionExtractor` uses it.
 
 The model only proposes. Its answer is the file's new body; it is used only if it is not empty, not cut at
-max_tokens, keeps the file's headings in the same order, and is not longer than the file. Anything else — an API
+max_tokens, keeps the file's headings in the same order, is not longer than the file, and states no value the file
+does not (the night's verifier, `llm.faithfulness`). Anything else — an API
 error, the cost cap, a file longer than `max_file_chars` — raises `ReviewFailed` and that file gets the offline
 merge, reason in the report. Lines the answer drops or rewords go to the archive like the offline merge's.
 """
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from memory_pipeline.journals.monthly import ReviewFailed
+from memory_pipeline.llm import faithfulness
 
 PROMPTS: dict[str, Any] = json.loads(Path(__file__).with_name("monthly_prompts.json").read_text(encoding="utf-8"))
 SYSTEM_PROMPT: str = PROMPTS["system"]
@@ -45,6 +47,11 @@ def accept(body: str, reply: str) -> str:
     old = body.strip("\n")
     if len(text.split("\n")) > len(old.split("\n")):
         raise ReviewFailed(f"reply has {len(text.split(chr(10)))} lines, the file {len(old.split(chr(10)))}")
+    lines = [ln for ln in old.split("\n") if ln.strip() and not ln.startswith("#")]
+    for line in text.split("\n"):  # the night's verifier, line by line: no value the file did not state
+        unfaithful = faithfulness.check(lines, line) if line.strip() and not line.startswith("#") else []
+        if unfaithful:
+            raise ReviewFailed(f"not faithful to the file: {unfaithful[0]}")
     lead = body[: len(body) - len(body.lstrip("\n"))]
     return lead + text + "\n" if body.endswith("\n") else lead + text
 

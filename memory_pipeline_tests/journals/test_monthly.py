@@ -398,3 +398,15 @@ def test_the_review_prompt_takes_its_steps_from_seed_001s_pruning_prompt() -> No
     assert ours == seed_steps[1:]  # steps 2-4 word for word; step 1 is about MEMORY.md itself
     assert "Current content:\n{content}\n\nOutput the reviewed {path} content." in ml.PROMPTS["review"]
     assert "Current content:\n{content}\n\nOutput the pruned MEMORY.md content." in quoted.group(1)
+
+
+def test_a_review_that_states_a_value_the_file_does_not_is_refused() -> None:
+    """The monthly review is held to the night's verifier: Claude may prune and merge, not invent a figure."""
+    from memory_pipeline.journals.monthly import ReviewFailed
+    from memory_pipeline.journals.monthly_llm import accept
+
+    body = ("# Fleet\n\n- The ingest worker times out after 30 seconds.\n"
+            "- The search worker times out after 45 seconds.\n")  # fmt: skip
+    assert accept(body, "# Fleet\n\n- The ingest worker times out after 30 seconds.").startswith("# Fleet")
+    with pytest.raises(ReviewFailed, match="not faithful to the file"):
+        accept(body, "# Fleet\n\n- The ingest worker times out after 60 seconds.")
