@@ -10,6 +10,16 @@ injects, not the user's words); a line type or content block not known here is l
 Lines are grouped by `sessionId`; a sub-agent's own file (every message line `isSidechain` with an `agentId`)
 is a session of its own, `<parent>_<agentId>`, naming its parent; sidechain lines in a main file stay in that
 session as `[sidechain]` turns.
+
+Claude Code's own machinery is not conversation, and is kept as marked `system` turns — in the transcript, so a
+reader sees where a session was compacted or interrupted, but never extracted as the user's or the agent's words:
+the compaction boundary (`system` line, `subtype: compact_boundary`) and the summary Claude Code writes after it
+(`isCompactSummary`, cut to its first lines: it restates the turns above it), task notifications
+(`<task-notification>` user text), interruptions (`[Request interrupted by user…]`), synthetic API errors
+(`isApiErrorMessage`, model `<synthetic>`), and in a sub-agent's file the prompt its parent agent wrote (a
+"user" line there is the parent, not the person). The compaction sub-agent's own file (`agent-acompact-*`, agent
+id `acompact…`) is left out whole: its "user" is Claude Code's compaction prompt and its answer is the summary
+the main file already holds. Shapes as Claude Code 2.1 writes them.
 """
 
 from __future__ import annotations
@@ -24,6 +34,7 @@ from memory_pipeline.journals.imports.model import (
     Entry,
     SourceSession,
     ToolUse,
+    cap,
     compact_json,
     safe_id,
     timestamp,
@@ -35,6 +46,8 @@ MESSAGE_TYPES = ("user", "assistant")
 # bookkeeping lines Claude Code writes (see the module doc): left out, not counted as unknown
 BOOKKEEPING = ("system", "file-history-snapshot", "queue-operation", "progress", "custom-title", "summary")
 BLOCKS_LEFT_OUT = ("redacted_thinking",)
+MACHINERY_CAP = 300  # characters of a compaction summary or notification kept on its system turn
+_INTERRUPTED = "[Request interrupted by user"
 
 
 def looks_like(record: Any) -> bool:
@@ -80,6 +93,9 @@ def parse(path: Path, stats: ReadStats | None = None) -> list[SourceSession]:
         if kind == "summary" and isinstance(record.get("summary"), str):
             summaries.append(record["summary"])
             continue
+        if kind == "system" and record.get("subtype") == "compact_boundary":
+            _boundary(sessions, record, path)
+            continue
         if kind not in MESSAGE_TYPES:
             if kind not in BOOKKEEPING:
                 stats.skip(kind)
@@ -107,16 +123,25 @@ def parse(path: Path, stats: ReadStats | None = None) -> list[SourceSession]:
             extra["claude_code_version"] = record["version"]
         if kind == "user" and record.get("isMeta") is True:
             continue
+        before = len(state.out.entries)
         _add(state, kind, message, at, SIDECHAIN if side else None, f"{path}:{number}", stats)
+        for entry in state.out.entries[before:]:
+            _mark_machinery(entry, record, message)
     out = []
     for sid, state in sessions.items():
         session = state.out
         session.session_id = PREFIX + safe_id(sid)
+        first_user = next((e.text for e in session.entries if e.role == "user" and e.text.strip()), "")
         if state.sidechain_only and state.agent_id:  # a sub-agent's own file
+            if state.agent_id.startswith("acompact") or path.name.startswith("agent-acompact"):
+                stats.skip("compaction sub-agent")  # Claude Code summarising the session: not a conversation
+                continue
             session.session_id += "_" + safe_id(state.agent_id)
             session.source_id = f"{sid}/{state.agent_id}"
             session.extra["parent_session"] = PREFIX + safe_id(sid)
-        first_user = next((e.text for e in session.entries if e.role == "user" and e.text.strip()), "")
+            for e in session.entries:  # its "user" is the parent agent's prompt (and tool results)
+                if e.role == "user" and e.text.strip():
+                    e.role, e.text = "system", f"[prompt from the parent agent] {e.text}"
         session.title = title_from(summaries[0] if summaries else first_user) or session.session_id
         if session.entries:
             out.append(session)
@@ -161,3 +186,29 @@ def _add(state: _Session, kind: str, message: dict[str, Any], at: Any, side: str
             stats.skip(f"block {btype}")
     entry.text = "\n\n".join(t for t in texts if t.strip())
     state.out.entries.append(entry)
+
+
+def _boundary(sessions: dict[str, _Session], record: dict[str, Any], path: Path) -> None:
+    """A compaction boundary: a system turn saying when and how much, in its session (if it names one)."""
+    sid, at = record.get("sessionId"), timestamp(record.get("timestamp"))
+    if not isinstance(sid, str) or not sid or at is None:
+        return
+    meta: dict[str, Any] = record["compactMetadata"] if isinstance(record.get("compactMetadata"), dict) else {}
+    trigger = meta.get("trigger") or "compaction"
+    tokens = f", {meta['preTokens']} → {meta['postTokens']} tokens" if {"preTokens", "postTokens"} <= set(meta) else ""
+    sessions.setdefault(sid, _Session(sid, path)).out.entries.append(
+        Entry(at, "system", f"[conversation compacted ({trigger}{tokens})]")
+    )
+
+
+def _mark_machinery(entry: Entry, record: dict[str, Any], message: dict[str, Any]) -> None:
+    """Claude Code's own lines (see the module doc) become marked system turns."""
+    text = entry.text.strip()
+    if record.get("isCompactSummary") is True:
+        entry.role, entry.text = "system", f"[compaction summary] {cap(text, MACHINERY_CAP)}"
+    elif entry.role == "user" and text.startswith("<task-notification>"):
+        entry.role, entry.text = "system", f"[task notification] {cap(text, MACHINERY_CAP)}"
+    elif entry.role == "user" and text.startswith(_INTERRUPTED):
+        entry.role, entry.text = "system", "[interrupted by the user]"
+    elif entry.role == "agent" and (record.get("isApiErrorMessage") is True or message.get("model") == "<synthetic>"):
+        entry.role, entry.text = "system", f"[API error] {cap(text, MACHINERY_CAP)}"
