@@ -187,7 +187,8 @@ def in_background(home: Path, args: argparse.Namespace) -> int:
 
 def show_and_rebuild(home: Path, report: ImportReport, args: argparse.Namespace, journals: bool = True) -> bool:
     """Print what was written, the errors and notes and the summary line; commit and rebuild the journals of the
-    affected days (or print the `reconstruct` command when `journals` is off). True when something failed."""
+    affected days (or print the `reconstruct` command when `journals` is off), then bring the search index up to
+    date. True when something failed."""
     for w in report.written:
         rel = w.path.relative_to(home)
         more = f", version {w.version}, +{w.added} turn(s)" if not w.new else ""
@@ -202,7 +203,12 @@ def show_and_rebuild(home: Path, report: ImportReport, args: argparse.Namespace,
     failed = bool(report.errors)
     if report.written and _commit(home, report):
         return True
-    return _journals(home, report.days, args, journals) or failed
+    failed = _journals(home, report.days, args, journals) or failed
+    if report.written:  # the first search after an import answers at its usual speed, not after an index build
+        from memory_pipeline.search import refresh_index
+
+        print(refresh_index(home), flush=True)
+    return failed
 
 
 def watch(args: argparse.Namespace, home: Path, options: Options) -> int:
