@@ -1,7 +1,7 @@
 """`python -m benchmarks [clustering|incremental|nightly|embeddings|locomo-retention|screening|distill|fleet|gateway|
-current-facts|current-facts-locomo|abstention|retention-probes|transcripts|read-start|all] [options]` — results are
-appended to benchmarks/results/runs/<date>.md with the date, the machine, the BLAS kernel and the OPENBLAS_*
-variables."""
+current-facts|current-facts-locomo|abstention|abstention-fit|retention-probes|transcripts|read-start|all] [options]`
+— results are appended to benchmarks/results/runs/<date>.md with the date, the machine, the BLAS kernel and the
+OPENBLAS_* variables."""
 
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ NAMES = (
     "gateway",
     "current-facts",
     "abstention",
+    "abstention-fit",
     "retention-probes",
     "current-facts-locomo",
     "transcripts",
