@@ -183,11 +183,11 @@ def run(data: Path, conversations: list[str] | None, near: bool = True, heldout:
             now = (conv.last_session_at + timedelta(days=1)).replace(tzinfo=UTC)
             qs = [(q.question, False, lambda hits, q=q: bool(evidence_hit(q.evidence, [h.id for h in hits], {})))
                   for q in conv.questions if q.category != 5 and q.evidence]  # fmt: skip
-            at = {"near": near, "conv": conv.sample_id}
-            rows += _ask(home, qs, "locomo", encode, MINILM, now, **at)
-            rows += _ask(home, [(p, True, bool) for p in probes], "probe", encode, MINILM, now, **at)
+            sid = conv.sample_id
+            rows += _ask(home, qs, "locomo", encode, MINILM, now, near, sid)
+            rows += _ask(home, [(p, True, bool) for p in probes], "probe", encode, MINILM, now, near, sid)
             rows += _ask(home, [(p, True, bool) for p in cross_probes(conv, convs)], "cross", encode, MINILM, now,
-                         **at)  # fmt: skip
+                         near, sid)  # fmt: skip
         everyday = json.loads(EVERYDAY.read_text(encoding="utf-8"))
         home = Path(tmp) / "everyday"
         home.mkdir()

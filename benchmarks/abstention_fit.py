@@ -13,6 +13,7 @@ import argparse
 import json
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -38,7 +39,7 @@ def matrix(rows: Sequence[Asked]) -> tuple[np.ndarray, np.ndarray]:
     return x, np.array([label(a) for a in rows], float)
 
 
-def fit(rows: Sequence[Asked]) -> dict[str, list[float] | float]:
+def fit(rows: Sequence[Asked]) -> dict[str, Any]:
     from sklearn.linear_model import LogisticRegression
 
     x, y = matrix(rows)
@@ -49,10 +50,10 @@ def fit(rows: Sequence[Asked]) -> dict[str, list[float] | float]:
             "scale": scale.tolist()}  # fmt: skip
 
 
-def score(model: dict[str, list[float] | float], rows: Sequence[Asked]) -> np.ndarray:
+def score(model: dict[str, Any], rows: Sequence[Asked]) -> np.ndarray:
     x, _ = matrix(rows)
     z = (x - np.asarray(model["mean"])) / np.asarray(model["scale"]) @ np.asarray(model["coef"])
-    return np.asarray(1.0 / (1.0 + np.exp(-(z + float(model["intercept"])))))  # type: ignore[arg-type]
+    return np.asarray(1.0 / (1.0 + np.exp(-(z + float(model["intercept"])))))
 
 
 def held_out(rows: Sequence[Asked]) -> dict[int, float]:
@@ -90,7 +91,7 @@ def outcomes(rows: Sequence[Asked], p: dict[int, float], lo: float, hi: float, g
     return len(sel), sum(v >= hi for v in ps), sum(lo <= v < hi for v in ps), sum(v < lo for v in ps)
 
 
-def report(rows: Sequence[Asked], model: dict[str, list[float] | float], lo: float, hi: float,
+def report(rows: Sequence[Asked], model: dict[str, Any], lo: float, hi: float,
            p: dict[int, float]) -> tuple[str, bool]:  # fmt: skip
     heads = ["rows (held out by)", "asked", "confident", "weak (marked)", "nothing", "figure", "bound", "met"]
     body, met = [], []
@@ -110,7 +111,7 @@ def report(rows: Sequence[Asked], model: dict[str, list[float] | float], lo: flo
     row("everyday never-stored (set)", ["everyday"], True, "≤ 0.100", lambda f, z: f <= NEVER_MAX)
     row("held-out never-stored (written before the fit)", ["heldout"], True, "≤ 0.100", lambda f, z: f <= NEVER_MAX)
     passes = all(met)
-    weights = ", ".join(f"{f} {c:+.2f}" for f, c in zip(FEATURES, model["coef"], strict=True))  # type: ignore[arg-type]
+    weights = ", ".join(f"{f} {c:+.2f}" for f, c in zip(FEATURES, model["coef"], strict=True))
     leaks = [a.text for a in rows if a.group in ("everyday", "heldout") and a.never and p.get(id(a), 0.0) >= hi]
     text = (f"Rule: `benchmarks/abstention_rule.md` (2026-12-01 amendment). Bars from LoCoMo's held-out scores: lo "
             f"{lo:.2f}, hi {hi:.2f}. {'Passes: the gate ships on.' if passes else 'Misses: the gate ships off.'}\n\n"
@@ -120,8 +121,8 @@ def report(rows: Sequence[Asked], model: dict[str, list[float] | float], lo: flo
     return text, passes
 
 
-def _signal(d: dict[str, object]) -> Signal:
-    return Signal(**{**d, "words": frozenset(d["words"])})  # type: ignore[arg-type]
+def _signal(d: dict[str, Any]) -> Signal:
+    return Signal(**{**d, "words": frozenset(d["words"])})
 
 
 def load_rows(path: Path) -> list[Asked]:

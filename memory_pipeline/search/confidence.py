@@ -21,8 +21,11 @@ from pathlib import Path
 
 import numpy as np
 
+from memory_pipeline.search.hits import Hit, Hits
+
 MODEL_FILE = Path(__file__).with_name("confidence.json")
 FOCUS_SHARE = 0.05  # a focus word: a content word held by at most this share of the memories (0: by none)
+TOP_HITS = 10  # the hits the gate reads (as search/focus.py)
 AGREE_N = 3  # rankings agree when the top BM25 hit is among the AGREE_N best by cosine
 SUMMARY_KINDS = frozenset({"summary", "abstraction", "fact", "rollup"})
 FEATURES = (
@@ -113,3 +116,33 @@ def weak_line(nearest: str, width: int = 120) -> str:
     """The one line a weak match is shown as: the nearest memory, marked as not matching closely."""
     text = " ".join(nearest.split())
     return WEAK_LINE + (text if len(text) <= width else text[: width - 1].rstrip() + "…")
+
+
+def signals_of(hits: Sequence[Hit], now_ts: float) -> list[Signal]:
+    """The gate's reading of search's hits (their parts, words and age at `now_ts`, epoch s)."""
+    from memory_pipeline.search.tokens import tokenize_one
+
+    return [Signal(h.parts.get("specific", 0.0), h.parts.get("bm25", 0.0), h.parts.get("vector", 0.0),
+                   h.parts.get("relevance", 0.0), frozenset(tokenize_one(h.text or h.snippet)), h.kind,
+                   (now_ts - h.stated) / 86400 if h.stated else 0.0) for h in hits]  # fmt: skip
+
+
+def gate_hits(hits: Sequence[Hit], shares: Mapping[str, float], now_ts: float, notice: str, nothing: str,
+              model: Model | None = None) -> Hits:  # fmt: skip
+    """Search's hits after the gate: all of them (`confident`), the nearest alone marked `weak` (its notice the
+    weak-match line), or none."""
+    outcome, p = judge(shares, signals_of(hits[:TOP_HITS], now_ts), model)
+    if outcome == NONE:
+        out = Hits([], notice or nothing)
+    elif outcome == WEAK:
+        out = Hits(list(hits[:1]), weak_line(hits[0].text or hits[0].snippet))
+    else:
+        out = Hits(list(hits), notice)
+    out.match = outcome
+    out.confidence = round(p, 3)
+    return out
+
+
+def combined_on(setting: bool | None) -> bool:
+    """Whether search applies the gate: the ranking's `combined_gate`, else the model file's `enabled`."""
+    return load_model().enabled if setting is None else setting
