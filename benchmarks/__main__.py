@@ -1,7 +1,13 @@
 """`python -m benchmarks [clustering|incremental|nightly|embeddings|locomo-retention|screening|distill|fleet|gateway|
+<<<<<<< HEAD
 current-facts|current-facts-locomo|abstention|retention-probes|transcripts|read-start|statement-pairs|all]
 [options]` — results are appended to benchmarks/results/runs/<date>.md with the date, the machine, the BLAS
 kernel and the OPENBLAS_* variables."""
+=======
+current-facts|current-facts-locomo|abstention|abstention-fit|retention-probes|transcripts|read-start|all] [options]`
+— results are appended to benchmarks/results/runs/<date>.md with the date, the machine, the BLAS kernel and the
+OPENBLAS_* variables."""
+>>>>>>> abstention
 
 from __future__ import annotations
 
@@ -28,6 +34,7 @@ NAMES = (
     "gateway",
     "current-facts",
     "abstention",
+    "abstention-fit",
     "retention-probes",
     "current-facts-locomo",
     "transcripts",

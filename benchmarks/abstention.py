@@ -16,7 +16,7 @@ import argparse
 import json
 import tempfile
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.common import HERE, append_results, load_average, machine, table
+from memory_pipeline.search.confidence import Signal
 
 EVERYDAY = HERE / "everyday_questions.json"
 NEVER = HERE / "search_never_stored.txt"
@@ -57,6 +58,8 @@ class Asked:
     unseen: list[str]  # content words, as the question spells them, whose stem no memory holds
     texts: list[str]  # the hits' texts
     near: dict[str, float]  # candidate in NEAR → the least-covered unseen word's highest cosine (see focus.nearest)
+    signals: list[Signal] = field(default_factory=list)  # what the combined gate reads of the same hits
+    conv: str = ""  # the LoCoMo conversation asked (the everyday store: "everyday")
 
 
 def unseen_words(question: str, held: Callable[[str], bool]) -> list[str]:
@@ -109,7 +112,7 @@ def answered(a: Asked, candidate: str, t: float | None) -> bool:
 
 
 def _ask(home: Path, questions: Sequence[tuple[str, bool, Callable[[list[Any]], bool]]], group: str,
-         encode: Any, model: str, now: datetime) -> list[Asked]:  # fmt: skip
+         encode: Any, model: str, now: datetime, near: bool = True, conv: str = "") -> list[Asked]:  # fmt: skip
     from memory_pipeline.search import search
     from memory_pipeline.search.engine import clear_cache
     from memory_pipeline.search.focus import content_words
@@ -130,8 +133,16 @@ def _ask(home: Path, questions: Sequence[tuple[str, bool, Callable[[list[Any]], 
                          [(h.parts.get("specific", 0.0), frozenset(tokenize([h.text])[0])) for h in hits],
                          [(h.parts.get("bm25", 0.0), h.parts.get("vector", 0.0)) for h in hits],
                          unseen_words(text, lambda w: idx.idf_of(w) is not None),
-                         [h.text for h in hits], {}))  # fmt: skip
-    return _near(out, encode)
+                         [h.text for h in hits], {}, _signals(hits, now), conv))  # fmt: skip
+    return _near(out, encode) if near else out
+
+
+def _signals(hits: list[Any], now: datetime) -> list[Signal]:
+    from memory_pipeline.search.index import tokenize
+
+    return [Signal(h.parts.get("specific", 0.0), h.parts.get("bm25", 0.0), h.parts.get("vector", 0.0),
+                   h.parts.get("relevance", 0.0), frozenset(tokenize([h.text])[0]), h.kind,
+                   (now.timestamp() - h.stated) / 86400 if h.stated else 0.0) for h in hits]  # fmt: skip
 
 
 def _near(asked: list[Asked], encode: Any) -> list[Asked]:
@@ -151,7 +162,7 @@ def _nearest(unseen: list[str], near: list[str], encode: Any) -> float:
     return nearest(encode(unseen), encode(near))
 
 
-def run(data: Path, conversations: list[str] | None) -> list[Asked]:
+def run(data: Path, conversations: list[str] | None, near: bool = True, heldout: Sequence[str] = ()) -> list[Asked]:
     from benchmarks.search_locomo import _cached, cross_probes
     from memory_pipeline.evaluation.locomo import answer_support, evidence_hit, load_locomo, write_jsonl
     from memory_pipeline.resources.embedder import MINILM, EmbedderResource
@@ -172,9 +183,11 @@ def run(data: Path, conversations: list[str] | None) -> list[Asked]:
             now = (conv.last_session_at + timedelta(days=1)).replace(tzinfo=UTC)
             qs = [(q.question, False, lambda hits, q=q: bool(evidence_hit(q.evidence, [h.id for h in hits], {})))
                   for q in conv.questions if q.category != 5 and q.evidence]  # fmt: skip
-            rows += _ask(home, qs, "locomo", encode, MINILM, now)
-            rows += _ask(home, [(p, True, bool) for p in probes], "probe", encode, MINILM, now)
-            rows += _ask(home, [(p, True, bool) for p in cross_probes(conv, convs)], "cross", encode, MINILM, now)
+            sid = conv.sample_id
+            rows += _ask(home, qs, "locomo", encode, MINILM, now, near, sid)
+            rows += _ask(home, [(p, True, bool) for p in probes], "probe", encode, MINILM, now, near, sid)
+            rows += _ask(home, [(p, True, bool) for p in cross_probes(conv, convs)], "cross", encode, MINILM, now,
+                         near, sid)  # fmt: skip
         everyday = json.loads(EVERYDAY.read_text(encoding="utf-8"))
         home = Path(tmp) / "everyday"
         home.mkdir()
@@ -186,7 +199,11 @@ def run(data: Path, conversations: list[str] | None) -> list[Asked]:
         now = datetime(2026, 11, 28, 9, tzinfo=UTC)
         qs = [(q["q"], False, lambda hits, a=q["answer"]: bool(answer_support(a, [h.text for h in hits])))
               for q in everyday["answerable"]]  # fmt: skip
-        rows += _ask(home, qs + [(q, True, bool) for q in everyday["never"]], "everyday", encode, MINILM, now)
+        asked = qs + [(q, True, bool) for q in everyday["never"]]
+        rows += _ask(home, asked, "everyday", encode, MINILM, now, near=near, conv="everyday")
+        if heldout:
+            rows += _ask(home, [(q, True, bool) for q in heldout], "heldout", encode, MINILM, now, near=near,
+                         conv="everyday")  # fmt: skip
     return rows
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,6 +31,7 @@ from memory_pipeline.search import (
     store_stamp,
     usage_spool,
 )
+from memory_pipeline.search.confidence import WEAK, weak_line
 
 if TYPE_CHECKING:
     from memory_pipeline.search import ReadView
@@ -61,7 +63,10 @@ def default_search(
     most = (ranking or load_ranking()).max_k
 
     def ranked(query: str, k: int) -> list[Hit]:
-        hits = list(find(query, k))
+        found = find(query, k)
+        if getattr(found, "match", "") == WEAK:
+            return found  # the nearest hit alone, marked: read no further
+        hits = list(found)
         if hits and len(hits) < k and floor != 0.0 and (path.below_floor or path.item_floor > 0):
             # the top hit cleared the floor: something relevant is stored; read on down to the item floor
             # (below_floor: every item, the read path before, kept for its ablation row)
@@ -78,6 +83,9 @@ def default_search(
     def run(query: str, k: int) -> list[Knowledge]:
         try:
             hits = ranked(query, k)
+            if getattr(hits, "match", "") == WEAK and hits:
+                # nothing stored matches closely: one marked line with the nearest memory, not knowledge to pack
+                return [replace(_knowledge(hits[0], False), text=weak_line(hits[0].text or hits[0].snippet))]
             if path.covered_sources:
                 # k hits still, when some are left out: the compiler reads fewer than k as "nothing more"
                 window = k

@@ -76,6 +76,9 @@ class SearchResponse(BaseModel):
         "keyword scan answered); empty otherwise"
     )
     mode: str = Field(description="'index', or 'fallback' (plain keyword scan while the index is rebuilt)")
+    match: str = Field(default="confident", description="'confident': the hits answer closely; 'weak': nothing "
+                       "stored matches this closely, the one hit is only the nearest (the notice says so); "
+                       "'none': nothing stored matches")
 
 
 def _convert(h: Any) -> SearchHit:
@@ -348,7 +351,8 @@ def _search_work(run: Callable[[], Hits], home: Path | None, record_usage: bool)
         from memory_pipeline.settings import workspace_home
 
         append_later(Path(home) if home else workspace_home(), [h.id for h in hits if h.source == "store"])
-    return SearchResponse(hits=[_convert(h) for h in hits], notice=hits.notice, mode=hits.mode)
+    match = getattr(hits, "match", "confident" if hits else "none")
+    return SearchResponse(hits=[_convert(h) for h in hits], notice=hits.notice, mode=hits.mode, match=match)
 
 
 def _context_work(

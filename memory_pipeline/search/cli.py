@@ -72,7 +72,8 @@ def cmd_search(args: argparse.Namespace) -> int:
     if args.json:
         print(
             json.dumps(
-                {"query": args.query, "mode": hits.mode, "notice": hits.notice, "hits": [h.to_dict() for h in hits]},
+                {"query": args.query, "mode": hits.mode, "match": hits.match, "notice": hits.notice,
+                 "hits": [h.to_dict() for h in hits]},
                 indent=2,
                 ensure_ascii=False,
             )
@@ -101,7 +102,10 @@ def _k(text: str) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("search", help="hybrid BM25 + vector search over memories, knowledge files and transcripts")
+    about = "hybrid BM25 + vector search over memories, knowledge files and transcripts"
+    p = sub.add_parser("search", help=about, description=about + ". Answers are confident (the hits), nothing "
+                       "('nothing relevant'), or, with the combined gate on, weak: nothing stored matches closely, "
+                       "and the one hit shown is only the nearest ('nothing stored matches this closely; nearest: …').")
     p.add_argument("query", help="what to look for, in words (quote a phrase)")
     p.add_argument("-k", type=_k, default=10, help="hits to return (1–1000, default 10)")
     p.add_argument("--json", action="store_true", help="machine-readable output")

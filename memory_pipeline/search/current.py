@@ -79,7 +79,9 @@ def _key(h: Hit) -> FactKey | None:
 def _ordered(hits: list[Hit], last: list[Hit], original: Hits, rows: dict[str, Validity], undone: Pairs) -> Hits:
     current = _newer_first([h for h in hits if not h.superseded_by], rows, undone)
     replaced = sorted((h for h in hits if h.superseded_by), key=lambda h: h.valid_until, reverse=True)  # stable
-    return Hits(current + replaced + last, original.notice, original.mode)
+    out = Hits(current + replaced + last, original.notice, original.mode)
+    out.match, out.confidence = getattr(original, "match", out.match), getattr(original, "confidence", None)
+    return out
 
 
 def _versions_among(hits: list[Hit], rows: dict[str, Validity], undone: Pairs) -> None:

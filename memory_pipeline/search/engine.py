@@ -12,6 +12,7 @@ from pathlib import Path
 import duckdb
 import numpy as np
 
+from memory_pipeline.search.confidence import combined_on, gate_hits
 from memory_pipeline.search.current import current_first
 from memory_pipeline.search.documents import Doc
 from memory_pipeline.search.fallback import search_plain
@@ -220,7 +221,7 @@ def _search_index(
     # can have, so a question about something never stored is not judged by its commonest words alone
     unseen = sum(1 for t in q_tokens if t not in idf) if r.unseen_words else 0
     floor_scale = ceiling / (ceiling + unseen * float(np.log(1.0 + (n_all + 0.5) / 0.5)))
-    content = content_words(query) if r.focus_gate else set()
+    content = content_words(query) if r.focus_gate or combined_on(r.combined_gate) else set()
     shares = {t: idf_share(idf[t], n_all) if t in idf else 0.0 for t in q_tokens if t in content}
     delta_keys = {d.key for d in delta}
     lists = filters.category is not None  # else categories and lineage are read for the hits only
@@ -392,7 +393,7 @@ def _rank(
         hits = abstractions_first(hits)
     if with_sources:
         _expand_sources(hits, idx, home, view, query, r)
-    out = Hits(hits, notice)
+    out = gate_hits(hits, shares or {}, now_ts, notice, NOTHING) if combined_on(r.combined_gate) else Hits(hits, notice)
     out.embed_ms = embed_ms  # type: ignore[attr-defined]
     return out
 

@@ -46,12 +46,16 @@ class Hit:
 
 
 class Hits(list[Hit]):
-    """A list of hits with a `notice` ("nothing relevant", fallback mode, busy store) and `mode`."""
+    """A list of hits with a `notice` ("nothing relevant", fallback mode, busy store), `mode`, and `match`: how
+    closely what is stored matches the query — `confident`, `weak` (the nearest hit alone, the notice saying it does
+    not match closely) or `none` — with the fitted gate's `confidence` (search/confidence.py; None when it is off)."""
 
     def __init__(self, hits: Sequence[Hit] = (), notice: str = "", mode: str = "index") -> None:
         super().__init__(hits)
         self.notice = notice
         self.mode = mode
+        self.match = "confident" if hits else "none"
+        self.confidence: float | None = None
 
 
 @dataclass(frozen=True)

@@ -55,6 +55,8 @@ class Ranking:
     focus_gate: str = ""
     focus_share: float = 0.05
     focus_rescue: float | None = None
+    # the fitted gate over all the signals (search/confidence.py): True, False, or None for its model file's choice
+    combined_gate: bool | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def with_(self, **changes: Any) -> Ranking:
