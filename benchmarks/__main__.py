@@ -1,13 +1,7 @@
 """`python -m benchmarks [clustering|incremental|nightly|embeddings|locomo-retention|screening|distill|fleet|gateway|
-<<<<<<< HEAD
-current-facts|current-facts-locomo|abstention|retention-probes|transcripts|read-start|statement-pairs|all]
-[options]` — results are appended to benchmarks/results/runs/<date>.md with the date, the machine, the BLAS
-kernel and the OPENBLAS_* variables."""
-=======
-current-facts|current-facts-locomo|abstention|abstention-fit|retention-probes|transcripts|read-start|all] [options]`
-— results are appended to benchmarks/results/runs/<date>.md with the date, the machine, the BLAS kernel and the
-OPENBLAS_* variables."""
->>>>>>> abstention
+current-facts|current-facts-locomo|abstention|abstention-fit|retention-probes|transcripts|read-start|
+statement-pairs|all] [options]` — results are appended to benchmarks/results/runs/<date>.md with the date, the
+machine, the BLAS kernel and the OPENBLAS_* variables."""
 
 from __future__ import annotations
 
