@@ -5,8 +5,9 @@ Per distillation (accepted or refused by the judge): how many of its sources' di
 Pooled over what the night would commit: coverage = statements said ÷ statements. A night stops before
 anything is archived when that is below the floor (MEMORY_PIPELINE_GRADE_FLOOR; 0 turns the grade off), when it
 would commit an unfaithful sentence, or when the judge refused most of its distillations (at least
-`RUNAWAY_AT` of them): a night whose summaries mostly lose what their sources said has clustered unlike
-memories, and what little passes is not worth its archive. Pure: outcomes in, figures out."""
+`RUNAWAY_AT` of them) and it would still archive the rest: a night whose summaries mostly lose what their
+sources said has clustered unlike memories, and what little passes is not worth its archive. A night whose
+every distillation was refused archives nothing anyway; its line says why. Pure: outcomes in, figures out."""
 
 from __future__ import annotations
 
@@ -62,8 +63,15 @@ class NightGrade:
         return sum(s.said for s in self.kept)
 
     @property
-    def runaway(self) -> bool:
+    def mostly_refused(self) -> bool:
+        """Most of its distillations refused: the night clustered unlike memories (distinct events, look-alikes)."""
         return len(self.summaries) >= RUNAWAY_AT and self.refused > RUNAWAY_SHARE * len(self.summaries)
+
+    @property
+    def runaway(self) -> bool:
+        """Mostly refused, and still about to archive what passed: stopped, as its clusters cannot be trusted. A
+        night that would archive nothing has nothing to stop; its line says why nothing was compressed."""
+        return self.mostly_refused and bool(self.kept)
 
     @property
     def coverage(self) -> float:
@@ -86,7 +94,8 @@ class NightGrade:
         if not self.enabled:
             return "grade: off (MEMORY_PIPELINE_GRADE_FLOOR=0): what the summaries say was not checked"
         verdict = "ok" if self.passed else "BLOCKED"
-        why = f" — most distillations refused ({self.refused} of {len(self.summaries)})" if self.runaway else ""
+        why = (f" — most distillations refused ({self.refused} of {len(self.summaries)}): its clusters hold unlike "
+               "memories" if self.mostly_refused else "")  # fmt: skip
         return (f"grade: coverage {self.coverage:.3f} {verdict} ({self.said} of {self.statements} source statements "
                 f"said by the summaries kept, floor {self.floor:g}), {self.unfaithful} unfaithful sentences; "
                 f"{len(self.summaries)} distillations, {self.refused} refused{why}")  # fmt: skip

