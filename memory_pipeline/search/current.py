@@ -30,6 +30,9 @@ def current_first(hits: Hits, home: Path, as_of: datetime | None = None, *, drop
     known, undone = _read(home) if any(h.source == "store" for h in hits) else (Validities({}, {}), frozenset())
     first = {h.id: datetime.fromtimestamp(h.stated, UTC).replace(tzinfo=None)
              for h in hits if h.source == "store" and h.stated}  # fmt: skip
+    if as_of is None and (ahead := not_yet_valid(hits, first)):  # dated later than now: not current yet
+        rest = current_first(Hits([h for h in hits if h.id not in ahead], hits.notice, hits.mode), home)
+        return Hits([*rest, *(h for h in hits if h.id in ahead)], rest.notice, rest.mode)
     later = {h.id for h in hits if as_of and h.id in first and first[h.id] > as_of}
     rows = {mid: _validity(mid, t, known, as_of) for mid, t in first.items()}
     then = [h for h in hits if h.id not in later]
@@ -50,6 +53,12 @@ def current_first(hits: Hits, home: Path, as_of: datetime | None = None, *, drop
     # read again as of then: search put what no longer holds *now* last, so relevance decides the order anew
     again = sorted((h for h in hits if h not in moved), key=lambda h: -h.score)
     return _ordered(again, moved, hits, rows, undone)
+
+
+def not_yet_valid(hits: Hits, first: dict[str, datetime]) -> set[str]:
+    """Memories dated after now (a memory holds from its date): ranked after every memory that holds now."""
+    now = datetime.now(UTC).replace(tzinfo=None)
+    return {h.id for h in hits if h.id in first and first[h.id] > now}
 
 
 def _validity(mid: str, created: datetime, known: Validities, as_of: datetime | None) -> Validity:
