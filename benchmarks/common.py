@@ -7,6 +7,7 @@ import json
 import multiprocessing as mp
 import os
 import platform
+import re
 import resource
 import subprocess
 import sys
@@ -179,13 +180,27 @@ def table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     return "\n".join(lines)
 
 
+def without_machine_paths(text: str, temp: str | None = None, home: str | None = None) -> str:
+    """`text` with this machine's temporary folder and home folder named, not spelled out: a run record is
+    read on other machines, and a path of this one says nothing there."""
+    import tempfile
+
+    roots = [(temp or tempfile.gettempdir(), "<temp>"), ("/tmp", "<temp>"), ("/var/folders", "<temp>"),
+             (home or str(Path.home()), "~")]  # fmt: skip
+    for root, name in sorted(roots, key=lambda r: -len(r[0])):
+        root = root.rstrip("/")
+        if len(root) > 1:
+            text = re.sub(rf"{re.escape(root)}(?=/|\s|$|[),;.])", name, text)
+    return text
+
+
 def append_results(title: str, body: str, env: dict[str, str], load_before: str) -> None:
     """Append one benchmark's section to the day's run file, results/runs/<date>.md (and echo it); the current
     table in RESULTS.md is updated by hand from it."""
     head = [f"## {title} — {env['date']}", ""]
     head += [f"- {k}: {v}" for k, v in env.items() if k != "date"]
     head += [f"- load average (1/5/15 min) before: {load_before}; after: {load_average()}", ""]
-    text = "\n".join(head) + body.rstrip() + "\n\n"
+    text = without_machine_paths("\n".join(head) + body.rstrip() + "\n\n")
     day = RUNS / f"{env['date'][:10]}.md"
     if not day.exists():
         RUNS.mkdir(parents=True, exist_ok=True)
@@ -195,7 +210,8 @@ def append_results(title: str, body: str, env: dict[str, str], load_before: str)
         )
     with day.open("a", encoding="utf-8") as f:
         f.write(text)
-    sys.stdout.write(text + f"(appended to {day.relative_to(HERE.parent)})\n")
+    shown = day.relative_to(HERE.parent) if day.is_relative_to(HERE.parent) else day
+    sys.stdout.write(text + f"(appended to {shown})\n")
     sys.stdout.flush()
 
 

@@ -9,6 +9,7 @@ import os
 import shutil
 import sys
 import uuid
+from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -83,8 +84,11 @@ def _execute_watched(instance: Any, home: Path, job: Any, config: dict, tags: di
     watch = PoolWatch(
         instance, POOL, run_id, _store_path(home), ttl=_lease_ttl(), timeout_s=pool_wait_seconds(), log=_say
     )
+    from memory_pipeline.operator.run_failures import short_failures
+    from memory_pipeline.settings import verbose
+
     try:
-        with watch:
+        with watch, (short_failures() if not verbose() else nullcontext()):
             result = job.execute_in_process(
                 instance=instance, run_config=config, raise_on_error=False, tags=tags, run_id=run_id
             )
@@ -100,7 +104,12 @@ def _execute_watched(instance: Any, home: Path, job: Any, config: dict, tags: di
 
 
 def _failure_line(result: Any) -> str:
-    """The first failed step's own message, on one line (the full error is in the log and the instance)."""
+    """The first failed step's own message, on one line (the full error is in the log and the instance); a
+    blocking check's own description when one stopped the night."""
+    from memory_pipeline.operator.run_failures import blocked_line
+
+    if (blocked := blocked_line(result)) is not None:
+        return blocked
     for event in result.all_events:
         if event.event_type_value == "STEP_FAILURE":
             data = event.step_failure_data

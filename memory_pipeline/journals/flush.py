@@ -25,6 +25,7 @@ from typing import Any
 
 from memory_pipeline.errors import UserError
 from memory_pipeline.journals.transcript import Turn, escape_body, format_transcript, transcript_path
+from memory_pipeline.redaction import redact_text
 
 ROLES = ("user", "assistant", "system", "tool")
 SLUG = "pre-compaction-flush"
@@ -118,7 +119,8 @@ def write_flush(raw_root: Path, turns: Sequence[FlushTurn], now: datetime | None
         "participants": sorted({_speaker(t.role) for t in turns}),
         "tags": ["pre-compaction-flush"],
     }
-    body = [Turn(hhmm=f"{when:%H:%M}", role=_speaker(t.role), lines=tuple(escape_body(t.content))) for t in turns]
+    body = [Turn(hhmm=f"{when:%H:%M}", role=_speaker(t.role), lines=tuple(escape_body(redact_text(t.content))))
+            for t in turns]  # a secret never reaches the transcript (MEMORY_PIPELINE_SECRETS)
     text = format_transcript(meta, "Turns flushed before a context compaction", body)
     path = transcript_path(raw_root, when, sid, SLUG)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -13,7 +13,8 @@ from memory_pipeline.llm.values import FactKey, fact_key, restates_read, stateme
 from memory_pipeline.search.documents import store_stamp
 from memory_pipeline.search.hits import Hit, Hits
 from memory_pipeline.search.live import reading_store
-from memory_pipeline.store.validity import superseded, undone_pairs
+from memory_pipeline.store.validity import Validities, superseded, undone_pairs
+from memory_pipeline.store.validity_events import mark_at, stated_at
 
 Validity = tuple[datetime, datetime | None, str | None]
 Pairs = frozenset[tuple[str, str]]  # (older, newer) memories that are not versions of one fact: an operator said so
@@ -26,12 +27,14 @@ def current_first(hits: Hits, home: Path, as_of: datetime | None = None, *, drop
     the most recently replaced first. A memory stated after `as_of` is left out (`drop_later`), or kept where it
     is unless it states a fact a hit that held then states too, or is a summary stating a fact's present: then
     it comes after what held then."""
-    replaced, undone = _read(home) if any(h.source == "store" for h in hits) else ({}, frozenset())
-    rows: dict[str, Validity] = {
-        h.id: (datetime.fromtimestamp(h.stated, UTC).replace(tzinfo=None), *replaced.get(h.id, (None, None)))
-        for h in hits if h.source == "store" and h.stated
-    }  # fmt: skip
-    later = {h.id for h in hits if as_of and h.id in rows and rows[h.id][0] > as_of}
+    known, undone = _read(home) if any(h.source == "store" for h in hits) else (Validities({}, {}), frozenset())
+    first = {h.id: datetime.fromtimestamp(h.stated, UTC).replace(tzinfo=None)
+             for h in hits if h.source == "store" and h.stated}  # fmt: skip
+    if as_of is None and (ahead := not_yet_valid(hits, first)):  # dated later than now: not current yet
+        rest = current_first(Hits([h for h in hits if h.id not in ahead], hits.notice, hits.mode), home)
+        return Hits([*rest, *(h for h in hits if h.id in ahead)], rest.notice, rest.mode)
+    later = {h.id for h in hits if as_of and h.id in first and first[h.id] > as_of}
+    rows = {mid: _validity(mid, t, known, as_of) for mid, t in first.items()}
     then = [h for h in hits if h.id not in later]
     for h in hits:
         h.superseded_by = h.valid_until = ""
@@ -52,7 +55,20 @@ def current_first(hits: Hits, home: Path, as_of: datetime | None = None, *, drop
     return _ordered(again, moved, hits, rows, undone)
 
 
-Known = tuple[dict[str, tuple[datetime, str]], Pairs]  # the store's supersessions, and the pairs undone
+def not_yet_valid(hits: Hits, first: dict[str, datetime]) -> set[str]:
+    """Memories dated after now (a memory holds from its date): ranked after every memory that holds now."""
+    now = datetime.now(UTC).replace(tzinfo=None)
+    return {h.id for h in hits if h.id in first and first[h.id] > now}
+
+
+def _validity(mid: str, created: datetime, known: Validities, as_of: datetime | None) -> Validity:
+    """(last stated by `as_of`, until when and by which it did not hold at `as_of`) from the store's events."""
+    stated = stated_at([created, *known.restated.get(mid, [])], as_of) or created
+    span = mark_at(known.spans.get(mid, []), as_of)
+    return (stated, span.start, span.by) if span is not None else (stated, None, None)
+
+
+Known = tuple[Validities, Pairs]  # the store's supersessions, and the pairs undone
 _KNOWN: dict[str, tuple[tuple[int, ...], Known]] = {}
 
 
@@ -66,7 +82,7 @@ def _read(home: Path) -> Known:
         return cached[1]
     with reading_store(home) as con:
         if con is None:
-            return cached[1] if cached is not None else ({}, frozenset())
+            return cached[1] if cached is not None else (Validities({}, {}), frozenset())
         known = (superseded(con), frozenset(undone_pairs(con)))
     _KNOWN[str(home)] = (stamp, known)
     return known

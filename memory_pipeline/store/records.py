@@ -6,7 +6,7 @@ import json
 import math
 import re
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from memory_pipeline.errors import UserError
@@ -27,6 +27,9 @@ MAX_LABEL_CHARS = 128  # one category, tag or nexus key
 MAX_CATEGORIES = 32
 MAX_LABELS = 256  # tags, nexus keys
 DETAIL_LINES = 5  # errors listed under the headline of a rejected import
+
+
+FUTURE_LIMIT = timedelta(days=366)  # a created_at later than this from now is refused: a wrong year
 
 
 class RecordError(ValueError):
@@ -218,6 +221,9 @@ def parse_record(obj: Any, where: str, embedding_dim: int | None = None) -> Memo
     if "created_at" not in obj:
         raise RecordError(where, "created_at", "required")
     created_at = parse_timestamp(obj["created_at"], where, "created_at")
+    if created_at > datetime.now(UTC).replace(tzinfo=None) + FUTURE_LIMIT:
+        raise RecordError(where, "created_at", f"{created_at:%Y-%m-%d} is more than a year from now; a memory is "
+                          "dated when it was stated (a wrong year or clock in the source?)")  # fmt: skip
     lifecycle = obj.get("lifecycle") or ("archived" if obj.get("archived_by") else "active")
     if lifecycle == "pending":
         raise RecordError(

@@ -17,9 +17,9 @@ import duckdb
 from memory_pipeline.errors import UserError
 from memory_pipeline.store.changes import note_changed
 from memory_pipeline.store.db import MemoryStore, utcnow
+from memory_pipeline.store.validity_events import RESTATED, ROLLBACK, Edge, Span, derive, mark_at
 
-ROLLBACK = "rollback:"  # reverted_by of a supersession a rollback took back: the next night may make it again
-RESTATED = "restate"  # run_id of a supersession made because an older value was stated again
+__all__ = ["RESTATED", "ROLLBACK", "FactRow", "Supersession", "Validities"]
 
 
 class ValidityError(UserError, ValueError):
@@ -148,33 +148,93 @@ def restate(con: duckdb.DuckDBPyConnection, memory_id: str, at: datetime) -> Non
 
 
 def list_superseded(store: MemoryStore) -> list[SupersededRow]:
+    """Readable memories superseded now, as derived from the store's events: the one named as holding now is
+    readable (never a forgotten one)."""
     store.migrate()
     with store.connect() as con:
-        rows = con.execute(
-            "SELECT m.id, m.content, m.created_at, m.valid_until, m.superseded_by, coalesce(n.content, ''), "
-            "coalesce(s.run_id, '') FROM memories m LEFT JOIN memories n ON n.id = m.superseded_by "
-            "LEFT JOIN supersessions s ON s.memory_id = m.id AND s.superseded_by = m.superseded_by "
-            "AND s.reverted_at IS NULL WHERE m.superseded_by IS NOT NULL ORDER BY m.valid_until, m.id"
-        ).fetchall()
-    return [SupersededRow(str(r[0]), str(r[1]), r[2], r[3], str(r[4]), str(r[5]), str(r[6])) for r in rows]
+        spans = derive(_edges(con), _live(con))
+        now = {mid: sp for mid, v in spans.items() if (sp := mark_at(v, None)) is not None}
+        if not now:
+            return []
+        ids = sorted(set(now) | {sp.by for sp in now.values()})
+        ph = ", ".join("?" for _ in ids)
+        text = {str(r[0]): (str(r[1]), r[2]) for r in
+                con.execute(f"SELECT id, content, created_at FROM memories WHERE id IN ({ph})", ids).fetchall()}
+    rows = [SupersededRow(mid, text[mid][0], text[mid][1], sp.start, sp.by, text.get(sp.by, ("", None))[0],
+                          sp.run_id) for mid, sp in now.items()]  # fmt: skip
+    return sorted(rows, key=lambda r: (r.valid_until, r.id))
 
 
 def undo(store: MemoryStore, memory_id: str, by: str) -> str:
-    """The operator's undo of one supersession: the memory is current again; no night makes it again."""
+    """The operator's undo of what marks a memory superseded — a night's supersession, or two statements of one
+    fact that reading tells apart (recorded as undone, so neither reading nor a night makes it again): the
+    memory is current again. Returns the memory it had been superseded by."""
     store.migrate()
     with store.transaction() as con:
-        row = con.execute("SELECT superseded_by FROM memories WHERE id = ?", [memory_id]).fetchone()
+        row = con.execute("SELECT superseded_by, content, lifecycle FROM memories WHERE id = ?",
+                          [memory_id]).fetchone()  # fmt: skip
         if row is None:
             raise ValidityError(f"no memory with id {memory_id!r} in {store.path.name}; nothing was changed")
-        if row[0] is None:
+        now = utcnow()
+        spans = derive(_edges(con), _live(con)).get(memory_id, [])
+        held = mark_at(spans, None)
+        if row[0] is not None or held is not None:
+            _take_back(con, "memory_id = ?", [memory_id], now, by)
+            return held.by if held is not None else str(row[0])
+        later = _read_time_versions(con, memory_id, str(row[1]))
+        if not later:
             raise ValidityError(f"memory {memory_id!r} is not superseded; nothing was changed")
-        _take_back(con, "memory_id = ?", [memory_id], utcnow(), by)
-    return str(row[0])
+        for other, fact in later:
+            con.execute("INSERT INTO supersessions VALUES (?, ?, ?, ?, 'undo', ?, ?, ?)",
+                        [memory_id, other, now, fact, now, now, by])  # fmt: skip
+        note_changed(con, [memory_id])
+    return ", ".join(o for o, _ in later)
 
 
-def superseded(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[datetime, str]]:
-    """(valid until, superseded by) of every memory a later value replaced: few rows, read once per store change
-    by search (a memory's valid-from is its `created_at`, which the index holds)."""
-    rows = con.execute("SELECT id, valid_until, superseded_by FROM memories "
-                       "WHERE superseded_by IS NOT NULL AND valid_until IS NOT NULL").fetchall()  # fmt: skip
-    return {str(r[0]): (r[1], str(r[2])) for r in rows}
+def _read_time_versions(con: duckdb.DuckDBPyConnection, memory_id: str, content: str) -> list[tuple[str, str]]:
+    """Readable memories stated after `memory_id` that state its fact with another value: what reading marks it
+    superseded by before any night has (`llm.values`, the night's rule)."""
+    from memory_pipeline.llm.values import fact_key, versions_of
+
+    key = fact_key(content)
+    if key is None:
+        return []
+    undone = undone_pairs(con)
+    mine = con.execute("SELECT coalesce(stated_at, created_at) FROM memories WHERE id = ?", [memory_id]).fetchone()
+    out = []
+    for r in fact_rows(con):
+        other = fact_key(r.content) if r.id != memory_id and mine and r.stated_at > mine[0] else None
+        if other is not None and other.key == key.key and versions_of(key, other) and (memory_id, r.id) not in undone:
+            out.append((r.id, " ".join(key.key)))
+    return out
+
+
+@dataclass(frozen=True)
+class Validities:
+    """What search reads of validity: each memory's spans of not holding, and the re-statements of those
+    stated again (a memory's first statement is its `created_at`, which the index holds)."""
+
+    spans: dict[str, list[Span]]
+    restated: dict[str, list[datetime]]
+
+
+def _edges(con: duckdb.DuckDBPyConnection) -> list[Edge]:
+    rows = con.execute("SELECT memory_id, superseded_by, valid_until, reverted_at, reverted_by, run_id "
+                       "FROM supersessions").fetchall()  # fmt: skip
+    return [Edge(str(r[0]), str(r[1]), r[2], r[3], r[4], str(r[5] or "")) for r in rows]
+
+
+def _live(con: duckdb.DuckDBPyConnection) -> set[str]:
+    rows = con.execute("SELECT id FROM memories WHERE lifecycle IN ('active', 'archived')").fetchall()
+    return {str(r[0]) for r in rows}
+
+
+def superseded(con: duckdb.DuckDBPyConnection) -> Validities:
+    """Validity derived from the store's events (`store.validity_events`): few rows, read once per store change."""
+    restated: dict[str, list[datetime]] = {}
+    for mid, at in con.execute("SELECT superseded_by, made_at FROM supersessions WHERE run_id = ?",
+                               [RESTATED]).fetchall():  # fmt: skip
+        restated.setdefault(str(mid), []).append(at)
+    for mid, at in con.execute("SELECT id, stated_at FROM memories WHERE stated_at IS NOT NULL").fetchall():
+        restated.setdefault(str(mid), []).append(at)
+    return Validities(derive(_edges(con), _live(con)), restated)

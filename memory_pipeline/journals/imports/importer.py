@@ -34,6 +34,7 @@ from memory_pipeline.journals.transcript import (
     slugify,
     transcript_path,
 )
+from memory_pipeline.redaction import redact_text
 
 FORMATS = ("claude-code", "codex", "messages")
 SUFFIXES = (".jsonl", ".json")
@@ -218,6 +219,7 @@ def plan_session(
     cannot be. A session whose id the transcripts already use for another source session — or another session
     of the same file does (`taken`) — gets the id with a short hash of its own source id."""
     session.session_id = fit_id(session.session_id)
+    redact_session(session)
     if isinstance(session.extra.get("parent_session"), str):
         session.extra["parent_session"] = fit_id(session.extra["parent_session"])
     existing = index.get(session.session_id)
@@ -250,6 +252,18 @@ def plan_session(
     day = date(*(int(part) for part in existing.relative_to(raw_root).parts[:3]))
     return _Plan(existing, text, Written(existing, session.session_id, day, version + 1, len(new.turns),
                                          len(new.turns) - len(old.turns)))  # fmt: skip
+
+
+def redact_session(session: SourceSession) -> None:
+    """Each secret in the session's prose, tool inputs and results and title replaced by a marker of its kind
+    (`memory_pipeline.redaction`, MEMORY_PIPELINE_SECRETS) before anything is written: the original reaches no
+    transcript, Parquet table or commit."""
+    session.title = redact_text(session.title)
+    for entry in session.entries:
+        entry.text = redact_text(entry.text)
+        for tool in entry.tools:
+            tool.input = redact_text(tool.input)
+            tool.result = redact_text(tool.result) if tool.result is not None else None
 
 
 def _parsed(text: str, path: Path, session: SourceSession) -> Transcript:

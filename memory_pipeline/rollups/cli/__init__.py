@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import sys
+from typing import Any
 
 from memory_pipeline.settings import workspace_home
 
@@ -54,6 +55,18 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
+def nothing_to_recall(store: Any, as_of: Any) -> str:
+    """Why recall found nothing: no sessions at all, or none known by `as_of` (and when the first began)."""
+    with store.connect() as con:
+        count, first = con.execute("SELECT count(*), min(started_at) FROM sessions").fetchone()
+    if not count:
+        return "nothing to recall: no sessions, Cores or Spheres in this workspace"
+    if as_of is not None:
+        return (f"nothing to recall as of {as_of:%Y-%m-%d %H:%M} UTC: the workspace's {count:,} session(s) begin "
+                f"{first:%Y-%m-%d %H:%M} UTC; use a later --as-of, or none for now")
+    return f"nothing to recall: none of the workspace's {count:,} session(s), Cores or Spheres matches"
+
+
 def cmd_recall(args: argparse.Namespace) -> int:
     from memory_pipeline.context.timeframe import parse_as_of
     from memory_pipeline.operator.instance import open_store as _store
@@ -73,7 +86,7 @@ def cmd_recall(args: argparse.Namespace) -> int:
     for layer, score in result.searched:
         print(f"searched {layer:<8} best {'—' if score is None else f'{score:.3f}'}")
     if result.best is None:
-        print("nothing to recall: no sessions, Cores or Spheres in this workspace")
+        print(nothing_to_recall(store, parse_as_of(args.as_of)))
         return 1
     verdict = "cleared" if result.cleared else "below"
     print(f"answer from {result.layer} (best {result.best.score:.3f}, {verdict} threshold {result.threshold:g})")
