@@ -11,6 +11,8 @@ on reconstruction; the `distill` benchmark checks the result with MiniLM (pairs 
   wording and date, the earlier dates kept: "… (also 10-26, 10-27, 11-01)".
 - changed: similarity ≥ `CHANGED` but not a repeat (a number, a name or a negation differs) → the newer entry
   replaces the older, which stays visible: "… (supersedes 10-26: <old text>)".
+- distinct subjects (`llm.values.distinct_subjects`, the version rule of the night's versioner) are neither:
+  "worker w1 times out after 30 seconds" and "worker w2 times out after 45 seconds" are two decisions.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from datetime import date
 from rapidfuzz import fuzz
 
 from memory_pipeline.llm import facts as fx
+from memory_pipeline.llm import values
 
 REPEAT = 85.0
 CHANGED = 70.0
@@ -105,7 +108,7 @@ def collapse(entries: Iterable[Dated]) -> list[Dated]:
         best, score = -1, 0.0
         for i, k in enumerate(kept):
             s = similarity(e.text, k.text)
-            if s > score:
+            if s > score and (s < CHANGED or not values.distinct_subjects(e.text, k.text)):
                 best, score = i, s
         if best >= 0 and score >= REPEAT and facts[best] == mine:
             old = kept[best]

@@ -22,16 +22,34 @@ MAX_FACT_WORDS = 30  # a fact is a short statement; a paragraph is a story
 _MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
 _MONTH = (r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sept?(?:ember)?|"
           r"oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)")  # fmt: skip
+# A time's zone is part of its value: "15:00 UTC" → "15:00 CET" is a change, not the same time.
+_ZONE_NAMES = ("UTC|GMT|Z|CET|CEST|EET|EEST|WET|WEST|BST|IST|JST|KST|AEST|AEDT|ET|EST|EDT|CT|CST|CDT|MT|MST|MDT|PT|"
+               "PST|PDT")  # fmt: skip
+_ZONE = rf"(?:\s+(?-i:{_ZONE_NAMES})(?:\s*[+-]\s*\d{{1,2}}(?::?\d{{2}})?)?\b)?"
+_ZONE_OF = re.compile(rf"\s+((?:{_ZONE_NAMES.lower()})(?:\s*[+-]\s*\d{{1,2}}(?::?\d{{2}})?)?)$")
+# Numbers that say which note, ticket or row a text is, not what a fact's value is: "(note 58)", "ticket #4411".
+_REFERENCE = re.compile(
+    r"(?:\b(?:notes?|tickets?|rows?|issues?|items?|entry|entries|records?|lines?|pr|prs|case|bug|tasks?|page|ref|"
+    r"no\.?|nr\.?)\s*#?\s*\d+\b|(?<![\w&])#\d+\b)",
+    re.I,
+)
+# A trailing clause that tells why or after what ("… after the August drawdown"): its values are not the fact's.
+_IN_PASSING = re.compile(
+    r"[,;]?\s+\b(?:after|following|because of|due to|thanks to|since|ahead of|before)\s+(?:the|a|an|our|my|"
+    r"last|that|this|his|her|their)\b.*$",
+    re.I,
+)
 # Ordered: the first pattern to match a span names its type.
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("date", re.compile(r"\b\d{4}-\d{2}-\d{2}\b")),
     ("date", re.compile(rf"\b\d{{1,2}}(?:st|nd|rd|th)?\s+{_MONTH}\b(?:,?\s+\d{{4}})?", re.I)),
     ("date", re.compile(rf"\b{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?\b(?:,?\s+\d{{4}})?", re.I)),
-    ("time", re.compile(r"\b(?:[01]?\d|2[0-3])[:h][0-5]\d(?:\s*[ap]\.?m\.?)?(?!\w|\.\d)", re.I)),
-    ("time", re.compile(r"\b(?:1[0-2]|0?[1-9])\s*[ap]\.?m\b\.?", re.I)),
+    ("time", re.compile(rf"\b(?:[01]?\d|2[0-3])[:h][0-5]\d(?:\s*[ap]\.?m\.?)?(?!\w|\.\d){_ZONE}", re.I)),
+    ("time", re.compile(rf"\b(?:1[0-2]|0?[1-9])\s*[ap]\.?m\b\.?{_ZONE}", re.I)),
     ("pct", re.compile(r"(?<![\w.])\d+(?:\.\d+)?\s*(?:%|percent\b|per\s+cent\b|pct\b)", re.I)),
     ("money", re.compile(r"[$€£]\s?\d[\d,]*(?:\.\d+)?\s*[kKmM]?\b")),
     ("money", re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?\s*(?:usd|eur|gbp|dollars?|euros?|pounds?)\b", re.I)),
+    ("money", re.compile(r"(?<![\w.])\d+(?:\.\d+)?[kK](?![\w-])")),  # "12.5k": an amount, as "$12,500"
     ("id", re.compile(r"(?<![\w.-])(?=[\w.-]*\d)(?=[\w.-]*[a-zA-Z])[a-zA-Z0-9][\w.-]*[a-zA-Z0-9](?![\w-])")),
     ("id", re.compile(r"(?<![\w.-])[a-z0-9-]+(?:\.[a-z0-9-]+){2,}(?![\w-])", re.I)),
     ("num", re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?(?![\w])")),
@@ -60,7 +78,12 @@ _STATE = re.compile(
 _LABELLED = re.compile(r"^[^:]{3,60}(:) *\S+(?: +\S+){0,3}[.!]?$")  # "Per-trade risk cap: 1%": a short value
 _CAPITALISED = re.compile(r"\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*\b")
 _SENTENCE_OPENING = re.compile(r"(?:^|[.!?:]\s+|[\"'(]\s*)$")
-_NOT_NAMES = frozenset("i monday tuesday wednesday thursday friday saturday sunday".split())
+_POSSESSIVE = re.compile(r"\b([A-Z][a-z]+)'s\b")
+_NOT_NAMES = frozenset(
+    """i monday tuesday wednesday thursday friday saturday sunday mondays tuesdays wednesdays thursdays fridays
+    saturdays sundays january february march april may june july august september october november december
+    utc gmt""".split()
+)
 
 
 @dataclass(frozen=True)
@@ -88,7 +111,8 @@ def _normal(kind: str, text: str) -> str:
         if m:
             hour, minute, half = int(m.group(1)), int(m.group(2) or 0), m.group(3)
             hour = (hour % 12) + (12 if half == "p" else 0) if half else hour
-            return f"{hour:02d}:{minute:02d}"
+            zone = _ZONE_OF.search(t)
+            return f"{hour:02d}:{minute:02d}" + (f" {zone.group(1).replace(' ', '')}" if zone else "")
     if kind == "date" and not re.match(r"\d{4}-", t):
         month = next((i for i, name in enumerate(_MONTHS, 1) if re.search(rf"\b{name}", t)), 0)
         day = re.search(r"\b(\d{1,2})(?:st|nd|rd|th)?\b", t)
@@ -116,7 +140,11 @@ class _Value:
 
 
 def _values(text: str) -> list[_Value]:
-    spans: list[tuple[int, int, str]] = []
+    """The values of `text`: what a reference ("note 58", "#4411") or a clause in passing ("after the August
+    drawdown") says is never one."""
+    spans: list[tuple[int, int, str]] = [(m.start(), m.end(), "ref") for m in _REFERENCE.finditer(text)]
+    if (passing := _IN_PASSING.search(text)) is not None:
+        spans.append((passing.start(), len(text), "ref"))
     for kind, pattern in _PATTERNS:
         for m in pattern.finditer(text):
             if not any(m.start() < e and s < m.end() for s, e, _ in spans):
@@ -128,6 +156,8 @@ def _values(text: str) -> list[_Value]:
             spans.append((m.start(), m.end(), "name"))
     out = []
     for start, end, kind in sorted(spans):
+        if kind == "ref":
+            continue
         raw = text[start:end]
         out.append(_Value(kind, _normal(kind, raw) if kind != "name" else raw.lower(), raw.strip(), start, end))
     return out
@@ -148,6 +178,7 @@ def fact_key(text: str) -> FactKey | None:
     words = text.split()
     if not words or len(words) > MAX_FACT_WORDS or re.search(r"[.!?;]\s+\S", text.strip()):
         return None
+    text = _IN_PASSING.sub("", text)  # "… after the August drawdown" tells why, not what the fact is about
     state = _STATE.search(text) or _LABELLED.search(text)
     if state is None:
         return None  # "Meeting with the landlord on 3 March" tells of an event; a fact says what *is*
@@ -243,3 +274,24 @@ def restates_read(a: Statement, b: Statement) -> bool:
 def _first_word(text: str) -> str:
     words = _CONTENT.findall(text.lower())
     return next((w for w in words if w not in _COMMON and w not in _IGNORED), "")
+
+
+def distinct_subjects(a: str, b: str) -> bool:
+    """Whether two alike statements are about two things, not one thing with another value — the rule
+    `versions_of` applies, for texts with no fact key (decisions in the journals): an identifier that differs
+    names another subject ("worker w1 times out after 30 seconds" / "worker w2 …"), and so does a name that
+    differs beside another value that differs ("Alice's budget is $80" / "Bob's budget is $95"). A name alone
+    may be the value that changed ("Pickup is in Leeds" → "York")."""
+    va, vb = _values(a), _values(b)
+    ids = ({v.normal for v in va if v.kind == "id"}, {v.normal for v in vb if v.kind == "id"})
+    if ids[0] != ids[1]:
+        return True
+    names = (
+        {v.normal for v in va if v.kind == "name"} | {m.lower() for m in _POSSESSIVE.findall(a)},
+        {v.normal for v in vb if v.kind == "name"} | {m.lower() for m in _POSSESSIVE.findall(b)},
+    )  # "Alice's budget" names whose budget, opening a sentence or not
+    others = (
+        {v.normal for v in va if v.kind not in ("id", "name")},
+        {v.normal for v in vb if v.kind not in ("id", "name")},
+    )
+    return names[0] != names[1] and others[0] != others[1]
