@@ -35,7 +35,7 @@ _REFERENCE = re.compile(
 )
 # A trailing clause that tells why or after what ("… after the August drawdown"): its values are not the fact's.
 _IN_PASSING = re.compile(
-    r"[,;]?\s+\b(?:after|following|because of|due to|thanks to|since|ahead of|before)\s+(?:the|a|an|our|my|"
+    r"[,;]?\s+\b(?:after|following|because of|due to|thanks to|since|ahead of|before|so that|so)\s+(?:the|a|an|our|my|"
     r"last|that|this|his|her|their)\b.*$",
     re.I,
 )
@@ -61,7 +61,7 @@ _IGNORED = frozenset(
     currently current moved move moves changed change changes updated update set raised lowered increased
     decreased reduced cut tightened loosened bumped dropped went goes up down switched migrated became becomes
     will from henceforth onwards forward anymore instead no longer than again today still our my your their his
-    her has have had then starting starts start since effective""".split()
+    her has have had then starting starts start since effective back""".split()
 )
 _EVENT_OPENERS = frozenset(
     """set closed opened bought sold paid ran met took got made saw spent sent won lost left went did had

@@ -27,6 +27,7 @@ VERSIONS = [
     ("Kitchen budget is 12.5k.", "Kitchen budget went up to $14,000."),
     # a clause in passing is neither the value nor what the fact is about
     ("Per-trade risk cap is 2%.", "Per-trade risk cap is now 1.5% after the August drawdown."),
+    ("Standup is at 09:30.", "Standup moved to 10:15 so the Berlin folks can join."),
 ]
 LOOK_ALIKES = [
     ("Risk per trade is 1%.", "Risk per day is 3%."),
