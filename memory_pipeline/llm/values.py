@@ -185,7 +185,8 @@ def fact_key(text: str) -> FactKey | None:
     if _is_event(text):
         return None
     verb = state.start(1) if state.re is _LABELLED else state.start()
-    key: list[str] = []
+    # a reference before the verb names which ticket or row the fact is of ("Ticket #4411: …"); one after it cites
+    key: list[str] = [_reference(m.group(0)) for m in _REFERENCE.finditer(text) if m.start() < verb]
     values: list[str] = []
     at = 0
     for v in [*_values(text), None]:
@@ -206,13 +207,14 @@ def fact_key(text: str) -> FactKey | None:
 
 def versions_of(a: FactKey, b: FactKey) -> bool:
     """Two statements of one fact with another value: the same key and at least one value differing. When a
-    name differs, nothing else may (the name is then the value that changed: "Pickup is in Leeds" → "York");
-    a name and a number both differing are two facts ("Alice's bill is $80", "Bob's bill is $95")."""
+    name or an identifier differs, nothing else may (it is then the value that changed: "Pickup is in Leeds" →
+    "York", "db-stage-1" → "db-stage-7"); a name or an identifier differing beside another value are two facts
+    ("Alice's bill is $80" / "Bob's bill is $95", "queue-37 disk at 86%" / "api-93 disk at 51%")."""
     if a.key != b.key or a.values == b.values or len(a.values) != len(b.values):
         return False
     kinds = [k for k in a.key if k.startswith("<")]
     differing = {kinds[i] for i, (x, y) in enumerate(zip(a.values, b.values, strict=True)) if x != y}
-    return not ("<name>" in differing and len(differing) > 1)
+    return not (differing & {"<name>", "<id>"} and len(differing) > 1)
 
 
 _CONTENT = re.compile(r"[a-z][a-z-]{2,}")
@@ -276,13 +278,21 @@ def _first_word(text: str) -> str:
     return next((w for w in words if w not in _COMMON and w not in _IGNORED), "")
 
 
+def _reference(text: str) -> str:
+    return "#" + "".join(re.findall(r"\d", text))
+
+
 def distinct_subjects(a: str, b: str) -> bool:
     """Whether two alike statements are about two things, not one thing with another value — the rule
     `versions_of` applies, for texts with no fact key (decisions in the journals): an identifier that differs
-    names another subject ("worker w1 times out after 30 seconds" / "worker w2 …"), and so does a name that
+    names another subject ("worker w1 times out after 30 seconds" / "worker w2 …"), as does another note, ticket
+    or row number where both name one, and so does a name that
     differs beside another value that differs ("Alice's budget is $80" / "Bob's budget is $95"). A name alone
     may be the value that changed ("Pickup is in Leeds" → "York")."""
     va, vb = _values(a), _values(b)
+    refs = [{_reference(m.group(0)) for m in _REFERENCE.finditer(t)} for t in (a, b)]
+    if refs[0] and refs[1] and refs[0] != refs[1]:
+        return True  # "Ticket #4411: …" / "Ticket #4412: …": two tickets
     ids = ({v.normal for v in va if v.kind == "id"}, {v.normal for v in vb if v.kind == "id"})
     if ids[0] != ids[1]:
         return True

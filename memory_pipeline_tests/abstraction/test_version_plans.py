@@ -60,6 +60,9 @@ def test_the_same_value_in_another_form_supersedes_nothing(old: str, same: str) 
         ("Ticket #4411: the deploy window is 14:00.", "Ticket #4412: the deploy window is 14:00."),
         ("Row 17: the warehouse door code is 4471.", "Row 18: the warehouse door code is 4471."),
         ("Per-trade risk cap is 1.5%.", "Per-trade risk cap is 1.5% after the August drawdown."),
+        ("Ticket #12012 closed after 270 minutes: cache-68 disk at 95%.",
+         "Ticket #5460 closed after 270 minutes: search-05 disk at 95%."),
+        ("Nightly check: queue-37 disk at 86%.", "Nightly check: api-93 disk at 51%."),  # two hosts' disks
         ("Leeds pickup is at 9:00.", "York pickup is at 9:30."),
         ("Risk per trade is 1%.", "Risk per day is 3%."),
         ("The staging host is db-stage-1.", "The production host is db-prod-2."),
@@ -72,3 +75,7 @@ def test_references_and_look_alikes_supersede_nothing(texts: tuple[str, str]) ->
 def test_restating_an_older_value_makes_it_current_again() -> None:
     got = _plan("Kitchen budget is $12,500.", "Kitchen budget is now 14k.", "Kitchen budget is back to 12.5k.")
     assert got == [("m0", "m1"), ("m1", "m2")]  # the last statement, 12.5k = $12,500, is what holds
+
+
+def test_a_note_number_cited_after_the_statement_does_not_hide_a_version() -> None:
+    assert _plan("Standup is at 9:30 (note 12).", "Standup moved to 10:15 (note 40).") == [("m0", "m1")]
