@@ -139,7 +139,8 @@ class _Value:
     end: int
 
 
-def _values(text: str) -> list[_Value]:
+@lru_cache(maxsize=16384)
+def _values(text: str) -> tuple[_Value, ...]:
     """The values of `text`: what a reference ("note 58", "#4411") or a clause in passing ("after the August
     drawdown") says is never one."""
     spans: list[tuple[int, int, str]] = [(m.start(), m.end(), "ref") for m in _REFERENCE.finditer(text)]
@@ -160,7 +161,7 @@ def _values(text: str) -> list[_Value]:
             continue
         raw = text[start:end]
         out.append(_Value(kind, _normal(kind, raw) if kind != "name" else raw.lower(), raw.strip(), start, end))
-    return out
+    return tuple(out)
 
 
 def _is_event(text: str) -> bool:
@@ -276,6 +277,13 @@ def restates_read(a: Statement, b: Statement) -> bool:
 def _first_word(text: str) -> str:
     words = _CONTENT.findall(text.lower())
     return next((w for w in words if w not in _COMMON and w not in _IGNORED), "")
+
+
+@lru_cache(maxsize=16384)
+def identifiers(text: str) -> frozenset[str]:
+    """The identifiers a text names ("w1", "db-stage-7"): statements naming others are about other subjects,
+    unless one identifier is the value that changed (see `distinct_subjects`)."""
+    return frozenset(v.normal for v in _values(text) if v.kind == "id")
 
 
 def _reference(text: str) -> str:

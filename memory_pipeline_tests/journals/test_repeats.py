@@ -81,7 +81,7 @@ def test_the_200_line_cap_still_holds_with_repeats_and_many_decisions() -> None:
 
 
 def test_decisions_about_distinct_subjects_are_not_versions_of_one_another() -> None:
-    decisions = [f"Decided: worker w{i} times out after {30 + 15 * (i % 3)} seconds" for i in range(60)]
+    decisions = [f"Decided: worker w{i} times out after {30 + 15 * (i % 3)} seconds" for i in range(5000)]
     assert repeats.collapse_bullets(decisions) == decisions  # none kept over another worker's
     kept = repeats.collapse(repeats.Dated(DAYS[i % 4], t) for i, t in enumerate(decisions))
     assert sorted(k.text for k in kept) == sorted(decisions) and not any(k.supersedes for k in kept)
