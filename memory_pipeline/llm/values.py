@@ -22,16 +22,34 @@ MAX_FACT_WORDS = 30  # a fact is a short statement; a paragraph is a story
 _MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
 _MONTH = (r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sept?(?:ember)?|"
           r"oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)")  # fmt: skip
+# A time's zone is part of its value: "15:00 UTC" → "15:00 CET" is a change, not the same time.
+_ZONE_NAMES = ("UTC|GMT|Z|CET|CEST|EET|EEST|WET|WEST|BST|IST|JST|KST|AEST|AEDT|ET|EST|EDT|CT|CST|CDT|MT|MST|MDT|PT|"
+               "PST|PDT")  # fmt: skip
+_ZONE = rf"(?:\s+(?-i:{_ZONE_NAMES})(?:\s*[+-]\s*\d{{1,2}}(?::?\d{{2}})?)?\b)?"
+_ZONE_OF = re.compile(rf"\s+((?:{_ZONE_NAMES.lower()})(?:\s*[+-]\s*\d{{1,2}}(?::?\d{{2}})?)?)$")
+# Numbers that say which note, ticket or row a text is, not what a fact's value is: "(note 58)", "ticket #4411".
+_REFERENCE = re.compile(
+    r"(?:\b(?:notes?|tickets?|rows?|issues?|items?|entry|entries|records?|lines?|pr|prs|case|bug|tasks?|page|ref|"
+    r"no\.?|nr\.?)\s*#?\s*\d+\b|(?<![\w&])#\d+\b)",
+    re.I,
+)
+# A trailing clause that tells why or after what ("… after the August drawdown"): its values are not the fact's.
+_IN_PASSING = re.compile(
+    r"[,;]?\s+\b(?:after|following|because of|due to|thanks to|since|ahead of|before|so that|so)\s+(?:the|a|an|our|my|"
+    r"last|that|this|his|her|their)\b.*$",
+    re.I,
+)
 # Ordered: the first pattern to match a span names its type.
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("date", re.compile(r"\b\d{4}-\d{2}-\d{2}\b")),
     ("date", re.compile(rf"\b\d{{1,2}}(?:st|nd|rd|th)?\s+{_MONTH}\b(?:,?\s+\d{{4}})?", re.I)),
     ("date", re.compile(rf"\b{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?\b(?:,?\s+\d{{4}})?", re.I)),
-    ("time", re.compile(r"\b(?:[01]?\d|2[0-3])[:h][0-5]\d(?:\s*[ap]\.?m\.?)?(?!\w|\.\d)", re.I)),
-    ("time", re.compile(r"\b(?:1[0-2]|0?[1-9])\s*[ap]\.?m\b\.?", re.I)),
+    ("time", re.compile(rf"\b(?:[01]?\d|2[0-3])[:h][0-5]\d(?:\s*[ap]\.?m\.?)?(?!\w|\.\d){_ZONE}", re.I)),
+    ("time", re.compile(rf"\b(?:1[0-2]|0?[1-9])\s*[ap]\.?m\b\.?{_ZONE}", re.I)),
     ("pct", re.compile(r"(?<![\w.])\d+(?:\.\d+)?\s*(?:%|percent\b|per\s+cent\b|pct\b)", re.I)),
     ("money", re.compile(r"[$€£]\s?\d[\d,]*(?:\.\d+)?\s*[kKmM]?\b")),
     ("money", re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?\s*(?:usd|eur|gbp|dollars?|euros?|pounds?)\b", re.I)),
+    ("money", re.compile(r"(?<![\w.])\d+(?:\.\d+)?[kK](?![\w-])")),  # "12.5k": an amount, as "$12,500"
     ("id", re.compile(r"(?<![\w.-])(?=[\w.-]*\d)(?=[\w.-]*[a-zA-Z])[a-zA-Z0-9][\w.-]*[a-zA-Z0-9](?![\w-])")),
     ("id", re.compile(r"(?<![\w.-])[a-z0-9-]+(?:\.[a-z0-9-]+){2,}(?![\w-])", re.I)),
     ("num", re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?(?![\w])")),
@@ -43,7 +61,7 @@ _IGNORED = frozenset(
     currently current moved move moves changed change changes updated update set raised lowered increased
     decreased reduced cut tightened loosened bumped dropped went goes up down switched migrated became becomes
     will from henceforth onwards forward anymore instead no longer than again today still our my your their his
-    her has have had then starting starts start since effective""".split()
+    her has have had then starting starts start since effective back""".split()
 )
 _EVENT_OPENERS = frozenset(
     """set closed opened bought sold paid ran met took got made saw spent sent won lost left went did had
@@ -60,7 +78,12 @@ _STATE = re.compile(
 _LABELLED = re.compile(r"^[^:]{3,60}(:) *\S+(?: +\S+){0,3}[.!]?$")  # "Per-trade risk cap: 1%": a short value
 _CAPITALISED = re.compile(r"\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*\b")
 _SENTENCE_OPENING = re.compile(r"(?:^|[.!?:]\s+|[\"'(]\s*)$")
-_NOT_NAMES = frozenset("i monday tuesday wednesday thursday friday saturday sunday".split())
+_POSSESSIVE = re.compile(r"\b([A-Z][a-z]+)'s\b")
+_NOT_NAMES = frozenset(
+    """i monday tuesday wednesday thursday friday saturday sunday mondays tuesdays wednesdays thursdays fridays
+    saturdays sundays january february march april may june july august september october november december
+    utc gmt""".split()
+)
 
 
 @dataclass(frozen=True)
@@ -88,7 +111,8 @@ def _normal(kind: str, text: str) -> str:
         if m:
             hour, minute, half = int(m.group(1)), int(m.group(2) or 0), m.group(3)
             hour = (hour % 12) + (12 if half == "p" else 0) if half else hour
-            return f"{hour:02d}:{minute:02d}"
+            zone = _ZONE_OF.search(t)
+            return f"{hour:02d}:{minute:02d}" + (f" {zone.group(1).replace(' ', '')}" if zone else "")
     if kind == "date" and not re.match(r"\d{4}-", t):
         month = next((i for i, name in enumerate(_MONTHS, 1) if re.search(rf"\b{name}", t)), 0)
         day = re.search(r"\b(\d{1,2})(?:st|nd|rd|th)?\b", t)
@@ -115,8 +139,13 @@ class _Value:
     end: int
 
 
-def _values(text: str) -> list[_Value]:
-    spans: list[tuple[int, int, str]] = []
+@lru_cache(maxsize=16384)
+def _values(text: str) -> tuple[_Value, ...]:
+    """The values of `text`: what a reference ("note 58", "#4411") or a clause in passing ("after the August
+    drawdown") says is never one."""
+    spans: list[tuple[int, int, str]] = [(m.start(), m.end(), "ref") for m in _REFERENCE.finditer(text)]
+    if (passing := _IN_PASSING.search(text)) is not None:
+        spans.append((passing.start(), len(text), "ref"))
     for kind, pattern in _PATTERNS:
         for m in pattern.finditer(text):
             if not any(m.start() < e and s < m.end() for s, e, _ in spans):
@@ -128,9 +157,11 @@ def _values(text: str) -> list[_Value]:
             spans.append((m.start(), m.end(), "name"))
     out = []
     for start, end, kind in sorted(spans):
+        if kind == "ref":
+            continue
         raw = text[start:end]
         out.append(_Value(kind, _normal(kind, raw) if kind != "name" else raw.lower(), raw.strip(), start, end))
-    return out
+    return tuple(out)
 
 
 def _is_event(text: str) -> bool:
@@ -148,13 +179,15 @@ def fact_key(text: str) -> FactKey | None:
     words = text.split()
     if not words or len(words) > MAX_FACT_WORDS or re.search(r"[.!?;]\s+\S", text.strip()):
         return None
+    text = _IN_PASSING.sub("", text)  # "… after the August drawdown" tells why, not what the fact is about
     state = _STATE.search(text) or _LABELLED.search(text)
     if state is None:
         return None  # "Meeting with the landlord on 3 March" tells of an event; a fact says what *is*
     if _is_event(text):
         return None
     verb = state.start(1) if state.re is _LABELLED else state.start()
-    key: list[str] = []
+    # a reference before the verb names which ticket or row the fact is of ("Ticket #4411: …"); one after it cites
+    key: list[str] = [_reference(m.group(0)) for m in _REFERENCE.finditer(text) if m.start() < verb]
     values: list[str] = []
     at = 0
     for v in [*_values(text), None]:
@@ -175,13 +208,14 @@ def fact_key(text: str) -> FactKey | None:
 
 def versions_of(a: FactKey, b: FactKey) -> bool:
     """Two statements of one fact with another value: the same key and at least one value differing. When a
-    name differs, nothing else may (the name is then the value that changed: "Pickup is in Leeds" → "York");
-    a name and a number both differing are two facts ("Alice's bill is $80", "Bob's bill is $95")."""
+    name or an identifier differs, nothing else may (it is then the value that changed: "Pickup is in Leeds" →
+    "York", "db-stage-1" → "db-stage-7"); a name or an identifier differing beside another value are two facts
+    ("Alice's bill is $80" / "Bob's bill is $95", "queue-37 disk at 86%" / "api-93 disk at 51%")."""
     if a.key != b.key or a.values == b.values or len(a.values) != len(b.values):
         return False
     kinds = [k for k in a.key if k.startswith("<")]
     differing = {kinds[i] for i, (x, y) in enumerate(zip(a.values, b.values, strict=True)) if x != y}
-    return not ("<name>" in differing and len(differing) > 1)
+    return not (differing & {"<name>", "<id>"} and len(differing) > 1)
 
 
 _CONTENT = re.compile(r"[a-z][a-z-]{2,}")
@@ -243,3 +277,39 @@ def restates_read(a: Statement, b: Statement) -> bool:
 def _first_word(text: str) -> str:
     words = _CONTENT.findall(text.lower())
     return next((w for w in words if w not in _COMMON and w not in _IGNORED), "")
+
+
+@lru_cache(maxsize=16384)
+def identifiers(text: str) -> frozenset[str]:
+    """The identifiers a text names ("w1", "db-stage-7"): statements naming others are about other subjects,
+    unless one identifier is the value that changed (see `distinct_subjects`)."""
+    return frozenset(v.normal for v in _values(text) if v.kind == "id")
+
+
+def _reference(text: str) -> str:
+    return "#" + "".join(re.findall(r"\d", text))
+
+
+def distinct_subjects(a: str, b: str) -> bool:
+    """Whether two alike statements are about two things, not one thing with another value — the rule
+    `versions_of` applies, for texts with no fact key (decisions in the journals): an identifier that differs
+    names another subject ("worker w1 times out after 30 seconds" / "worker w2 …"), as does another note, ticket
+    or row number where both name one, and so does a name that
+    differs beside another value that differs ("Alice's budget is $80" / "Bob's budget is $95"). A name alone
+    may be the value that changed ("Pickup is in Leeds" → "York")."""
+    va, vb = _values(a), _values(b)
+    refs = [{_reference(m.group(0)) for m in _REFERENCE.finditer(t)} for t in (a, b)]
+    if refs[0] and refs[1] and refs[0] != refs[1]:
+        return True  # "Ticket #4411: …" / "Ticket #4412: …": two tickets
+    ids = ({v.normal for v in va if v.kind == "id"}, {v.normal for v in vb if v.kind == "id"})
+    if ids[0] != ids[1]:
+        return True
+    names = (
+        {v.normal for v in va if v.kind == "name"} | {m.lower() for m in _POSSESSIVE.findall(a)},
+        {v.normal for v in vb if v.kind == "name"} | {m.lower() for m in _POSSESSIVE.findall(b)},
+    )  # "Alice's budget" names whose budget, opening a sentence or not
+    others = (
+        {v.normal for v in va if v.kind not in ("id", "name")},
+        {v.normal for v in vb if v.kind not in ("id", "name")},
+    )
+    return names[0] != names[1] and others[0] != others[1]

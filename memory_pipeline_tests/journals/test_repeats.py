@@ -78,3 +78,22 @@ def test_the_200_line_cap_still_holds_with_repeats_and_many_decisions() -> None:
     text = knowledge.memory_md_text(merged, date(2026, 11, 7))
     assert knowledge.line_count(text) <= knowledge.MEMORY_LINE_CAP
     assert f"line_count: {knowledge.line_count(text)}" in text
+
+
+def test_decisions_about_distinct_subjects_are_not_versions_of_one_another() -> None:
+    decisions = [f"Decided: worker w{i} times out after {30 + 15 * (i % 3)} seconds" for i in range(5000)]
+    assert repeats.collapse_bullets(decisions) == decisions  # none kept over another worker's
+    kept = repeats.collapse(repeats.Dated(DAYS[i % 4], t) for i, t in enumerate(decisions))
+    assert sorted(k.text for k in kept) == sorted(decisions) and not any(k.supersedes for k in kept)
+
+
+def test_a_changed_decision_about_one_subject_still_supersedes_among_others() -> None:
+    bullets = [
+        "Decided: worker w1 times out after 30 seconds",
+        "Decided: worker w2 times out after 30 seconds",
+        "Decided: worker w1 times out after 90 seconds",
+    ]
+    assert repeats.collapse_bullets(bullets) == [
+        "Decided: worker w1 times out after 90 seconds (supersedes: Decided: worker w1 times out after 30 seconds)",
+        "Decided: worker w2 times out after 30 seconds",
+    ]
