@@ -90,7 +90,14 @@ def judged(
     try:
         if isinstance(result, BaseException):
             raise result
-        if sources:
+        if sources and cluster.extra.get("source") == "keys":
+            # a key cluster's summary is the digest of distinct memories that share a key (graph compaction): held
+            # to what its sources state and their facts, not (yet) to saying each of their statements
+            reason = (faithfulness.rejection_of(faithfulness.check(sources, result.abstraction))
+                      or fact_rejection(sources, result.abstraction))  # fmt: skip
+            if reason:
+                raise DistillationRejected(reason)
+        elif sources:
             found = faithfulness.check(sources, result.abstraction)
             covered = faithfulness.coverage(sources, result.abstraction, encode)
             outcome.grade = SummaryGrade(cluster.cluster_id, len(covered.said), covered.total, len(found), False,

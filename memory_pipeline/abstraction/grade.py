@@ -4,7 +4,7 @@ Per distillation (accepted or refused by the judge): how many of its sources' di
 (`llm.faithfulness.coverage`) and how many of its sentences its sources do not support (`faithfulness.check`).
 Pooled over what the night would commit: coverage = statements said ÷ statements. A night stops before
 anything is archived when that is below the floor (MEMORY_PIPELINE_GRADE_FLOOR; 0 turns the grade off), when it
-would commit an unfaithful sentence, or when the judge refused most of its distillations (at least
+would commit an unfaithful sentence, or when the judge refused more than 80 % of its distillations (at least
 `RUNAWAY_AT` of them) and it would still archive the rest: a night whose summaries mostly lose what their
 sources said has clustered unlike memories, and what little passes is not worth its archive. A night whose
 every distillation was refused archives nothing anyway; its line says why. Pure: outcomes in, figures out."""
@@ -17,7 +17,7 @@ from typing import Any
 
 WORST_SHOWN = 5
 RUNAWAY_AT = 5  # distillations, at least, before a night's share of refusals stops it
-RUNAWAY_SHARE = 0.5  # ... refused above this share
+RUNAWAY_SHARE = 0.8  # ... refused above this share (a sample night with the words-alone judge refuses half)
 
 
 @dataclass(frozen=True)

@@ -108,9 +108,10 @@ def test_the_nights_grade_pools_what_it_keeps_and_stops_a_runaway_night() -> Non
     assert good.passed and good.coverage == 0.95 and good.refused == 1
     low = _night((8, 10, True), (8, 10, True))
     assert not low.passed and "BLOCKED" in low.line()
-    runaway = _night(*[(10, 10, True)] * 2, *[(1, 10, False)] * 3)
+    runaway = _night(*[(10, 10, True)] * 2, *[(1, 10, False)] * 9)
     assert runaway.coverage == 1.0 and runaway.runaway and not runaway.passed
-    assert "most distillations refused (3 of 5)" in runaway.line()
+    assert "most distillations refused (9 of 11)" in runaway.line()
+    assert _night(*[(10, 10, True)] * 2, *[(1, 10, False)] * 3).passed  # 3 of 5 refused: not a runaway
     nothing_kept = _night(*[(1, 10, False)] * 5)  # archives nothing: nothing to stop, and the line says why
     assert nothing_kept.passed and not nothing_kept.runaway
     assert "most distillations refused (5 of 5)" in nothing_kept.line()

@@ -37,7 +37,7 @@ def _figures(g: grade.NightGrade) -> dict[str, Any]:
     "lessons, instructions, decisions) some sentence of it says — and on faithfulness — sentences stating a "
     "value, name or range no source states together. Pooled coverage of the summaries it would keep below "
     "MEMORY_PIPELINE_GRADE_FLOOR (default 0.9; 0 turns the grade off), an unfaithful sentence in one of them, "
-    "or most of at least 5 distillations refused while the rest would be archived stops the night before "
+    "or more than 80 % of at least 5 distillations refused while the rest would be archived stops the night before "
     "`archive_updates`: nothing is archived and its pending summaries are removed. Such a night usually "
     "clustered unlike memories together; the metadata names the distillations that left most out.",
 )
