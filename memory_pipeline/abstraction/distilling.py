@@ -90,13 +90,12 @@ def judged(
     try:
         if isinstance(result, BaseException):
             raise result
+        reason = None
         if sources and cluster.extra.get("source") == "keys":
             # a key cluster's summary is the digest of distinct memories that share a key (graph compaction): held
             # to what its sources state and their facts, not (yet) to saying each of their statements
             reason = (faithfulness.rejection_of(faithfulness.check(sources, result.abstraction))
                       or fact_rejection(sources, result.abstraction))  # fmt: skip
-            if reason:
-                raise DistillationRejected(reason)
         elif sources:
             found = faithfulness.check(sources, result.abstraction)
             covered = faithfulness.coverage(sources, result.abstraction, encode)
@@ -104,8 +103,7 @@ def judged(
                                          covered.missed[:3])  # fmt: skip
             reason = (faithfulness.rejection_of(found) or fact_rejection(sources, result.abstraction)
                       or faithfulness.coverage_reason(covered))  # fmt: skip
-            if reason:
-                raise DistillationRejected(reason)
+        # the seed's validation first (ratio floor, size, ids), then what the verifier found
         result.compression_ratio = round(
             validate_abstraction(
                 result.abstraction,
@@ -116,6 +114,8 @@ def judged(
             ),
             3,
         )
+        if reason:
+            raise DistillationRejected(reason)
         outcome.distillation = result
         if outcome.grade is not None:
             outcome.grade = replace(outcome.grade, accepted=True)

@@ -84,6 +84,7 @@ def decide_verdict(
     scanned: int = 0,
     duplicates: int = 0,
     superseded: int = 0,
+    refused: int = 0,
 ) -> tuple[str, str | None]:
     """`recovered`: summaries of an interrupted night this one activated — that night's work, completed now,
     so a night that finds nothing else left to compress after it is graded by what the store holds: PASS.
@@ -96,7 +97,11 @@ def decide_verdict(
 
     `superseded`: older values of facts this night marked as replaced. That is the night's work too: a night
     whose only cluster was a fact's versions (nothing to distil once they are told apart) is a PASS, unless it
-    had errors."""
+    had errors.
+
+    `refused`: clusters whose distillation the verifier refused (it would state what their members did not, or
+    leave out what they said: distinct events are not a pattern). A night that tried clusters and had every one
+    refused judged them and left them as they are: a PASS that says so, unless it had errors."""
     if fatal:
         return "FAIL", fatal
     if clusters_compressed == 0 and recovered:
@@ -110,6 +115,9 @@ def decide_verdict(
     if clusters_compressed == 0 and superseded and not errors:
         return "PASS", (f"marked {superseded} older value{'' if superseded == 1 else 's'} of a fact as replaced; "
                         "no cluster compressed")  # fmt: skip
+    if clusters_compressed == 0 and refused and tried is not None and refused >= tried and not errors:
+        return "PASS", (f"no cluster compressed: the verifier refused all {refused} distillations (their summaries "
+                        "would not say what their members said); those memories stay as they are")  # fmt: skip
     if clusters_compressed == 0:
         return "FAIL", "no cluster was compressed (no useful work done)"
     if errors:

@@ -39,6 +39,11 @@ def skip_reasons(outcomes: list[ClusterOutcome]) -> dict[str, int]:
     return reasons
 
 
+def refused_by_verifier(outcomes: list[ClusterOutcome]) -> int:
+    """Clusters whose distillation the night's verifier refused (not an LLM error, not a ratio floor)."""
+    return sum(1 for o in outcomes if o.status == "skipped" and (o.skip_reason or "").startswith(_COUNTED[1:]))
+
+
 def compaction_paused(con: duckdb.DuckDBPyConnection, critical: int, clusters: list[MemoryCluster]) -> str | None:
     """Why the night found no cluster when it is because compaction is paused (too many open external-index
     actions): not a quiet night but one that could not work, so its verdict is FAIL with this reason."""

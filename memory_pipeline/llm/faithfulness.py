@@ -142,6 +142,10 @@ COVER_SOME = 0.4  # ... the share of the statement's content words it must still
 COVER_WORDS = 0.85  # the share of a statement's content words that says it without a model
 COVER_FLOOR = 0.8  # the share of its sources' distinct statements an abstraction must say, or it is rejected
 MIN_WORDS = 3  # a sentence with fewer content words ("Thanks!", "Again.") states nothing to keep
+# when a report was made, not what it says: "failed again today" and "failed again this morning" say one thing
+# (a day named with a capital is a name, and names must match)
+_WHEN = frozenset("""today tonight yesterday morning evening afternoon again once more still yet monday tuesday
+    wednesday thursday friday saturday sunday""".split())
 _STEM = 5  # letters a word is compared by: "apologise", "apologies", "apologised" are one word
 
 Encode = Callable[[Sequence[str]], "np.ndarray"]
@@ -154,7 +158,8 @@ def _stems(text: str) -> frozenset[str]:
 
 @lru_cache(maxsize=1 << 16)
 def _stem_list(text: str) -> tuple[str, ...]:
-    return tuple(w[:_STEM] for w in re.findall(r"[a-z][a-z']+", _masked(text)) if len(w) > 2 and w not in fx.STOP_WORDS)
+    return tuple(w[:_STEM] for w in re.findall(r"[a-z][a-z']+", _masked(text))
+                 if len(w) > 2 and w not in fx.STOP_WORDS and w not in _WHEN)  # fmt: skip
 
 
 def swapped(a: str, b: str) -> bool:

@@ -118,3 +118,12 @@ def test_the_nights_grade_pools_what_it_keeps_and_stops_a_runaway_night() -> Non
     off = grade.night([grade.SummaryGrade("c0", 0, 10, 2, True)], 0.0)
     assert off.passed and "off" in off.line()
     assert grade.from_dict(good.to_dict()).to_dict() == good.to_dict()
+
+
+def test_a_night_whose_every_distillation_was_refused_passes_and_says_so() -> None:
+    from memory_pipeline.abstraction.report import decide_verdict
+
+    verdict, reason = decide_verdict(0, 0, tried=3, found=3, scanned=20, refused=3)
+    assert verdict == "PASS" and "the verifier refused all 3" in str(reason)
+    assert decide_verdict(0, 0, tried=3, found=3, scanned=20, refused=2)[0] == "FAIL"  # one failed otherwise
+    assert decide_verdict(0, 1, tried=3, found=3, scanned=20, refused=3)[0] == "FAIL"  # errors

@@ -65,7 +65,7 @@ def report(
     verdict, reason = decide_verdict(
         len(compressed), len(errors), paused, recovered=recovered, tried=len(outcomes) - recent,
         found=len(clusters), scanned=len(eligible_memories.frame), duplicates=exact_duplicates.duplicates_archived,
-        superseded=superseded,
+        superseded=superseded, refused=reporting.refused_by_verifier(outcomes),
     )  # fmt: skip
     deferred = sum(1 for o in outcomes if o.status == "skipped" and llm_runs.is_deferred(o.skip_reason))
     verdict, reason = llm_runs.verdict_with_deferrals(verdict, reason, deferred, engine.max_cost_usd)
