@@ -20,6 +20,7 @@ from memory_pipeline.context.read_path import ReadPath
 from memory_pipeline.context.service import RecordUsage
 from memory_pipeline.context.timeframe import resolve
 from memory_pipeline.search import (
+    WEAK,
     Hit,
     Hits,
     Ranking,
@@ -30,8 +31,8 @@ from memory_pipeline.search import (
     search,
     store_stamp,
     usage_spool,
+    weak_line,
 )
-from memory_pipeline.search.confidence import WEAK, weak_line
 
 if TYPE_CHECKING:
     from memory_pipeline.search import ReadView

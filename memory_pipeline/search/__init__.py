@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from memory_pipeline.search import usage_spool
     from memory_pipeline.search.build import build_index
+    from memory_pipeline.search.confidence import WEAK, weak_line
     from memory_pipeline.search.current import current_first
     from memory_pipeline.search.documents import store_stamp
     from memory_pipeline.search.engine import SearchInputError, search
@@ -25,7 +26,8 @@ _WHERE = {
     "Hits": "hits", "BuildStats": "index", "IndexMissing": "index", "delete_index": "index", "reading_store": "live",
     "refresh_index": "live", "Ranking": "scoring", "load_ranking": "scoring", "current_first": "current",
     "ReadView": "live", "ViewUnavailable": "overlay", "read_view": "overlay", "store_rows": "overlay",
-    "with_rows": "overlay", "query_texts": "overlay", "store_stamp": "documents",
+    "with_rows": "overlay", "query_texts": "overlay", "store_stamp": "documents", "WEAK": "confidence",
+    "weak_line": "confidence",
 }  # fmt: skip
 __all__ = [
     "BuildStats",
@@ -36,6 +38,7 @@ __all__ = [
     "ReadView",
     "SearchInputError",
     "ViewUnavailable",
+    "WEAK",
     "build_index",
     "current_first",
     "delete_index",
@@ -48,6 +51,7 @@ __all__ = [
     "store_rows",
     "store_stamp",
     "usage_spool",
+    "weak_line",
     "with_rows",
 ]
 
