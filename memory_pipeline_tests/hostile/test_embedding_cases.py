@@ -201,7 +201,8 @@ CASES = [
         "run: vectors of mixed dimensions with no majority fail the step with one line",
         lambda t: bad_old_store(t, good=2, bad=2),
         ["run"], 1, (4, 4),
-        r"^dagster\._core\.definitions\.events\.Failure: cannot tell which 'toy' vectors have the right "
+        r"^error: run \S+ failed before writing its report: step \S+ failed: "
+        r"cannot tell which 'toy' vectors have the right "
         r"dimension \(\d-d and 2× \d-d, no majority; .*\): remove the wrong ones with `memory-pipeline embeddings "
         r"drop --model 'toy' --dim D`$",
         env={"MEMORY_PIPELINE_EMBEDDER": "imported:toy"},
@@ -211,7 +212,8 @@ CASES = [
         "run: a plug-in whose vectors do not have the stored vectors' dimension stops the night before it embeds",
         lambda t: seed_store(t, [row(f"a{i}", unit(4, i), "toy") for i in range(3)] + [row("n0")]),
         ["run"], 1, (4, 4),
-        r"^dagster\._core\.definitions\.events\.Failure: MEMORY_PIPELINE_EMBEDDER_PLUGIN=\S+:toy_1536 makes "
+        r"^error: run \S+ failed before writing its report: step \S+ failed: "
+        r"MEMORY_PIPELINE_EMBEDDER_PLUGIN=\S+:toy_1536 makes "
         r"1536-d vectors but 'toy' vectors are 4-d \(the dimension of its vectors in the store\): point "
         r"MEMORY_PIPELINE_EMBEDDER_PLUGIN at an embedder of that model",
         env={"MEMORY_PIPELINE_EMBEDDER": "imported:toy", "MEMORY_PIPELINE_EMBEDDER_PLUGIN": PLUGIN},
