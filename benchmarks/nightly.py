@@ -133,6 +133,10 @@ def run_night(home: str, job_name: str = "nightly_consolidation", retention_prob
         if ev is not None and ev.is_step_materialization and ev.step_key == "clusters":
             md = ev.step_materialization_data.materialization.metadata
             meta = {k: getattr(md[k], "value", md[k]) for k in ("graph_build", "graph_rows_computed", "graph_edges")}
+        if ev is not None and ev.is_step_materialization and ev.step_key == "distillations":
+            md = ev.step_materialization_data.materialization.metadata
+            if "verifier_seconds" in md:
+                meta["verifier_s"] = float(getattr(md["verifier_seconds"], "value", md["verifier_seconds"]))
     return {
         "success": result.success,
         "total_s": total,
@@ -207,6 +211,8 @@ def main(argv: list[str] | None = None) -> None:
                 continue
             steps = r["steps"]
             checks = sum(v for k, v in steps.items() if k not in order)
+            # the grade: the verifier inside the distiller (its sentence embeddings included) + the blocking check
+            grade_s = r["graph"].get("verifier_s", 0.0) + sum(v for k, v in steps.items() if "abstraction_grade" in k)
             rows.append(
                 (
                     f"{n:,}",
@@ -214,6 +220,7 @@ def main(argv: list[str] | None = None) -> None:
                     common.fmt_s(r["total_s"]),
                     *(common.fmt_s(steps.get(k)) for k in order),
                     common.fmt_s(checks),
+                    f"{common.fmt_s(grade_s)} ({100 * grade_s / r['total_s']:.1f} %)",
                     f"{r['eligible']:,}" if r.get("eligible") is not None else "—",
                     f"{r['clusters']:,} / {r['compressed'] if r['compressed'] is not None else '—'}",
                     f"{r['graph'].get('graph_build')} ({r['graph'].get('graph_rows_computed')} rows)",
@@ -229,6 +236,7 @@ def main(argv: list[str] | None = None) -> None:
         "job s",
         *order,
         "asset checks s",
+        "grade s (share of job)",
         "eligible",
         "clusters / compressed",
         "graph build",
@@ -239,7 +247,9 @@ def main(argv: list[str] | None = None) -> None:
         "### nightly_consolidation end to end (offline distiller, MiniLM for the summaries)\n\n"
         + common.table(header, rows)
         + "\n\nSeconds per asset from the run's STEP_START → STEP_SUCCESS events (in-process executor, one "
-        "step at a time); `job s` is the wall time of execute_in_process. Stores: see benchmarks/nightly.py"
+        "step at a time); `job s` is the wall time of execute_in_process. `grade s`: the verifier's time inside the "
+        "distiller (embedding the sources' sentences, judging each distillation; the distillations' `verifier_seconds`) "
+        "plus the blocking grade check's step. Stores: see benchmarks/nightly.py"
         + ("; each indexed for search before its night (not timed)." if args.indexed else ".")
     )
     common.append_results("nightly", body, env, load_before)

@@ -63,11 +63,10 @@ def _text(value: Any) -> str | None:
 def statement_encoder(embedder: Any, requests: Sequence[DistillRequest]) -> faithfulness.Encode | None:
     """The embedder's encoder for judging paraphrases, when it is the model "says" was calibrated on (MiniLM),
     with every member's sentences embedded in one batch; else None, and the words alone decide."""
-    from memory_pipeline.embedding.spec import MINILM
-
-    if not (embedder.can_encode and embedder.model == MINILM):
+    own = embedder.judge_encoder()
+    if own is None:
         return None
-    encode = faithfulness.CachedEncoder(embedder.encode)
+    encode = faithfulness.CachedEncoder(own)
     encode.warm([s for r in requests for m in r.members for s in faithfulness.sentences(m.content)])
     return encode
 

@@ -1,9 +1,12 @@
 """Versions of one fact (the night's Versioner): which memories a later value of the same fact supersedes.
 
-Statements are grouped by what they are about once their values are masked (`llm.values.fact_key`); within a
-group, in the order they were stated, a memory is superseded by the first later statement of another value. A
-value stated again is a new statement: "$80, then $95, then $80 again" leaves the last current. A supersession
-an operator undid is never made again. Pure: rows in, a plan out."""
+Two rules, in order. Statements are grouped by what they are about once their values are masked
+(`llm.values.fact_key`); within a group, in the order they were stated, a memory is superseded by the first later
+statement of another value. Then a fact restated in other words: statements read as attribute and typed value
+(`llm.attributes`), candidates found through an index of their attribute words over the whole store (not a
+night's clusters), a memory neither rule has superseded is superseded by the first later one the attribute rule
+calls its version. A value stated again is a new statement: "$80, then $95, then $80 again" leaves the last
+current. A supersession an operator undid is never made again. Pure: rows in, a plan out."""
 
 from __future__ import annotations
 
@@ -13,7 +16,9 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from memory_pipeline.llm import attributes
 from memory_pipeline.llm.distill import REPLACED
+from memory_pipeline.llm.faithfulness import CachedEncoder, Encode
 from memory_pipeline.llm.values import FactKey, fact_key, stated_values, versions_of
 from memory_pipeline.store.validity import FactRow, Supersession
 
@@ -37,21 +42,80 @@ class VersionPlan:
         return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:n]
 
 
-def plan(rows: Iterable[FactRow], undone: AbstractSet[tuple[str, str]] = frozenset()) -> VersionPlan:
+MAX_POSTING = 200  # an attribute word more statements share than this ("port", "time") finds no candidates alone
+
+
+def plan(
+    rows: Iterable[FactRow], undone: AbstractSet[tuple[str, str]] = frozenset(), encode: Encode | None = None
+) -> VersionPlan:
+    """What tonight supersedes: the masked-text rule, then the attribute rule (`encode`, the embedder, judging
+    attribute phrases the words alone cannot decide; None for the words alone)."""
+    rows = list(rows)
     keyed: dict[tuple[str, ...], list[tuple[FactRow, FactKey]]] = defaultdict(list)
-    read = 0
     for row in rows:
         key = fact_key(row.content)
         if key is not None:
             keyed[key.key].append((row, key))
-            read += 1
-    out = VersionPlan(facts_read=read)
+    out = VersionPlan()
     for words, group in keyed.items():
         if len(group) < 2:
             continue
         out.groups += 1
         out.supersessions += _chain(" ".join(words), sorted(group, key=lambda rk: (rk[0].stated_at, rk[0].id)), undone)
+    claimed = [(row, claims) for row in rows if (claims := attributes.claims(row.content))]
+    out.facts_read = len({row.id for row, _ in claimed} | {row.id for g in keyed.values() for row, _ in g})
+    out.supersessions += _reworded(claimed, {s.memory_id for s in out.supersessions}, undone, encode)
     return out
+
+
+def _reworded(
+    claimed: Sequence[tuple[FactRow, tuple[attributes.Claim, ...]]],
+    done: AbstractSet[str],
+    undone: AbstractSet[tuple[str, str]],
+    encode: Encode | None,
+) -> list[Supersession]:
+    """The attribute rule's supersessions: candidates share an attribute word no more than `MAX_POSTING`
+    statements have (an inverted index, so the pairs grow with what statements share, not with the store)."""
+    index: dict[str, list[int]] = defaultdict(list)
+    for i, (_, claims) in enumerate(claimed):
+        for word in {w for c in claims for w in c.words()}:
+            index[word].append(i)
+    candidates: set[tuple[int, int]] = set()
+    for posting in index.values():
+        if 1 < len(posting) <= MAX_POSTING:
+            candidates.update((i, j) for n, i in enumerate(posting) for j in posting[n + 1 :])
+    ordered = []
+    for i, j in candidates:
+        (a, _), (b, _) = claimed[i], claimed[j]
+        older, newer = (a, b) if (a.stated_at, a.id) <= (b.stated_at, b.id) else (b, a)
+        if older.superseded_by is None and older.id not in done and newer.stated_at > older.stated_at:
+            ordered.append((older, newer))
+    near = None
+    ask = [
+        p
+        for o, n in ordered
+        for a, b, change in attributes.pairs(o.content, n.content)
+        if attributes.by_words(a, b, change) is None
+        for pair in attributes.compared(a, b, change)
+        for p in pair
+    ]
+    if encode is not None and ask:  # the embedder is loaded only when the words leave a pair undecided
+        cached = CachedEncoder(encode)
+        cached.warm(ask)
+
+        def near(x: str, y: str) -> float:
+            v = cached([x, y])
+            return float(v[0] @ v[1])
+
+    out: dict[str, Supersession] = {}
+    for older, newer in sorted(ordered, key=lambda on: (on[1].stated_at, on[1].id)):  # the first later version
+        if older.id in out or (older.id, newer.id) in undone:
+            continue
+        found = next((a for a, b, change in attributes.pairs(older.content, newer.content)
+                      if attributes.same_attribute(a, b, change, near)), None)  # fmt: skip
+        if found is not None:
+            out[older.id] = Supersession(older.id, newer.id, newer.stated_at, " ".join(found.plain))
+    return list(out.values())
 
 
 def _chain(

@@ -151,10 +151,16 @@ def _values(text: str) -> tuple[_Value, ...]:
             if not any(m.start() < e and s < m.end() for s, e, _ in spans):
                 spans.append((m.start(), m.end(), kind))
     for m in _CAPITALISED.finditer(text):  # names: capitalised words not opening a sentence
-        if _SENTENCE_OPENING.search(text[: m.start()]) or m.group(0).lower() in _NOT_NAMES:
+        start, name = m.start(), m.group(0)
+        if _SENTENCE_OPENING.search(text[:start]):
+            first, _, rest = name.partition(" ")  # "The Lisbon office", "Added Sentry": the name after the opener
+            if not rest:
+                continue
+            start, name = start + len(first) + 1, rest
+        if name.lower() in _NOT_NAMES:
             continue
-        if not any(m.start() < e and s < m.end() for s, e, _ in spans):
-            spans.append((m.start(), m.end(), "name"))
+        if not any(start < e and s < m.end() for s, e, _ in spans):
+            spans.append((start, m.end(), "name"))
     out = []
     for start, end, kind in sorted(spans):
         if kind == "ref":

@@ -3,7 +3,7 @@ so the night's steps get it from their resources while the read path builds the 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
 
 import dagster as dg
@@ -60,3 +60,8 @@ class EmbedderResource(dg.ConfigurableResource):
 
     def encode_text(self, texts: Sequence[str]) -> np.ndarray:
         return self.embedder.encode_text(texts)
+
+    def judge_encoder(self) -> Callable[[Sequence[str]], np.ndarray] | None:
+        """The encoder the meaning judgements (is this the same statement? the same attribute?) were calibrated
+        with — MiniLM — when it is the night's; else None, and the words alone decide."""
+        return self.encode if self.can_encode and self.model == MINILM else None

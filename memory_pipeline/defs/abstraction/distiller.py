@@ -1,5 +1,7 @@
 """Distiller (seed 000): one abstraction per cluster, offline or through Claude."""
 
+import time
+
 import dagster as dg
 
 from memory_pipeline.abstraction import distilling
@@ -49,7 +51,9 @@ def distillations(
             c.skip_reason = None
     todo = [c for c in selected if not c.skip_reason]
     requests = distilling.requests(db, todo)
+    started = time.perf_counter()
     encode = distilling.statement_encoder(embedder, requests)
+    verify_s = time.perf_counter() - started  # the sources' sentences, embedded for the judge (and reused below)
     if hasattr(distiller, "encode"):  # the offline distiller: paraphrases already written are not repeated
         distiller.encode = encode
     progress = ThrottledProgress(context.log.info, "Distiller: cluster", len(todo))
@@ -58,8 +62,10 @@ def distillations(
     for i, (cluster, request, result) in enumerate(zip(todo, requests, results, strict=True), start=1):
         progress.update(i, f"({cluster.member_count} members, category={cluster.dominant_category})")
         sources = [m.content for m in request.members]
+        started = time.perf_counter()
         outcomes.append(distilling.judged(cluster, result, engine.min_compression_ratio, engine.max_abstraction_tokens,
                                           sources, encode))  # fmt: skip
+        verify_s += time.perf_counter() - started
     for c in selected:
         if c.skip_reason:
             outcomes.append(ClusterOutcome(c, skip_reason=c.skip_reason, status="skipped"))
@@ -72,6 +78,7 @@ def distillations(
             "deferred": sum(1 for o in outcomes if llm_runs.is_deferred(o.skip_reason)),
             "accepted": len(accepted),
             "skipped": len(outcomes) - len(accepted),
+            "verifier_seconds": round(verify_s, 2),
             "avg_ratio": round(sum(d.compression_ratio for d in accepted) / len(accepted), 2)
             if accepted
             else 0.0,

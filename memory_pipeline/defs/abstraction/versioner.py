@@ -22,14 +22,15 @@ def fact_versions(
     llm: LLMResource,
 ) -> dg.Output[versions.VersionPlan]:
     """Memories that state another value of a fact a later memory states: which one supersedes which. Offline,
-    by the masked-text rule; with Claude (the Messages API; not a batch night), each group of near statements is
+    by the masked-text rule, then by attribute and value (a fact restated in other words; MiniLM judging the
+    attribute phrases the words leave undecided); with Claude (the Messages API; not a batch night), each group of near statements is
     also judged by the model (its answer validated; an invalid one, or none, leaves the group to the offline
     rule). Read only: the check below decides whether `validity_updates` may write them."""
     stats: judged_versions.JudgeStats | None = None
     judging = llm.uses_anthropic() and not llm.uses_batch()  # a batch would hold the night at its first step
     with store.open().connect() as con:
         rows, undone = validity.fact_rows(con), validity.undone_pairs(con)
-        plan = versions.plan(rows, undone)
+        plan = versions.plan(rows, undone, embedder.judge_encoder())
         groups = _candidates(con, embedder, rows) if judging else []
     if judging:  # the store is not held open while the model is asked
         plan, stats = _judged(context, store, engine, llm, rows, undone, plan, groups)
