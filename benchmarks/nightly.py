@@ -136,7 +136,7 @@ def run_night(home: str, job_name: str = "nightly_consolidation", retention_prob
         if ev is not None and ev.is_step_materialization and ev.step_key == "distillations":
             md = ev.step_materialization_data.materialization.metadata
             if "verifier_seconds" in md:
-                meta["verifier_s"] = float(getattr(md["verifier_seconds"], "value", md["verifier_seconds"]))
+                meta["verifier_s"] = float(md["verifier_seconds"].value)  # type: ignore[arg-type]
     return {
         "success": result.success,
         "total_s": total,
@@ -247,9 +247,9 @@ def main(argv: list[str] | None = None) -> None:
         "### nightly_consolidation end to end (offline distiller, MiniLM for the summaries)\n\n"
         + common.table(header, rows)
         + "\n\nSeconds per asset from the run's STEP_START → STEP_SUCCESS events (in-process executor, one "
-        "step at a time); `job s` is the wall time of execute_in_process. `grade s`: the verifier's time inside the "
-        "distiller (embedding the sources' sentences, judging each distillation; the distillations' `verifier_seconds`) "
-        "plus the blocking grade check's step. Stores: see benchmarks/nightly.py"
+        "step at a time); `job s` is the wall time of execute_in_process. `grade s`: the verifier's time inside "
+        "the distiller (embedding the sources' sentences, judging each distillation; the distillations' "
+        "`verifier_seconds`) plus the blocking grade check's step. Stores: see benchmarks/nightly.py"
         + ("; each indexed for search before its night (not timed)." if args.indexed else ".")
     )
     common.append_results("nightly", body, env, load_before)

@@ -29,7 +29,7 @@ APART = [
     ("Monthly cloud budget is $12,500.", "Monthly marketing budget is $4,000."),
     ("Alice's phone bill is $80 a month.", "Bob's phone bill is $95 a month."),
     ("The Lisbon office wifi password is harbour-77.", "The office wifi network is Helios-5G."),
-    ("Note 58: the printer on floor 2 was serviced at 10:30.", "Note 123: the printer on floor 2 was serviced at 14:00."),
+    ("Note 58: the printer on floor 2 was serviced at 10:30.", "Note 123: the printer on floor 2 was serviced at 2pm."),
     ("Ticket #4411: checkout times out after 30 seconds.", "Ticket #4412: checkout times out after 10 seconds."),
     ("Standup is at 09:30.", "Retro is every other Thursday at 15:00."),
     ("The frontend build uses Node 20.11.", "The lambda runtime is Python 3.12."),

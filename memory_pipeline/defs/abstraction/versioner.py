@@ -23,9 +23,9 @@ def fact_versions(
 ) -> dg.Output[versions.VersionPlan]:
     """Memories that state another value of a fact a later memory states: which one supersedes which. Offline,
     by the masked-text rule, then by attribute and value (a fact restated in other words; MiniLM judging the
-    attribute phrases the words leave undecided); with Claude (the Messages API; not a batch night), each group of near statements is
-    also judged by the model (its answer validated; an invalid one, or none, leaves the group to the offline
-    rule). Read only: the check below decides whether `validity_updates` may write them."""
+    attribute phrases the words leave undecided); with Claude (the Messages API; not a batch night), each group
+    of near statements is also judged by the model (its answer validated; an invalid one, or none, leaves the
+    group to the offline rule). Read only: the check below decides whether `validity_updates` may write them."""
     stats: judged_versions.JudgeStats | None = None
     judging = llm.uses_anthropic() and not llm.uses_batch()  # a batch would hold the night at its first step
     with store.open().connect() as con:
