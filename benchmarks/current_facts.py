@@ -147,7 +147,7 @@ def questions(data: dict[str, Any]) -> tuple[list[Question], list[Question]]:
 
 def _position(prompt: str, value: str) -> int | None:
     """Where `value` is in the (normalised) `prompt`, in its normalised form."""
-    m = re.search(rf"(?<![\w.]){re.escape(normalised(value))}(?![\w%])", prompt)
+    m = re.search(rf"(?<![\w.]){re.escape(normalised(value))}(?![\w%]|[.,]\d)", prompt)  # "$25" is not in "$25,000"
     return m.start() if m else None
 
 
