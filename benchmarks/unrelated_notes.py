@@ -27,10 +27,43 @@ _TEMPLATES = (
     "Measured {kg} kg of {thing} parts in crate {crate}.",
     "Sprint {sprint} velocity was {points} points with {people} people.",
 )
+_TERSE = (  # an engineer's or an agent's jottings
+    "note {n}: {thing} fl {floor} serviced {time}",
+    "INC-{ticket} closed, {minutes} min; {host}-{k:02d} disk {pct}%",
+    "build {major}.{minor}.{patch} → {host}-{k:02d} @ {time}",
+    "rm {room} booked by {person}, {day} {time}",
+    "{order} ex {city}: {boxes} boxes / {kg} kg, shipped",
+    "import row {row}: {errors} errs, {person} fixed by {time}",
+    "INV-{invoice} ${amount:,} paid {day}",
+    "{host}-{n} reboot {time}, up {hours}h before",
+    "trip {trip}: {person} lands {city} {time} {day}",
+    "alert {ticket} @ {time}, p95 {ms} ms on {host}-{k:02d}",
+    "crate {crate} weighed: {kg} kg of {thing} parts",
+    "sprint {sprint} done, {points} pts w/ {people} ppl",
+)
+_CHAT = (  # what a user tells an assistant, or writes in a diary
+    "The {thing} on floor {floor} finally got serviced at {time}, that's note {n} closed.",
+    "Quick one: ticket #{ticket} is closed, it took {minutes} minutes and {host}-{k:02d} was at {pct}% disk.",
+    "We rolled build {major}.{minor}.{patch} out to {host}-{k:02d} at {time} and nobody has complained.",
+    "{person} asked me to book room {room} for {day} at {time}, so I did.",
+    "Order {order} from {city} went out today, {boxes} boxes weighing {kg} kg all told.",
+    "Row {row} of that import had {errors} errors in it; {person} had it sorted by {time}.",
+    "I paid invoice INV-{invoice} for ${amount:,} on {day}, just so you know.",
+    "Heads up, {host}-{n} restarted at {time} after running for {hours} hours.",
+    "For trip {trip}, {person} lands in {city} at {time} on {day}.",
+    "Pager alert {ticket} woke me at {time}; p95 latency on {host}-{k:02d} hit {ms} ms.",
+    "I weighed crate {crate} and there's {kg} kg of {thing} parts in it.",
+    "We wrapped sprint {sprint} with {points} points, {people} of us on the team.",
+)
+_STYLES = {"plain": _TEMPLATES, "terse": _TERSE, "chat": _CHAT}
 
 
-def unrelated_notes(count: int = 600, seed: int = 7, start: date = date(2026, 8, 1)) -> list[tuple[str, date]]:
-    """`count` distinct notes with the day each was written, spread over 110 days from `start`."""
+def unrelated_notes(
+    count: int = 600, seed: int = 7, start: date = date(2026, 8, 1), style: str = "plain"
+) -> list[tuple[str, date]]:
+    """`count` distinct notes with the day each was written, spread over 110 days from `start`, worded in `style`:
+    "plain" sentences, "terse" jottings or "chat" (as a user tells an assistant)."""
+    templates = _STYLES[style]
     rng = random.Random(seed)
     out: list[tuple[str, date]] = []
     seen: set[str] = set()
@@ -38,7 +71,7 @@ def unrelated_notes(count: int = 600, seed: int = 7, start: date = date(2026, 8,
     while len(out) < count:
         serial += rng.randint(1, 9)  # every note's own subject number is new: no two notes are about one thing
         day = start + timedelta(days=rng.randrange(110))
-        text = rng.choice(_TEMPLATES).format(
+        text = rng.choice(templates).format(
             n=serial, ticket=serial * 7, row=serial, order=f"PO-{serial}", invoice=serial, trip=serial,
             crate=f"C{serial}", sprint=serial, room=serial, k=serial % 97 + 1, floor=rng.randint(1, 9),
             thing=rng.choice(_THINGS), person=rng.choice(_PEOPLE), city=rng.choice(_CITIES), host=rng.choice(_HOSTS),
