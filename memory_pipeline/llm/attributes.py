@@ -30,7 +30,7 @@ from pathlib import Path
 from memory_pipeline.llm import facts as fx
 from memory_pipeline.llm import values as vx
 
-MAX_CLAIM_WORDS = 40  # a longer text is a story, not a statement of what holds
+MAX_CLAIM_WORDS = vx.MAX_FACT_WORDS  # a longer text is a story, not a statement of what holds
 SHARED_WORDS = 2  # words one attribute shares with another that holds all of its words: one fact on the words alone
 CONTAINED_COSINE = 0.75  # MiniLM cosine making one attribute of two when one holds the other's one shared word
 ATTRIBUTE_COSINE = 0.77  # ... and when each has words the other lacks ("software subscriptions" / "software bill")
@@ -50,6 +50,10 @@ _HOLDS = re.compile(
     r"cut|tightened|loosened|bumped|switched|migrated|upgraded|downgraded|took over|replaced|down to|up to)\b",
     re.I,
 )
+_LABELLED = re.compile(r"^[^:]{3,60}(:) +\S+(?: +\S+){0,3}$")
+_PRONOUN = re.compile(r"^(?:it|that|this|they|these|those)\b", re.I)  # "… was raised: it is now 15k" needs its left
+_VERSION = re.compile(r"^v?\d+(?:\.\d+){1,3}$")  # "v2.4.0": a release, not a host
+_VERSION_KIND = "version"
 _NAMED = re.compile(r"^[^:]{3,60}:\s+([A-Z][a-z]+(?:\s+[A-Z][a-z]+)?)$")
 _ROLE = re.compile(r"^([A-Z][a-z]+)\s+(?:leads|led|took over|owns|heads|manages|chairs)\b")
 # grammar, and verbs that only link an attribute to its value ("uses Node 20", "listens on 5433", "costs $45")
@@ -70,13 +74,14 @@ class Claim:
     words of what its values are of (stems, in order) and that phrase for the embedder."""
 
     values: tuple[tuple[str, str], ...]
-    refs: frozenset[str]
+    refs: frozenset[str]  # the notes, tickets and subjects (names, hosts before its verb) it is about
     plain: tuple[str, ...]  # the words of what its values are of, lower case, in order (names among them)
     head: str  # those before its first value ("daily standup" of "… is at 09:30 in the small meeting room")
 
     def words(self, without: str = "") -> tuple[str, ...]:
-        """The attribute's words as compared (stems), the value `without` (a name that changed) left out."""
-        return tuple(w[:_STEM] for w in self.plain if w not in without.split())
+        """The attribute's words as compared (stems): the value `without` (a name that changed) and the names it
+        is about left out — "Lisbon" in two flights' times is no evidence they are one."""
+        return tuple(w[:_STEM] for w in self.plain if w not in without.split() and w not in self.refs)
 
     def phrase(self, without: str = "") -> str:
         return " ".join(w for w in self.plain if w not in without.split())
@@ -89,12 +94,14 @@ def _attribute_words(text: str) -> list[str]:
 
 
 def _split(text: str) -> list[str]:
+    """The clauses of a statement. Before a colon that opens a clause of its own, a heading ("Access review: the
+    bot is admin …") or an action ("Added Sentry: the bill is now $355") is not part of it."""
     out: list[str] = []
     for part in _CLAUSES.split(_ASIDE.sub("", text).strip()):
         left, colon, right = part.partition(": ")  # "09:30" is no colon between statements
-        told = vx._values(left) or vx._is_event(left)  # "Added Sentry: the bill is now $355": two statements
-        if colon and told and len(right.split()) >= 3 and _HOLDS.search(right) and vx._values(right):
-            out += [left, right]  # (a label before the colon — "Offsite location changed: …" — is one statement)
+        said = _attribute_words(" ".join(w for w in right.split() if not vx._values(w)))
+        if colon and len(right.split()) >= 3 and _HOLDS.search(right) and said and not _PRONOUN.match(right):
+            out += [left, right] if vx._is_event(left) else [right]
         elif part.strip():
             out.append(part)
     return out
@@ -102,28 +109,34 @@ def _split(text: str) -> list[str]:
 
 @lru_cache(maxsize=16384)
 def claims(text: str) -> tuple[Claim, ...]:
-    """The claims of a short text; none for a story, an event told as an action, or a text with no value."""
-    if len(text.split()) > MAX_CLAIM_WORDS:
+    """The claims of a short statement (one sentence, its clauses); none for a story, an event told as an action,
+    or a text with no value. Values before the clause's verb name what it is about ("api-gw-1: …", "Leeds pickup
+    is …"): they are its subjects, never a value that changes."""
+    if len(text.split()) > MAX_CLAIM_WORDS or re.search(r"[.!?]\s+\S", _ASIDE.sub("", text).strip()):
         return ()
     out = []
+    refs = frozenset(vx._reference(m.group(0)) for m in vx._REFERENCE.finditer(text))  # "Row 308 …; Lena had …"
     for clause in _split(text):
         clause = vx._IN_PASSING.sub("", clause).strip().rstrip(".!")
-        first = (clause.split() or [""])[0].lower()
-        if not clause or (vx._is_event(clause) and first not in _CHANGE):
-            continue
-        if not (_HOLDS.search(clause) or re.search(r"^[^:]{3,60}:\s", clause)):  # "Risk rule for the bot: …"
-            continue
+        label = _LABELLED.search(clause)  # "Gym membership: $45 per month", a short value
+        holds = _HOLDS.search(clause)
+        body = clause.partition(": ")[2] if label else clause
+        if not clause or not (holds or label) or (label and vx._is_event(body)):
+            continue  # "Portfolio rebalance: moved 10% of the buffer into ETH" is an entry of a log
+        at = min(m.start(m.re.groups) for m in (holds, label) if m is not None)  # the verb, or the label's colon
         found = [v for v in vx._values(clause) if v.kind != "ref"]
-        spans = [(v.start, v.end) for v in found]
-        values = [(v.kind, v.normal) for v in found]
+        subjects = frozenset(v.normal for v in found if v.end <= at) | {
+            m.group(1).lower() for m in vx._POSSESSIVE.finditer(clause[:at])}  # "Leo's phone plan costs …"
+        spans = [(v.start, v.end) for v in found if v.end > at]
+        values = [(_VERSION_KIND if _VERSION.match(v.normal) else v.kind, v.normal) for v in found if v.end > at]
         if (named := _NAMED.match(clause)) is not None:  # "Data platform team lead: Priya"
-            values.append(("name", named.group(1).lower()))
-            spans.append(named.span(1))
+            values, spans = [("name", named.group(1).lower())], [named.span(1)]
         if (role := _ROLE.match(clause)) is not None:  # "Priya leads the on-call rotation": the person is the value
+            subjects = subjects - {role.group(1).lower()}
             values.append(("name", role.group(1).lower()))
             spans.append(role.span(1))
-        if not values:
-            continue
+        if not values or (vx._is_event(clause) and (clause.split()[0].lower() not in _CHANGE or len(values) > 1)):
+            continue  # "Set a price alert on LINK at 17.15", "Upgraded Python 3.11 to 3.12 on db-01": events
         rest = clause
         for (start, end), (kind, _) in sorted(zip(spans, values, strict=True), reverse=True):
             if kind != "name":  # a name qualifies what the value is of ("Priya's birthday"), unless it is the value
@@ -131,17 +144,16 @@ def claims(text: str) -> tuple[Claim, ...]:
         plain = _attribute_words(rest)
         if not plain:
             continue
-        refs = frozenset(vx._reference(m.group(0)) for m in vx._REFERENCE.finditer(clause))
-        head = rest[: min(s for s, _ in spans)] if spans else ""
-        out.append(Claim(tuple(values), refs, tuple(plain), " ".join(_attribute_words(head))))
+        head = rest[: min(s for s, _ in spans)]
+        out.append(Claim(tuple(values), refs | subjects, tuple(plain), " ".join(_attribute_words(head))))
     return tuple(out)
 
 
 def changed(a: Claim, b: Claim) -> tuple[str, str, str] | None:
     """The one value that differs between two claims of one shape — (type, older, newer) — or None: no value
     changed, several did, or another subject is named (two names, two hosts, two tickets beside the change)."""
-    if a.refs and b.refs and a.refs != b.refs:
-        return None
+    if a.refs != b.refs:
+        return None  # another ticket, host or person it is about
     va, vb = Counter(a.values), Counter(b.values)
     only_a, only_b = va - vb, vb - va
     # a name or host one side merely mentions as a word of the other ("Node 20.11" / "Node version: 18.19")
