@@ -50,10 +50,19 @@ _HOLDS = re.compile(
     r"cut|tightened|loosened|bumped|switched|migrated|upgraded|downgraded|took over|replaced|down to|up to)\b",
     re.I,
 )
+# a note's way of saying what holds: "Standup → 10:15", "stg db = pg-stg-01" (a value after a bare noun —
+# "standup 09:30" — is not enough: "Market scan 14:59 UTC, BTC: …" opens a log entry the same way)
+_NOTED = re.compile(r"(?:→|->|=)")
 _LABELLED = re.compile(r"^[^:]{3,60}(:) +\S+(?: +\S+){0,3}$")
 _PRONOUN = re.compile(r"^(?:it|that|this|they|these|those)\b", re.I)  # "… was raised: it is now 15k" needs its left
 _VERSION = re.compile(r"^v?\d+(?:\.\d+){1,3}$")  # "v2.4.0": a release, not a host
-_VERSION_KIND = "version"
+
+
+def _kind(kind: str, normal: str) -> str:
+    """A value's type, a release ("v2.4.0", "1.5.7") told from a host or an amount."""
+    return "version" if kind in ("id", "num") and _VERSION.match(normal) and normal.count(".") >= 2 - (kind == "id") \
+        else kind  # fmt: skip
+
 _NAMED = re.compile(r"^[^:]{3,60}:\s+([A-Z][a-z]+(?:\s+[A-Z][a-z]+)?)$")
 _ROLE = re.compile(r"^([A-Z][a-z]+)\s+(?:leads|led|took over|owns|heads|manages|chairs)\b")
 # grammar, and verbs that only link an attribute to its value ("uses Node 20", "listens on 5433", "costs $45")
@@ -119,7 +128,7 @@ def claims(text: str) -> tuple[Claim, ...]:
     for clause in _split(text):
         clause = vx._IN_PASSING.sub("", clause).strip().rstrip(".!")
         label = _LABELLED.search(clause)  # "Gym membership: $45 per month", a short value
-        holds = _HOLDS.search(clause)
+        holds = _HOLDS.search(clause) or _NOTED.search(clause)
         body = clause.partition(": ")[2] if label else clause
         if not clause or not (holds or label) or (label and vx._is_event(body)):
             continue  # "Portfolio rebalance: moved 10% of the buffer into ETH" is an entry of a log
@@ -128,7 +137,7 @@ def claims(text: str) -> tuple[Claim, ...]:
         subjects = frozenset(v.normal for v in found if v.end <= at) | {
             m.group(1).lower() for m in vx._POSSESSIVE.finditer(clause[:at])}  # "Leo's phone plan costs …"
         spans = [(v.start, v.end) for v in found if v.end > at]
-        values = [(_VERSION_KIND if _VERSION.match(v.normal) else v.kind, v.normal) for v in found if v.end > at]
+        values = [(_kind(v.kind, v.normal), v.normal) for v in found if v.end > at]
         if (named := _NAMED.match(clause)) is not None:  # "Data platform team lead: Priya"
             values, spans = [("name", named.group(1).lower())], [named.span(1)]
         if (role := _ROLE.match(clause)) is not None:  # "Priya leads the on-call rotation": the person is the value
