@@ -8,6 +8,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
+from memory_pipeline.llm import attributes
 from memory_pipeline.llm.distill import VERSION_LINE
 from memory_pipeline.llm.values import FactKey, fact_key, restates_read, statement, versions_of
 from memory_pipeline.search.documents import store_stamp
@@ -116,6 +117,21 @@ def _versions_among(hits: list[Hit], rows: dict[str, Validity], undone: Pairs) -
                          None)  # fmt: skip
             if newer is not None and not old.superseded_by:
                 old.superseded_by, old.valid_until = newer[1].id, newer[0]
+    _reworded_among(hits[:NEWER_FIRST_WINDOW], rows, undone)
+
+
+def _reworded_among(hits: list[Hit], rows: dict[str, Validity], undone: Pairs) -> None:
+    """A fact restated in other words among the top hits (the night's attribute rule, `llm.attributes`, on the
+    words alone — no model at read time): the earlier marked superseded by the first later version."""
+    said = [(rows[h.id][0].isoformat(timespec="seconds") if h.id in rows else h.date, h) for h in hits
+            if h.source == "store" and h.kind != "summary" and not h.superseded_by
+            and attributes.claims(h.text or h.snippet)]  # fmt: skip
+    said.sort(key=lambda t: t[0])
+    for i, (_, old) in enumerate(said):
+        newer = next(((w, n) for w, n in said[i + 1 :] if w > said[i][0] and (old.id, n.id) not in undone
+                      and attributes.versions(old.text or old.snippet, n.text or n.snippet)), None)  # fmt: skip
+        if newer is not None and not old.superseded_by:
+            old.superseded_by, old.valid_until = newer[1].id, newer[0]
 
 
 def _newer_first(hits: list[Hit], rows: dict[str, Validity], undone: Pairs) -> list[Hit]:
