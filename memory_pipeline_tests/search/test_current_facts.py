@@ -159,3 +159,17 @@ def test_mcp_tools_take_as_of_and_refuse_a_bad_one_in_one_line(home: Path) -> No
     assert "is now 1%" not in ctx.structured_content["prompt"]
     for bad in (bad_search, bad_context):
         assert bad.is_error and "next friday" in bad.content[0].text and "\n" not in bad.content[0].text
+
+
+def test_a_fact_restated_in_other_words_is_told_apart_before_any_night(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    texts = [("c1", "Our CI runners: 4 in total.", 0), ("c2", "We now run 6 CI runners.", 20),
+             ("c3", "The CI cache bucket is ci-cache-eu.", 5)]  # fmt: skip
+    lines = [{"id": i, "content": t, "created_at": (T0 + timedelta(days=d)).isoformat()} for i, t, d in texts]
+    (tmp_path / "c.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    import_jsonl(MemoryStore(ws / "memory.duckdb"), tmp_path / "c.jsonl")
+    build_index(ws, *EMBED)
+    clear_cache()
+    hits = {h.id: h for h in search("how many CI runners do we run", 3, home=ws, embedder=EMBED, floor=0.0)}
+    assert hits["c1"].superseded_by == "c2" and not hits["c2"].superseded_by and not hits["c3"].superseded_by
