@@ -14,6 +14,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from memory_pipeline.llm import faithfulness
 from memory_pipeline.llm.batch import message_text
 from memory_pipeline.llm.distill import DistillationRejected, parse_json_object
 from memory_pipeline.llm.ledger import CallRecord, Ledger
@@ -116,7 +117,9 @@ class LLMSummariser:
         )
         try:
             reply = self._ask("rollup_core", doc["core_id"], CORE_SYSTEM_PROMPT, user)
-            return self._merge_core(doc, reply)
+            out = self._merge_core(doc, reply)
+            _faithful(out["compressed_narrative"]["summary"], [r.text for r in rows])
+            return out
         except (LLMCallFailed, DistillationRejected, KeyError, TypeError, ValueError) as exc:
             return self._fallback(doc, exc)
 
@@ -167,6 +170,7 @@ class LLMSummariser:
             if not isinstance(reply.get("summary"), str) or not reply["summary"].strip():
                 raise DistillationRejected("invalid JSON: 'summary' missing or empty")
             knowledge["summary"] = reply["summary"].strip()
+            _faithful(knowledge["summary"], [c["compressed_narrative"]["summary"] for c in cores])
             beliefs = [str(b) for b in reply.get("core_beliefs") or [] if str(b).strip()]
             if beliefs:
                 knowledge["core_beliefs"] = beliefs[:5]
@@ -180,3 +184,13 @@ class LLMSummariser:
             return out
         except (LLMCallFailed, DistillationRejected, KeyError, TypeError, ValueError) as exc:
             return self._fallback(doc, exc)
+
+
+def _faithful(summary: str, sources: Sequence[str]) -> None:
+    """The night's verifier on what the model wrote: a value, name or range no source states together refuses the
+    reply, and the offline summary (sentences picked from the sources, never written) stays. Coverage is not asked
+    of a 120-word narrative of many sessions; the statements stay in the sessions and the Core's anchors."""
+    reason = faithfulness.rejection_of(faithfulness.check(sources, summary))
+    if reason:
+        raise DistillationRejected(reason)
+

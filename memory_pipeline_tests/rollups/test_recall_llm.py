@@ -127,3 +127,18 @@ def test_recall_as_of_reads_only_what_was_known_then(life: tuple[MemoryStore, Pa
     known = {r[0] for r in rows}
     assert result.layer == "session" and result.hits and {h.key for h in result.hits} <= known
     assert recall(store, home, BROAD, hashing_embed, as_of=datetime.max).best is not None
+
+
+def test_a_reply_stating_what_no_session_said_is_refused_and_the_offline_narrative_stays(tmp_path: Path) -> None:
+    home = tmp_path / "ws"
+    store = insert_sessions(home, life_sessions()[:8])
+    offline = build.build_core(store, home, "core_000_000").document["compressed_narrative"]["summary"]
+    fake = FakeAnthropicAPI()
+    reply = {"summary": "A week of routines; the Japan trip was booked for $4,870 with Zanzibar Air.",
+             "key_events": [], "recurring_themes": ["routine"], "emotional_arc": {}}  # fmt: skip
+    fake.reply_when(lambda system, user: system == CORE_SYSTEM_PROMPT, json.dumps(reply))
+    summariser = LLMSummariser(_client(fake), "claude-haiku-4-5", secrets=(TEST_KEY,))
+    doc = build.build_core(store, home, "core_000_000", summariser).document
+    assert doc["compressed_narrative"]["summary"] == offline
+    assert doc["meta"]["compression_method"].startswith("extractive_offline")
+    assert "4,870" in doc["meta"]["llm_error"] and len(fake.requests("messages")) == 1, doc["meta"]["llm_error"]
