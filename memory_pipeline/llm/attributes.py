@@ -57,18 +57,21 @@ _LABELLED = re.compile(r"^[^:]{3,60}(:) +\S+(?: +\S+){0,3}$")
 _PRONOUN = re.compile(r"^(?:it|that|this|they|these|those)\b", re.I)  # "… was raised: it is now 15k" needs its left
 _VERSION = re.compile(r"^v?\d+(?:\.\d+){1,3}$")  # "v2.4.0": a release, not a host
 
-
-def _kind(kind: str, normal: str) -> str:
-    """A value's type, a release ("v2.4.0", "1.5.7") told from a host or an amount."""
-    return "version" if kind in ("id", "num") and _VERSION.match(normal) and normal.count(".") >= 2 - (kind == "id") \
-        else kind  # fmt: skip
-
 _NAMED = re.compile(r"^[^:]{3,60}:\s+([A-Z][a-z]+(?:\s+[A-Z][a-z]+)?)$")
 _ROLE = re.compile(r"^([A-Z][a-z]+)\s+(?:leads|led|took over|owns|heads|manages|chairs)\b")
 # grammar, and verbs that only link an attribute to its value ("uses Node 20", "listens on 5433", "costs $45")
 _GRAMMAR = vx._IGNORED | fx.STOP_WORDS | {"per", "we", "us", "our", "my", "i", "total", "each", "every", "this", "from",
                                            "on", "so", "uses", "use", "using", "runs", "run", "listens", "costs",
                                            "cost"}  # fmt: skip
+
+
+Near = Callable[[str, str], float]  # the embedder's cosine between two attribute phrases
+
+
+def _kind(kind: str, normal: str) -> str:
+    """A value's type, a release ("v2.4.0", "1.5.7") told from a host or an amount."""
+    release = _VERSION.match(normal) and normal.count(".") >= (1 if kind == "id" else 2)
+    return "version" if kind in ("id", "num") and release else kind
 
 
 @lru_cache(maxsize=1)
@@ -79,8 +82,8 @@ def _contrasts() -> tuple[frozenset[str], ...]:
 
 @dataclass(frozen=True)
 class Claim:
-    """One clause that states values of something: its values (type, normal form), the references it cites, the
-    words of what its values are of (stems, in order) and that phrase for the embedder."""
+    """One clause that states values of something: its values (type, normal form), what it is about (notes,
+    tickets, subjects), the words of what its values are of, and those before its first value."""
 
     values: tuple[tuple[str, str], ...]
     refs: frozenset[str]  # the notes, tickets and subjects (names, hosts before its verb) it is about
@@ -135,7 +138,8 @@ def claims(text: str) -> tuple[Claim, ...]:
         at = min(m.start(m.re.groups) for m in (holds, label) if m is not None)  # the verb, or the label's colon
         found = [v for v in vx._values(clause) if v.kind != "ref"]
         subjects = frozenset(v.normal for v in found if v.end <= at) | {
-            m.group(1).lower() for m in vx._POSSESSIVE.finditer(clause[:at])}  # "Leo's phone plan costs …"
+            m.group(1).lower() for m in vx._POSSESSIVE.finditer(clause[:at])
+        }  # "Leo's phone plan costs …"
         spans = [(v.start, v.end) for v in found if v.end > at]
         values = [(_kind(v.kind, v.normal), v.normal) for v in found if v.end > at]
         if (named := _NAMED.match(clause)) is not None:  # "Data platform team lead: Priya"
@@ -168,7 +172,6 @@ def changed(a: Claim, b: Claim) -> tuple[str, str, str] | None:
     # a name or host one side merely mentions as a word of the other ("Node 20.11" / "Node version: 18.19")
     only_a = Counter({kv: n for kv, n in only_a.items() if not (kv[0] in ("name", "id") and kv[1] in b.plain)})
     only_b = Counter({kv: n for kv, n in only_b.items() if not (kv[0] in ("name", "id") and kv[1] in a.plain)})
-    # (a name is one word or several: "route 53" — compared as written)
     kinds = {k for k, _ in only_a} & {k for k, _ in only_b}
     if len(kinds) != 1:
         return None
@@ -238,9 +241,6 @@ def same_attribute(a: Claim, b: Claim, change: tuple[str, str, str], near: Near 
 def pairs(older: str, newer: str) -> list[tuple[Claim, Claim, tuple[str, str, str]]]:
     """The claim pairs of two texts whose one value changed: what `versions` then holds to one attribute."""
     return [(a, b, change) for a in claims(older) for b in claims(newer) if (change := changed(a, b)) is not None]
-
-
-Near = Callable[[str, str], float]  # the embedder's cosine between two attribute phrases
 
 
 def versions(older: str, newer: str, near: Near | None = None) -> bool:

@@ -14,8 +14,10 @@ from memory_pipeline.store.validity import FactRow
 FOUND_BY_WORDS = [
     ("Our CI runners: 4 in total.", "We now run 6 CI runners."),  # count
     ("Deploy freeze starts Friday at 16:00.", "Deploy freeze now begins Friday at 2 pm."),  # 16:00 / 2 pm
-    ("The API rate limit is 100 requests per minute per key.", "Raised the per-key API rate limit to 250 requests "
-     "per minute."),  # fmt: skip
+    (
+        "The API rate limit is 100 requests per minute per key.",
+        "Raised the per-key API rate limit to 250 requests per minute.",
+    ),  # fmt: skip
     ("Node version for the frontend build: 18.19.", "Frontend build now uses Node 20.11."),  # version
     ("The office Wi-Fi password rotates every 30 days.", "Wi-Fi password rotation is now every 90 days."),
     ("Monthly cloud budget is $12,500.", "The monthly cloud budget was raised: it is now 15k."),  # $12,500 / 15k
