@@ -86,15 +86,18 @@ def _reworded(
             candidates.update((i, j) for n, i in enumerate(posting) for j in posting[n + 1 :])
     ordered = []
     for i, j in candidates:
-        (a, _), (b, _) = claimed[i], claimed[j]
-        older, newer = (a, b) if (a.stated_at, a.id) <= (b.stated_at, b.id) else (b, a)
+        (a, ca), (b, cb) = claimed[i], claimed[j]
+        (older, co), (newer, cn) = (
+            ((a, ca), (b, cb)) if (a.stated_at, a.id) <= (b.stated_at, b.id) else ((b, cb), (a, ca))
+        )
         if older.superseded_by is None and older.id not in done and newer.stated_at > older.stated_at:
-            ordered.append((older, newer))
+            if changes := attributes.claim_pairs(co, cn):  # one value changed: worth judging
+                ordered.append((older, newer, changes))
     near = None
     ask = [
         p
-        for o, n in ordered
-        for a, b, change in attributes.pairs(o.content, n.content)
+        for _, _, changes in ordered
+        for a, b, change in changes
         if attributes.by_words(a, b, change) is None
         for pair in attributes.compared(a, b, change)
         for p in pair
@@ -108,11 +111,10 @@ def _reworded(
             return float(v[0] @ v[1])
 
     out: dict[str, Supersession] = {}
-    for older, newer in sorted(ordered, key=lambda on: (on[1].stated_at, on[1].id)):  # the first later version
+    for older, newer, changes in sorted(ordered, key=lambda onc: (onc[1].stated_at, onc[1].id)):  # the first later
         if older.id in out or (older.id, newer.id) in undone:
             continue
-        found = next((a for a, b, change in attributes.pairs(older.content, newer.content)
-                      if attributes.same_attribute(a, b, change, near)), None)  # fmt: skip
+        found = next((a for a, b, change in changes if attributes.same_attribute(a, b, change, near)), None)
         if found is not None:
             out[older.id] = Supersession(older.id, newer.id, newer.stated_at, " ".join(found.plain))
     return list(out.values())

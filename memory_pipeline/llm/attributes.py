@@ -22,7 +22,7 @@ import difflib
 import json
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -240,7 +240,12 @@ def same_attribute(a: Claim, b: Claim, change: tuple[str, str, str], near: Near 
 
 def pairs(older: str, newer: str) -> list[tuple[Claim, Claim, tuple[str, str, str]]]:
     """The claim pairs of two texts whose one value changed: what `versions` then holds to one attribute."""
-    return [(a, b, change) for a in claims(older) for b in claims(newer) if (change := changed(a, b)) is not None]
+    return claim_pairs(claims(older), claims(newer))
+
+
+def claim_pairs(older: Sequence[Claim], newer: Sequence[Claim]) -> list[tuple[Claim, Claim, tuple[str, str, str]]]:
+    """`pairs` over claims already read."""
+    return [(a, b, change) for a in older for b in newer if (change := changed(a, b)) is not None]
 
 
 def versions(older: str, newer: str, near: Near | None = None) -> bool:
