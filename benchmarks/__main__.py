@@ -1,7 +1,7 @@
 """`python -m benchmarks [clustering|incremental|nightly|embeddings|locomo-retention|screening|distill|fleet|gateway|
 current-facts|current-facts-locomo|abstention|abstention-fit|retention-probes|transcripts|read-start|
-statement-pairs|version-pairs|all] [options]` — results are appended to benchmarks/results/runs/<date>.md with the
-date, the machine, the BLAS kernel and the OPENBLAS_* variables."""
+statement-pairs|version-pairs|coding-lines|all] [options]` — results are appended to
+benchmarks/results/runs/<date>.md with the date, the machine, the BLAS kernel and the OPENBLAS_* variables."""
 
 from __future__ import annotations
 
@@ -34,6 +34,7 @@ NAMES = (
     "transcripts",
     "statement-pairs",
     "version-pairs",
+    "coding-lines",
 )
 
 
