@@ -1,6 +1,6 @@
 """`python -m benchmarks [clustering|incremental|nightly|embeddings|locomo-retention|screening|distill|fleet|gateway|
 current-facts|current-facts-locomo|abstention|abstention-fit|retention-probes|transcripts|read-start|
-statement-pairs|version-pairs|versioner|all] [options]` — results are appended to
+statement-pairs|version-pairs|versioner|coding-lines|all] [options]` — results are appended to
 benchmarks/results/runs/<date>.md with the date, the machine, the BLAS kernel and the OPENBLAS_* variables."""
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ NAMES = (
     "statement-pairs",
     "version-pairs",
     "versioner",
+    "coding-lines",
 )
 
 

@@ -14,18 +14,23 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from memory_pipeline.journals.prose import is_proposal, prose_lines
 from memory_pipeline.journals.transcript import Transcript, Turn
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
 _NUMBERED = re.compile(r"^\s*(\d+)[.)]\s+(.*)$")
+# A decision said as one: a `Decided:`/`Decision:` label or a verb of choosing. `we will`, `we'll` and `let's go
+# with` are not among them: in a coding session they open plans and proposals far more often than decisions.
 _DECISION = re.compile(
-    r"\b(decision:|we decided|decided to|we will|we'll|going with|agreed to|let's go with|we chose|chose to|"
-    r"settled on|i've decided|i decided)\b",
+    r"\b(?:decided|decision)\s*:|\b(we decided|decided to|decided against|going with|agreed to|agreed on|we chose|"
+    r"chose to|settled on|opted for|i've decided|i decided)\b",
     re.IGNORECASE,
 )
+_EXPLICIT_DECISION = re.compile(r"^(?:final\s+)?(?:decided|decision)\s*:|\b(?:we|i)(?:'ve| have)? decided\b", re.I)
+_LESSON_LABEL = re.compile(r"^(?:lesson learned|lesson|note to self|takeaway)\b[^:.]{0,24}:", re.IGNORECASE)
 _LESSON = re.compile(
-    r"\b(lesson learned|lesson:|note to self|takeaway|learned that|i learned|always|never|turns out|"
-    r"in hindsight|the mistake was)\b",
+    r"\b(?:lesson learned|lesson|note to self|takeaway)\b[^:.]{0,24}:|\b(lesson learned|learned that|i learned|"
+    r"always|never|turns out|in hindsight|the mistake was)\b",
     re.IGNORECASE,
 )
 _TRAIT = re.compile(
@@ -35,8 +40,8 @@ _TRAIT = re.compile(
 )
 _PROCEDURE_HEAD = re.compile(r"^(?:to|how to)\s+(.+?):\s*$", re.IGNORECASE)
 _LABEL = re.compile(
-    r"^(decision:|lesson learned:|lesson:|note to self:|takeaway from this one:|takeaway:|going with the plan to|"
-    r"we decided to|decided to|agreed to)\s*",
+    r"^(decision:|lesson learned:|lesson:|note to self:|takeaway from this one:|takeaway:|"
+    r"going with the plan to|we decided to|decided to|agreed to)\s*",
     re.IGNORECASE,
 )
 _FILLER = re.compile(r"^(two options|i recommend|i checked|here is|here are|the main issue)\b", re.IGNORECASE)
@@ -67,9 +72,9 @@ class Extractor:
 
 
 def _sentences(turn: Turn) -> Iterator[str]:
-    for line in turn.text.split("\n"):
-        line = line.strip().lstrip("\\")
-        if not line or _NUMBERED.match(line):
+    """The turn's prose sentences: code, tables, help text, tool output and markup left out (`prose_lines`)."""
+    for line in prose_lines(turn.text):
+        if _NUMBERED.match(line):
             continue
         for sentence in _SENTENCE.split(line):
             sentence = " ".join(sentence.split())
@@ -81,14 +86,27 @@ def _speaker_turns(t: Transcript) -> Iterator[Turn]:
     return (turn for turn in t.turns if turn.role != "system" and turn.text)
 
 
+def not_a_decision(sentence: str) -> bool:
+    """A proposal or a plan ("Let's start with …", "I'll run …") unless labelled `Decided:`, or a lesson so
+    labelled."""
+    if _EXPLICIT_DECISION.search(sentence):
+        return False
+    return is_proposal(sentence) or bool(_LESSON_LABEL.match(sentence))
+
+
+def not_a_lesson(sentence: str) -> bool:
+    """A decision said as one (`Decided: … never before`) is the decision's, not a lesson."""
+    return bool(_EXPLICIT_DECISION.search(sentence)) and not _LESSON_LABEL.match(sentence)
+
+
 def _pattern_extractor(
-    pattern: re.Pattern[str], limit: int, min_words: int = 4
+    pattern: re.Pattern[str], limit: int, min_words: int = 4, skip: Callable[[str], bool] = lambda s: False
 ) -> Callable[[Transcript], list[Candidate]]:
     def find(t: Transcript) -> list[Candidate]:
         found: dict[str, Candidate] = {}
         for turn in _speaker_turns(t):
             for s in _sentences(turn):
-                if s.endswith("?") or not pattern.search(s) or len(s.split()) < min_words:
+                if s.endswith("?") or not pattern.search(s) or len(s.split()) < min_words or skip(s):
                     continue
                 core = _LABEL.sub("", s)
                 core = core[:1].upper() + core[1:]
@@ -163,6 +181,7 @@ def find_facts(t: Transcript) -> list[Candidate]:
                 or _DECISION.search(s)
                 or _LESSON.search(s)
                 or _FILLER.match(s)
+                or is_proposal(s)
                 or s in seen
             ):
                 continue
@@ -179,14 +198,14 @@ def find_facts(t: Transcript) -> list[Candidate]:
 EXTRACTORS: dict[str, Extractor] = {
     e.name: e
     for e in (
-        Extractor("decisions", "1", "decision", 1.6, "Decisions made in the session (who chose what, and why).",
-                  _pattern_extractor(_DECISION, 6, min_words=6)),
-        Extractor("lessons", "1", "lesson", 1.5, "Lessons learned, rules of thumb, mistakes not to repeat.",
-                  _pattern_extractor(_LESSON, 6)),
-        Extractor("people", "1", "person", 1.2, "What the session says about people: preferences, roles, events.",
+        Extractor("decisions", "2", "decision", 1.6, "Decisions made in the session (who chose what, and why).",
+                  _pattern_extractor(_DECISION, 6, min_words=6, skip=not_a_decision)),
+        Extractor("lessons", "2", "lesson", 1.5, "Lessons learned, rules of thumb, mistakes not to repeat.",
+                  _pattern_extractor(_LESSON, 6, skip=not_a_lesson)),
+        Extractor("people", "2", "person", 1.2, "What the session says about people: preferences, roles, events.",
                   find_people),
         Extractor("procedures", "1", "procedure", 1.4, "How-to steps written down in the session.", find_procedures),
-        Extractor("facts", "1", "fact", 1.0, "Factual statements worth keeping, by sentence score.", find_facts),
+        Extractor("facts", "2", "fact", 1.0, "Factual statements worth keeping, by sentence score.", find_facts),
     )
 }
 

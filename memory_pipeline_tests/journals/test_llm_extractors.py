@@ -190,9 +190,9 @@ def test_bad_json_or_an_api_error_falls_back_offline_for_that_session(
     fell_back = {(SESSIONS[0], "decisions"), (SESSIONS[1], "people"), (SESSIONS[0], "facts")}
     for sid in SESSIONS:
         for name in EXTRACTORS:
-            wrong = f"{name}@llm-1" if (sid, name) in fell_back else f"{name}@1"
+            wrong = f"{name}@llm-1" if (sid, name) in fell_back else f"{name}@{EXTRACTORS[name].version}"
             assert (sid, wrong) not in by, (sid, name)
-    assert (SESSIONS[0], "decisions@1") in by  # the offline decisions of that session (its people: none offline)
+    assert (SESSIONS[0], "decisions@2") in by  # the offline decisions of that session (its people: none offline)
     fallbacks = {n: meta(result, n)["fallbacks"].value for n in EXTRACTORS}
     assert set(fallbacks["decisions"]) == {SESSIONS[0]} and "LLM call failed" in fallbacks["decisions"][SESSIONS[0]]
     assert "500" in fallbacks["decisions"][SESSIONS[0]]
@@ -231,7 +231,7 @@ def test_switching_mode_replaces_exactly_that_extractors_memories(
     neighbour = rows(home, f"SELECT * FROM memories WHERE session_id NOT IN {SESSIONS} ORDER BY id")
     others = rows(home, "SELECT * FROM memories WHERE source NOT LIKE 'extract:decisions@%' ORDER BY id")
     mine = f"session_id IN {SESSIONS}"
-    offline_ids = {r[0] for r in rows(home, f"SELECT id FROM memories WHERE source = 'extract:decisions@1' AND {mine}")}
+    offline_ids = {r[0] for r in rows(home, f"SELECT id FROM memories WHERE source = 'extract:decisions@2' AND {mine}")}
     assert neighbour and offline_ids
 
     switched = materialize(home, url, assets=[sessions, session_memories], selection=ONLY_DECISIONS)
@@ -240,7 +240,7 @@ def test_switching_mode_replaces_exactly_that_extractors_memories(
     ]
     assert rows(home, "SELECT * FROM memories WHERE source NOT LIKE 'extract:decisions@%' ORDER BY id") == others
     assert rows(home, f"SELECT * FROM memories WHERE session_id NOT IN {SESSIONS} ORDER BY id") == neighbour
-    state = dict(rows(home, f"SELECT id, lifecycle FROM memories WHERE source = 'extract:decisions@1' AND {mine}"))
+    state = dict(rows(home, f"SELECT id, lifecycle FROM memories WHERE source = 'extract:decisions@2' AND {mine}"))
     assert set(state) == offline_ids and set(state.values()) == {"superseded"}
     llm_rows = rows(home, "SELECT lifecycle, session_id FROM memories WHERE source = 'extract:decisions@llm-1'")
     assert {r[0] for r in llm_rows} == {"active"} and {r[1] for r in llm_rows} == set(SESSIONS)
