@@ -18,7 +18,7 @@ import pytest
 from memory_pipeline import definitions
 from memory_pipeline.fleet import registry
 
-# "seed 001 §6.4", "seed §8.3", a bare "§", "issue 20": references only the project's own documents resolve.
+# "seed 001 §6.4", "seed §8.3", a bare "§", "issue" and a number: references only the project's own documents resolve.
 INTERNAL_REFERENCE = re.compile(r"(?i)seed 00\d|§|\bissue \d+")
 # Objects Dagster adds by itself, which take no description: the implicit job of all assets, and the automation
 # sensor it creates for assets with an automation condition that no sensor of ours targets (search_index).
@@ -130,7 +130,7 @@ def test_cli_help_cites_no_seed_section(monkeypatch: pytest.MonkeyPatch) -> None
     _clean(helps)
 
 
-# What users read names no design seed, no issue and no source file: "the seed's prompt", "issue 28",
+# What users read names no design seed, no issue and no source file: "the seed's prompt", "issue" and a number,
 # "operator/recovery.py". Maintainer references belong in `#` comments next to the code.
 MAINTAINER_WORDS = re.compile(r"(?i)\bseeds?\b|\bseed's\b|\bissue \d+|\b[\w.-]+/[\w/.-]*\.py\b")
 

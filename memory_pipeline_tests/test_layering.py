@@ -1,4 +1,4 @@
-"""The package's layers (issue 22), read from the source with `ast` — every import counts, lazy ones too:
+"""The package's layers, read from the source with `ast` — every import counts, lazy ones too:
 
     base        settings, tokens, faults, errors, sample_data, sample, redaction, terminal; mcp.frames (it imports
                 nothing of ours)

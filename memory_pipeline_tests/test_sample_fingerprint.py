@@ -1,7 +1,7 @@
 """The sample generators give byte-for-byte the sample they gave before their data moved to JSON files.
 
 Why: the demo, the benchmarks and the committed transcripts all rest on this exact sample; moving the
-words into `memory_pipeline/sample/*.json` (issue 22) must not change one byte. The reference sha256 was
+words into `memory_pipeline/sample/*.json` must not change one byte. The reference sha256 was
 taken from the generators before the move (the literals in Python); any edit of a data file changes it,
 so a deliberate change to the sample updates REFERENCE_SHA256 in the same commit.
 """

@@ -1,4 +1,4 @@
-"""Issue 29 point 1: no sensor asks for a run of a target that already has one queued or in flight, and
+"""No sensor asks for a run of a target that already has one queued or in flight, and
 partitions added together are built by one run. Asserted from the sensors' answers against an instance that
 holds such runs (what the daemon would evaluate), not from timing."""
 

@@ -140,7 +140,7 @@ CHAT = [
 
 
 def test_offline_distiller_keeps_every_members_fact_and_drops_small_talk() -> None:
-    """Issue 10: the facts a later question needs (names, numbers, dates) survive; greetings do not."""
+    """LoCoMo retention: the facts a later question needs (names, numbers, dates) survive; greetings do not."""
     d = OfflineDistiller().distill(CHAT, "chat", ("2024-03-03T09:15:00", "2024-04-21T18:40:00"))
     text = d.abstraction
     for fact in ("sold my first vase at the spring market for 40 dollars", "beagle named Biscuit last Saturday",

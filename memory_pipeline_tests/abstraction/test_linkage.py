@@ -1,4 +1,4 @@
-"""Linkage options and caps inside the threshold graph's components, and the per-embedder defaults (issue 20)."""
+"""Linkage options and caps inside the threshold graph's components, and the per-embedder defaults."""
 
 from pathlib import Path
 

@@ -1,4 +1,4 @@
-"""The end-to-end LoCoMo harness (issue 20): scores come from what each read path returned, within budget;
+"""The end-to-end LoCoMo harness: scores come from what each read path returned, within budget;
 the rule of benchmarks/locomo_rule.md picks the point it says."""
 
 from pathlib import Path

@@ -1,5 +1,5 @@
 """`python -m benchmarks search`: the seed's `index_file` as written (a commit per memory) and the verdicts the run
-prints against issue 31's targets."""
+prints against its targets (the read path at a million memories)."""
 
 from pathlib import Path
 from typing import Any

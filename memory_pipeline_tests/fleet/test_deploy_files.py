@@ -161,7 +161,7 @@ def _worker_app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, config_yaml: Pa
 def test_a_worker_holds_only_its_running_step_and_gives_it_back_when_it_dies(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 34: the workers' and the runs' Celery settings, as each side builds its app from celery.yaml."""
+    """The workers' and the runs' Celery settings, as each side builds its app from celery.yaml."""
     from dagster_celery.executor import CeleryExecutor
     from dagster_celery.make_app import make_app
 

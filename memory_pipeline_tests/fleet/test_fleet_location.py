@@ -1,4 +1,4 @@
-"""The fleet code location (issue 21): agents as dynamic partitions, per-agent nights that touch only their own
+"""The fleet code location: agents as dynamic partitions, per-agent nights that touch only their own
 workspace, the fleet's nightly cost cap, the fleet report with its 48-hour rule, the schedule and the sensor."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 21: no `search` or `context` call for agent A ever returns agent B's data — through the read path's
+"""No `search` or `context` call for agent A ever returns agent B's data — through the read path's
 process-wide caches (indexes, store views, fresh-write vectors), fresh writes after the index build, and an
 agent id reused after `agents remove`."""
 

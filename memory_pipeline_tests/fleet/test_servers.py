@@ -1,5 +1,5 @@
-"""The fleet location (memory_pipeline.fleet.definitions) on Dagster's production path with real servers (issue 21
-part 4): PostgreSQL instance storage, the queued run coordinator (one run per agent), dagster-daemon running the
+"""The fleet location (memory_pipeline.fleet.definitions) on Dagster's production path with real servers:
+PostgreSQL instance storage, the queued run coordinator (one run per agent), dagster-daemon running the
 registry sensor (agents → partitions) and ticking the fleet's schedule, and the Celery executor on Redis with two
 dagster-celery workers. Slow: a few minutes (the schedule ticks once a minute; every step of a night is a Celery
 task, so the test's cost is agents × steps: six agents prove what twenty did — more nights than run slots, so the

@@ -1,4 +1,4 @@
-"""Hostile configuration and input (issue 33, points 9-12 and "Raw tracebacks instead of one line").
+"""Hostile configuration and input: one line instead of a raw traceback.
 
 Every case runs the CLI in this process (`memory_pipeline.cli.main`) and asserts the exit code, the one line on
 stderr (never a traceback) and what the workspace holds before and after: the files, and the store's rows.

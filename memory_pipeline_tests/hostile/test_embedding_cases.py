@@ -1,5 +1,6 @@
-"""Hostile input for bring-your-own embeddings (issue 16, items 2a and 5), as a table: set-up, command (the
-real CLI, in process), exit code, memory rows before/after, and the one line that must say what is wrong."""
+"""Hostile input for bring-your-own embeddings (vectors whose dimension or model does not fit, plug-ins that fail),
+as a table: set-up, command (the real CLI, in process), exit code, memory rows before/after, and the one line that
+must say what is wrong."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Hostile input for `import`, `status`, `run` and `restore` (issue 16), one table row per case.
+"""Hostile input for `import`, `status`, `run` and `restore`, one table row per case.
 
 Each case builds its input in a fresh workspace holding a small valid store, runs the CLI's `main` in-process,
 and asserts the exit code, the memory rows before and after (equal, or the documented change), that the

@@ -1,4 +1,4 @@
-"""Hostile lifecycle cases (issue 33, "Lost or silently not written"): branch pruning, an interrupted flush, a
+"""Hostile lifecycle cases (lost or silently not written): branch pruning, an interrupted flush, a
 stale `.git/index.lock`, what a maintenance commit holds, and two monthly runs at once.
 
 Every case: a set-up on a known git workspace, the command(s), the exit code, the one line the output must hold,

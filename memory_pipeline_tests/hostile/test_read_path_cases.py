@@ -1,4 +1,4 @@
-"""Hostile input on the read path (issue 33: "Hangs" 6 and 8, and MCP over stdio from "Raw tracebacks").
+"""Hostile input on the read path: what could hang, and MCP over stdio without raw tracebacks.
 
 A topic whose pattern backtracks exponentially, a named pipe where a topic, an identity file or today's
 journal should be, a 100,000-turn history, a call held in flight while another one comes in, and lines on the

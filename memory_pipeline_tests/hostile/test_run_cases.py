@@ -1,4 +1,4 @@
-"""Hostile cases for `run`, `status` and `rollback` (issue 16), one table row per case.
+"""Hostile cases for `run`, `status` and `rollback`, one table row per case.
 
 Each case starts from a fresh copy of a small store (20 memories, three near-duplicate groups: a run compresses
 them with the hashing embedder in seconds), arranges what the case needs (a killed run, a lease, a file where a

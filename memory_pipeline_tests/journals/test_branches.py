@@ -1,4 +1,4 @@
-"""A/B reconstruction on `extract/NAME` branches (issue 23 part 3; seed 001 §3.3, §3.4, §8.7, §10.4)."""
+"""A/B reconstruction on `extract/NAME` branches (seed 001 §3.3, §3.4, §8.7, §10.4)."""
 
 import json
 import os

@@ -1,4 +1,4 @@
-"""Prune by decay (seed 001 §8.5, issue 23 part 1): unread old knowledge moves to archive/, never deleted."""
+"""Prune by decay (seed 001 §8.5): unread old knowledge moves to archive/, never deleted."""
 
 import os
 import subprocess

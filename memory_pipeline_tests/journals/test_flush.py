@@ -1,4 +1,4 @@
-"""Pre-compaction flush (seed 001 §6.4, issue 23 part 5): turns → transcript → the day's journal, once."""
+"""Pre-compaction flush (seed 001 §6.4): turns → transcript → the day's journal, once."""
 
 import json
 from datetime import UTC, datetime

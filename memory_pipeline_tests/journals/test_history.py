@@ -1,4 +1,4 @@
-"""Git as memory (seed 001 §3.4, §3.6; issue 23 part 4): first learned, a file's changes, point-in-time recall."""
+"""Git as memory (seed 001 §3.4, §3.6): first learned, a file's changes, point-in-time recall."""
 
 import json
 import os

@@ -1,4 +1,4 @@
-"""Issue 29 point 5: journal partitions start at the configured day, else the workspace's first transcript day,
+"""Journal partitions start at the configured day, else the workspace's first transcript day,
 else today — never years before the agent's first conversation."""
 
 from __future__ import annotations

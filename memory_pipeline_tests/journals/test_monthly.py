@@ -1,4 +1,4 @@
-"""Monthly distillation (seed 001 §8.4, issue 23 part 2): old journals archived, project and people files merged by
+"""Monthly distillation (seed 001 §8.4): old journals archived, project and people files merged by
 MEMORY.md's rule (or reviewed by Claude), MEMORY.md capped at 200 lines; nothing deleted, every file old or new."""
 
 import json

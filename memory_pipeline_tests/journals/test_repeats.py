@@ -1,4 +1,4 @@
-"""Issue 19: MEMORY.md and the journals say a decision once, with its dates; a changed one names the old."""
+"""MEMORY.md and the journals say a decision once, with its dates; a changed one names the old."""
 
 from datetime import date
 

@@ -1,4 +1,4 @@
-"""Issue 19: the offline distiller abstracts — ranges, lists, stated disagreements — and keeps every fact."""
+"""The offline distiller abstracts — ranges, lists, stated disagreements — and keeps every fact."""
 
 from memory_pipeline.llm import faithfulness
 from memory_pipeline.llm.distill import Member, OfflineDistiller, split_sentences, validate_abstraction

@@ -524,7 +524,7 @@ def test_modes_names_and_tags() -> None:
 
 
 def test_a_reply_that_drops_a_members_fact_is_rejected_with_the_facts_named(fake, clock) -> None:
-    """Issue 19: the Claude path meets the offline distiller's fact check (numbers, names, negations)."""
+    """The Claude path meets the offline distiller's fact check (numbers, names, negations)."""
     fake.replies.extend(
         [
             json.dumps({"abstraction": "Whale accumulation of BTC precedes price rallies.", "is_causal": True}),

@@ -1,5 +1,5 @@
 """The context compiler on the real read path: P3 from the hybrid search, the `context` CLI and MCP tool,
-and inclusions spooled as usage (issue 18 §5)."""
+and inclusions spooled as usage."""
 
 import json
 from pathlib import Path

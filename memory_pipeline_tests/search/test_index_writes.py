@@ -1,4 +1,4 @@
-"""Issue 31, the update's write path: a version's new files are fsynced (together) before anything names it, a
+"""The index update's write path: a version's new files are fsynced (together) before anything names it, a
 kill at any of the write's crash points or a failing fsync leaves a readable index and a correct next update, an
 unchanged store is answered without opening it, and an update reads a segment's words only when it merges it."""
 

@@ -1,4 +1,4 @@
-"""The shipped read path on the real search (issue 28): slot budgets, whole items dated by their facts, the
+"""The shipped read path on the real search: slot budgets, whole items dated by their facts, the
 item floor, neighbouring turns, and stored text that cannot forge a section."""
 
 import json

@@ -1,4 +1,4 @@
-"""Issue 31: the segmented index. Updates proportional to what changed, the tiered merge policy, merged == rebuilt,
+"""The segmented index. Updates proportional to what changed, the tiered merge policy, merged == rebuilt,
 an interrupted update leaves the previous version readable, the int8 scan, the two tokenisers agree."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 31, warm first call: the MCP servers (in process, stdio) and the fleet gateway load the embedder and the
+"""Warm first call: the MCP servers (in process, stdio) and the fleet gateway load the embedder and the
 index before they accept a request, so the first call neither loads the model nor the index. No timing here:
 each test asserts from the server's own state or log that the loading happened before readiness."""
 

@@ -134,7 +134,7 @@ def test_no_sequence_loses_rows_or_archives_a_protected_memory(ops: list[tuple])
             elif runs:
                 try:
                     rb.rollback(store, [runs[op[1] % len(runs)]], dry_run=False)
-                except rb.UnknownRun:  # a compression that wrote nothing left no run to roll back (issue 16 §8)
+                except rb.UnknownRun:  # a compression that wrote nothing left no run to roll back
                     pass
             with store.connect() as con:
                 new_count = settled_count(con)

@@ -1,4 +1,4 @@
-"""Issue 29 point 2: runs a stopped UI (or a killed CLI) left STARTED are resolved when `memory-pipeline ui`
+"""Runs a stopped UI (or a killed CLI) left STARTED are resolved when `memory-pipeline ui`
 starts: the ones whose process is gone are marked failed, in one line; live and queued ones are left alone.
 Asserted from the instance's records."""
 

@@ -1,4 +1,4 @@
-"""Issue 29 point 1: `memory-pipeline ui` (daemon included) left open on the demo workspace for 10 minutes never
+"""`memory-pipeline ui` (daemon included) left open on the demo workspace for 10 minutes never
 has two runs of one job in flight, and stops launching once nothing changes.
 
 The UI is opened on a copy of the demo workspace when the session starts (ui/demo_ui.py) and this test runs last,

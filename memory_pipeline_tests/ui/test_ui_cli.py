@@ -59,7 +59,7 @@ def test_url_for_wildcard_and_ipv6_hosts() -> None:
 def test_a_cli_run_is_in_the_instance_the_ui_opens_and_filed_under_its_job(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 29 point 3: the CLI and `ui` resolve one DAGSTER_HOME and say it in the same line; the CLI's run is
+    """The CLI and `ui` resolve one DAGSTER_HOME and say it in the same line; the CLI's run is
     found there with the filter the UI's Jobs page and timeline use (the code location's repository label)."""
     import dagster as dg
 
@@ -94,7 +94,7 @@ def test_a_cli_run_is_in_the_instance_the_ui_opens_and_filed_under_its_job(
 
 
 def test_dagster_dev_runs_in_dagster_home_so_it_finds_its_own_dagster_yaml(tmp_path: Path) -> None:
-    """Issue 29 point 6: dagster dev warns "dagster.yaml will not be used" when started beside another
+    """Dagster dev warns "dagster.yaml will not be used" when started beside another
     dagster.yaml than DAGSTER_HOME's; `supervise` starts it in DAGSTER_HOME."""
     home, out = tmp_path / "dagster_home", tmp_path / "cwd.txt"
     home.mkdir()

@@ -1,4 +1,4 @@
-"""`memory-pipeline ui` stops within 10 s on Ctrl-C or SIGTERM and leaves no process behind (issue 16, item 13).
+"""`memory-pipeline ui` stops within 10 s on Ctrl-C or SIGTERM and leaves no process behind.
 
 A real `dagster dev` (webserver, daemon, code server) is started through the CLI; the signal goes to the CLI's
 process only, as `kill PID` or a Ctrl-C in a shell that started it in the background would."""
