@@ -227,8 +227,9 @@ def test_the_versioner_step_asks_claude_in_anthropic_mode_and_says_what_it_judge
     home = _workspace(tmp_path)
     offline = _materialize(home, LLMResource(mode="offline"))
     assert offline.success and not any(k.startswith("claude_") for k in _metadata(offline))
+    # "Risk per trade is 2%" is the per-trade risk cap in other words: the attribute rule supersedes it by "… now 1.5%"
     assert {(s.memory_id, s.superseded_by) for s in offline.output_for_node("fact_versions").supersessions} == {
-        ("r1", "r2")
+        ("r1", "r2"), ("t1", "r2")
     }
 
     monkeypatch.setenv("ANTHROPIC_API_KEY", TEST_KEY)
@@ -260,5 +261,5 @@ def test_a_batch_night_keeps_the_offline_rule_alone(tmp_path: Path) -> None:
     assert night.success and fake.seen == []
     assert not any(k.startswith("claude_") for k in _metadata(night))
     assert {(s.memory_id, s.superseded_by) for s in night.output_for_node("fact_versions").supersessions} == {
-        ("r1", "r2")
+        ("r1", "r2"), ("t1", "r2")
     }
