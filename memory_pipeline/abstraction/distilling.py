@@ -60,15 +60,12 @@ def _text(value: Any) -> str | None:
     return None if value is None or (isinstance(value, float) and pd.isna(value)) else str(value)
 
 
-def statement_encoder(embedder: Any, requests: Sequence[DistillRequest]) -> faithfulness.Encode | None:
+def statement_encoder(embedder: Any) -> faithfulness.CachedEncoder | None:
     """The embedder's encoder for judging paraphrases, when it is the model "says" was calibrated on (MiniLM),
-    with every member's sentences embedded in one batch; else None, and the words alone decide."""
+    each sentence embedded once for the distiller and the judge; else None, and the words alone decide. Only the
+    sentences whose verdict the words leave open are ever embedded (`faithfulness.Near`)."""
     own = embedder.judge_encoder()
-    if own is None:
-        return None
-    encode = faithfulness.CachedEncoder(own)
-    encode.warm([s for r in requests for m in r.members for s in faithfulness.sentences(m.content)])
-    return encode
+    return None if own is None else faithfulness.CachedEncoder(own)
 
 
 def judged(

@@ -289,11 +289,12 @@ class OfflineDistiller:
         costs = [estimate_tokens(t) + (estimate_tokens(f.pieces[0].label + ":") if f.pieces[0].label else 0) + 1
                  for t, f in zip(texts, families, strict=True)]  # fmt: skip
         fam_facts = [f.facts() for f in families]
-        near = faithfulness.Near([p.text for p in pieces] + [s for t in texts for s in faithfulness.sentences(t)],
-                                 self.encode)  # fmt: skip
+        near = faithfulness.Near(self.encode)
+        family_sentences = [s for t in texts for s in faithfulness.sentences(t)]
+        near.prepare([(w, t) for w in family_sentences for t in family_sentences + [p.text for p in pieces]])
 
         def said(text: str, written: Sequence[str]) -> bool:
-            return any(faithfulness.says(w, text, near(w, text)) for w in written)
+            return any(faithfulness.says(w, text, near) for w in written)
 
         def paraphrased(i: int) -> bool:  # every sentence of family i already said by what is chosen
             written = [w for j in chosen for w in faithfulness.sentences(texts[j])]

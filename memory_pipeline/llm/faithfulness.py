@@ -171,22 +171,40 @@ def swapped(a: str, b: str) -> bool:
     return len(ops) == 1 and ops[0][0] == "replace" and ops[0][2] - ops[0][1] <= 2 and ops[0][4] - ops[0][3] <= 2
 
 
-def says(sentence: str, statement: str, cosine: float | None = None) -> bool:
+def says(sentence: str, statement: str, cosine: float | Near | None = None) -> bool:
     """Whether a reader of `sentence` knows `statement`: the same words once values are masked, or — with the
     same negation, every thing the statement names, and no word swapped for another in place (`swapped`) —
     most of its content words (`COVER_WORDS`, compared by their first letters so inflections match), or some
-    of them (`COVER_SOME`) at a MiniLM `cosine` of at least `COVER_COSINE`."""
+    of them (`COVER_SOME`) at a MiniLM `cosine` of at least `COVER_COSINE`. `cosine` may be a `Near`, asked only
+    when the words leave the verdict open."""
+    verdict = _by_words(sentence, statement)
+    if verdict is not None:
+        return verdict
+    if isinstance(cosine, Near):
+        cosine = cosine(sentence, statement)
+    return cosine is not None and cosine >= COVER_COSINE
+
+
+@lru_cache(maxsize=1 << 17)
+def _share(sentence: str, statement: str) -> float:
+    """The share of `statement`'s content words `sentence` has (1 for the same words once values are masked);
+    0 where their negation differs or the statement names a thing the sentence does not."""
+    if _masked(sentence) == _masked(statement):
+        return 1.0
+    if fx.has_negation(statement) != fx.has_negation(sentence) or not _named(statement) <= _named(sentence):
+        return 0.0
+    want = _stems(statement)
+    return len(want & _stems(sentence)) / len(want) if want else 0.0
+
+
+def _by_words(sentence: str, statement: str) -> bool | None:
+    """`says` as far as the words decide it; None where only the embedder's cosine can (some of the words)."""
     if _masked(sentence) == _masked(statement):
         return True
-    if fx.has_negation(statement) != fx.has_negation(sentence) or not _named(statement) <= _named(sentence):
+    share = _share(sentence, statement)
+    if share < COVER_SOME or swapped(statement, sentence):  # the cheap test first: difflib is not
         return False
-    if swapped(statement, sentence):
-        return False
-    want = _stems(statement)
-    if not want:
-        return False
-    share = len(want & _stems(sentence)) / len(want)
-    return share >= COVER_WORDS or (cosine is not None and cosine >= COVER_COSINE and share >= COVER_SOME)
+    return True if share >= COVER_WORDS else None
 
 
 def statement_like(sentence: str) -> bool:
@@ -219,32 +237,36 @@ def coverage(sources: Sequence[str], abstraction: str, encode: Encode | None = N
     """The sources' distinct statements — their sentences, one per family of sentences that say each other
     (small talk and fragments left out) — split into those some sentence of `abstraction` says and the rest.
     `encode` (texts → unit vectors) adds the embedder's evidence; without it the words alone decide."""
-    wanted = [s for source in sources for s in sentences(source) if statement_like(s)]
+    wanted = list(dict.fromkeys(s for source in sources for s in sentences(source) if statement_like(s)))
     written = sentences(abstraction)
-    near = Near(wanted + written, encode)
+    near = Near(encode)
+    # every pair the loops below may ask about; only those the words leave open are embedded, in one batch
+    near.prepare([p for i, s in enumerate(wanted) for f in wanted[:i] for p in ((s, f), (f, s))]
+                 + [(w, f) for w in written for f in wanted])  # fmt: skip
     families: list[str] = []
     for s in wanted:
-        if not any(says(s, f, near(s, f)) and says(f, s, near(f, s)) for f in families):
+        if not any(says(s, f, near) and says(f, s, near) for f in families):
             families.append(s)
     said: list[str] = []
     missed: list[str] = []
     for f in families:
-        (said if any(says(w, f, near(w, f)) for w in written) else missed).append(f)
+        (said if any(says(w, f, near) for w in written) else missed).append(f)
     return Coverage(tuple(said), tuple(missed))
 
 
 class CachedEncoder:
-    """An encoder that embeds each sentence once: the distiller and the judge ask for the same sentences, and one
-    batch over a whole night (`warm`) costs a fraction of many small ones."""
+    """An encoder that embeds each sentence once: the distiller and the judge ask for the same sentences."""
 
     def __init__(self, encode: Encode) -> None:
         self._encode = encode
         self._vectors: dict[str, np.ndarray] = {}
+        self.encoded = 0  # texts embedded so far (what the night's grade cost is made of)
 
     def warm(self, texts: Sequence[str]) -> None:
         todo = [t for t in dict.fromkeys(texts) if t not in self._vectors]
         if todo:
             self._vectors.update(zip(todo, self._encode(todo), strict=True))
+            self.encoded += len(todo)
 
     def __call__(self, texts: Sequence[str]) -> np.ndarray:
         import numpy as np
@@ -254,19 +276,29 @@ class CachedEncoder:
 
 
 class Near:
-    """The embedder's cosine between two of `texts` (None without an encoder), encoded once, in one batch."""
+    """The embedder's cosine between two texts (None without an encoder). Embedding is most of what judging
+    costs, so only the texts of pairs whose verdict the words leave open are embedded (`prepare`, one batch)."""
 
-    def __init__(self, texts: Sequence[str], encode: Encode | None) -> None:
-        self._index: dict[str, int] = {}
-        self._sims = None
-        if encode is not None and texts:
-            self._index = {t: i for i, t in enumerate(dict.fromkeys(texts))}
-            vectors = encode(list(self._index))
-            self._sims = vectors @ vectors.T
+    def __init__(self, encode: Encode | None) -> None:
+        self._encode = encode
+        self._vectors: dict[str, np.ndarray] = {}
+
+    def prepare(self, pairs: Sequence[tuple[str, str]]) -> None:
+        """Embed, in one batch, the texts of the `pairs` (sentence, statement) `says` cannot decide by words."""
+        if self._encode is None:
+            return
+        todo = dict.fromkeys(t for a, b in pairs if COVER_SOME <= _share(a, b) < COVER_WORDS for t in (a, b))
+        self._add([t for t in todo if t not in self._vectors])
+
+    def _add(self, texts: list[str]) -> None:
+        if texts and self._encode is not None:
+            self._vectors.update(zip(texts, self._encode(texts), strict=True))
 
     def __call__(self, a: str, b: str) -> float | None:
-        i, j = self._index.get(a), self._index.get(b)
-        return None if self._sims is None or i is None or j is None else float(self._sims[i, j])
+        if self._encode is None:
+            return None
+        self._add([t for t in dict.fromkeys((a, b)) if t not in self._vectors])
+        return float(self._vectors[a] @ self._vectors[b])
 
 
 def coverage_reason(c: Coverage, floor: float = COVER_FLOOR) -> str | None:

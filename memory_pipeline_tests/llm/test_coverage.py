@@ -4,13 +4,15 @@ what its sources said, and the night's grade over its distillations."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pytest
 
 from memory_pipeline.abstraction import grade
 from memory_pipeline.abstraction.distilling import judged
 from memory_pipeline.embedding.embedder import Embedder
 from memory_pipeline.llm.distill import Distillation, Member, OfflineDistiller
-from memory_pipeline.llm.faithfulness import coverage, same_statement, says, swapped
+from memory_pipeline.llm.faithfulness import coverage, same_statement, says, sentences, statement_like, swapped
 from memory_pipeline.similarity.clustering import MemoryCluster
 
 APOLOGIES = [
@@ -72,6 +74,36 @@ def test_coverage_sees_the_lesson_dropped() -> None:
 def _cluster(n: int) -> MemoryCluster:
     return MemoryCluster("c1", "fp1", [f"m{i}" for i in range(n)], n, 0.8, "lesson", ["lesson"], 300, 1.0,
                          "2026-10-01", "2026-10-09")  # fmt: skip
+
+
+def test_only_sentences_the_words_leave_open_are_embedded_and_the_verdict_is_the_same() -> None:
+    """Embedding is most of what judging costs: a sentence is embedded only where the words cannot decide, and
+    coverage comes out as if every cosine had been computed."""
+    import numpy as np
+
+    enc = Embedder().encode
+    asked: list[str] = []
+
+    def counting(texts: Sequence[str]) -> np.ndarray:
+        asked.extend(texts)
+        return enc(texts)
+
+    sources = [*APOLOGIES, "Hold non-urgent messages to Matthew until his morning.",
+               "The staging database runs on port 5433."]  # fmt: skip
+    abstraction = (KEPT + " Wait for Matthew's morning before sending him anything non-urgent.")
+    got = coverage(sources, abstraction, counting)
+    # every sentence, eagerly: the verdicts of the same rule with all cosines known
+    texts = list(dict.fromkeys([s for t in sources for s in sentences(t)] + sentences(abstraction)))
+    v = dict(zip(texts, enc(texts), strict=True))
+    families: list[str] = []
+    for s in (s for t in sources for s in sentences(t) if statement_like(s)):
+        if not any(says(s, f, float(v[s] @ v[f])) and says(f, s, float(v[f] @ v[s])) for f in families):
+            families.append(s)
+    said = [f for f in families if any(says(w, f, float(v[w] @ v[f])) for w in sentences(abstraction))]
+    assert list(got.said) == said and got.total == len(families)
+    assert "Hold non-urgent messages to Matthew until his morning." in got.said  # the cosine was needed for it
+    assert asked and len(set(asked)) < len(texts)  # and not every sentence was embedded
+    assert "The staging database runs on port 5433." not in asked  # no other sentence shares its words
 
 
 def test_the_judge_refuses_a_reply_that_drops_the_lesson_and_grades_both() -> None:

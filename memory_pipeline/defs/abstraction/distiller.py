@@ -51,9 +51,8 @@ def distillations(
             c.skip_reason = None
     todo = [c for c in selected if not c.skip_reason]
     requests = distilling.requests(db, todo)
-    started = time.perf_counter()
-    encode = distilling.statement_encoder(embedder, requests)
-    verify_s = time.perf_counter() - started  # the sources' sentences, embedded for the judge (and reused below)
+    encode = distilling.statement_encoder(embedder)
+    verify_s = 0.0
     if hasattr(distiller, "encode"):  # the offline distiller: paraphrases already written are not repeated
         distiller.encode = encode
     progress = ThrottledProgress(context.log.info, "Distiller: cluster", len(todo))
@@ -79,6 +78,7 @@ def distillations(
             "accepted": len(accepted),
             "skipped": len(outcomes) - len(accepted),
             "verifier_seconds": round(verify_s, 2),
+            "sentences_embedded": encode.encoded if encode is not None else 0,
             "avg_ratio": round(sum(d.compression_ratio for d in accepted) / len(accepted), 2)
             if accepted
             else 0.0,
