@@ -248,7 +248,8 @@ def main(argv: list[str] | None = None) -> None:
         + common.table(header, rows)
         + "\n\nSeconds per asset from the run's STEP_START → STEP_SUCCESS events (in-process executor, one "
         "step at a time); `job s` is the wall time of execute_in_process. `grade s`: the verifier's time inside "
-        "the distiller (embedding the sources' sentences, judging each distillation; the distillations' "
+        "the distiller (judging each distillation, embedding the sentences whose verdict the words leave open "
+        "that the offline distiller's own paraphrase checks did not embed first; the distillations' "
         "`verifier_seconds`) plus the blocking grade check's step. Stores: see benchmarks/nightly.py"
         + ("; each indexed for search before its night (not timed)." if args.indexed else ".")
     )
