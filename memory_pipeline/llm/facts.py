@@ -13,10 +13,12 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-# One token: words, numbers with their suffixes (6.1%, 2k, 1k+, $40), identifiers (web-04, JTO/USDT, #667).
+# One token: words, numbers with their suffixes (6.1%, 2k, 1k+, $40, 6h, 1.6R), identifiers (web-04, JTO/USDT, #667).
+# Hours (6h, 3hrs), minutes written "min" and R-multiples (1.6R) are quantities, as "6 hours" is, not names.
+_SUFFIX = r"(?:[km%x]|bn|h|hrs?|mins?|r)"
 TOKEN = re.compile(r"[$#@]?\w(?:[\w/.+'’%-]|,(?=\d{3}\b))*[\w%+]|[$#@]?\w")
-_NUMBER = re.compile(r"^\$?(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?([km%x]|bn)?\+?$", re.IGNORECASE)
-_RANGE_TOKEN = re.compile(r"^\$?(\d+(?:\.\d+)?)([km%x])?[-–](\d+(?:\.\d+)?)([km%x])?$", re.IGNORECASE)
+_NUMBER = re.compile(rf"^\$?(\d{{1,3}}(?:,\d{{3}})+|\d+)(\.\d+)?({_SUFFIX})?\+?$", re.IGNORECASE)
+_RANGE_TOKEN = re.compile(rf"^\$?(\d+(?:\.\d+)?)({_SUFFIX})?[-–](\d+(?:\.\d+)?)({_SUFFIX})?$", re.IGNORECASE)
 # A stated range in an abstraction: "2.3–8.0%", "2k-9k", "55 to 88".
 STATED_RANGE = re.compile(
     r"(?<![\w.])\$?(\d+(?:[.,]\d+)*)\s*([km%x])?\s*(?:[–-]|\bto\b)\s*\$?(\d+(?:[.,]\d+)*)\s*([km%x])?(?!\w|\.\d)",

@@ -88,3 +88,15 @@ def test_the_fact_check_accepts_ranges_and_rejects_dropped_facts() -> None:
     assert fact_rejection(texts, "Slipped 6.1% on JTO/USDT; use limit orders.") == (
         "facts not preserved: 2 of 4 facts missing ('2.3%', 'Kraken'); a negation of the members is lost"
     )
+
+
+def test_hours_and_r_multiples_are_quantities_not_names() -> None:
+    """'6h' is the six hours a range '6–9 hours' keeps, and '1.6R' a number: read as names, they were facts no
+    summary could keep except verbatim, and the night refused clusters for them."""
+    texts = ["Kraken withdrawal of ETH stuck in 'pending' for 9 hours.",
+             "Kraken ETH withdrawal pending for 6h before it went through.",
+             "Kraken withdrawal of ETH stuck in 'pending' for 7 hours."]  # fmt: skip
+    assert check_facts(texts, "Kraken withdrawals of ETH stuck in 'pending' for 6–9 hours.").share == 1.0
+    assert check_facts(texts, "Kraken withdrawals of ETH stuck in 'pending' for 7–9 hours.").missing == ("6h",)
+    assert check_facts(["Closed at -1.6R.", "Closed at -3.2R."], "Closed at -1.6R and -3.2R.").share == 1.0
+    assert faithfulness.values("pending for 4-5h") == {"4", "5"}
