@@ -291,7 +291,8 @@ class OfflineDistiller:
         fam_facts = [f.facts() for f in families]
         near = faithfulness.Near(self.encode)
         family_sentences = [s for t in texts for s in faithfulness.sentences(t)]
-        near.prepare([(w, t) for w in family_sentences for t in family_sentences + [p.text for p in pieces]])
+        asked = family_sentences + [p.text for p in pieces]  # what `said` may be asked of them below
+        near.prepare([(w, t) for w in family_sentences for t in asked])
 
         def said(text: str, written: Sequence[str]) -> bool:
             return any(faithfulness.says(w, text, near) for w in written)
