@@ -57,9 +57,10 @@ def default_search(
     if not path.abstractions_first:
         ranking = (ranking or load_ranking()).with_(abstractions_first=False)
 
-    def find(query: str, k: int, since: str | None = None, until: str | None = None, at: float | None = None) -> Any:
+    def find(query: str, k: int, since: str | None = None, until: str | None = None, at: float | None = None,
+             least: float = 0.0) -> Any:  # fmt: skip
         return search(query[:4096], k, home=home, embedder=embedder, floor=at if at is not None else floor,  # type: ignore[arg-type]
-                      ranking=ranking, since=since, until=until, as_of=as_of, view=view)  # fmt: skip
+                      ranking=ranking, since=since, until=until, as_of=as_of, view=view, least=least)  # fmt: skip
 
     most = (ranking or load_ranking()).max_k
 
@@ -119,12 +120,14 @@ def uncovered(hits: list[Hit]) -> list[Hit]:
 def _down_to(query: str, k: int, least: float, find: Any, most: int) -> list[Hit]:
     """The first `k` hits in search's order whose relevance is at least `least`, reading further down the
     order while fewer qualify (the order need not follow relevance: modifiers, or a vector without common
-    names, reorder it), so `k` short means nothing more qualifies."""
+    names, reorder it), so `k` short means nothing more qualifies. Search keeps only the hits that qualify among
+    its candidates (a hit costs more than a score) and says how relevant a document it did not score can be: the
+    candidates widen only while one could qualify."""
     window = k
     while True:
-        found = list(find(query, window, at=0.0))
+        found = find(query, window, at=0.0, least=least)
         kept = [h for h in found if h.parts.get("relevance", 0.0) >= least]
-        if len(kept) >= k or len(found) < window or window >= most:
+        if len(kept) >= k or getattr(found, "outside", float("inf")) < least or window >= most:
             return kept[:k]
         window = min(window * 4, most)
 

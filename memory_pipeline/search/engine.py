@@ -13,7 +13,7 @@ import duckdb
 import numpy as np
 
 from memory_pipeline.search.confidence import combined_on, gate_hits
-from memory_pipeline.search.current import current_first
+from memory_pipeline.search.current import READ_TIME_WINDOW, current_first
 from memory_pipeline.search.documents import Doc
 from memory_pipeline.search.fallback import search_plain
 from memory_pipeline.search.focus import TOP_HITS, content_words, focus_open
@@ -126,11 +126,15 @@ def search(
     ranking: Ranking | None = None,
     as_of: str | datetime | None = None,
     view: ReadView | None = None,
+    least: float = 0.0,
 ) -> Hits:
     """The best `k` hits for `query`, or none ("nothing relevant") when no document clears the floor. A value a
     later memory replaced ranks after what holds now and is marked (`superseded_by`, `valid_until`); `as_of`
     answers with what was known and held then (nothing dated after it). `view`: read that state of the index and
-    the store instead of the live one (search/overlay.py; nothing is embedded into or written to the workspace)."""
+    the store instead of the live one (search/overlay.py; nothing is embedded into or written to the workspace).
+    `least` > 0: only hits of at least that relevance, the first `k` of them among the candidates (the context
+    compiler reading far down the order); `Hits.outside` bounds the relevance of what was not a candidate, so a
+    caller widens `k` only while a wider search could find more."""
     r = (ranking or load_ranking()).with_(fusion=fusion, floor=floor)
     query = validate(query, k, r)
     if r.fusion not in ("rrf", "linear"):
@@ -159,12 +163,18 @@ def search(
     wide = max(k, CURRENT_WINDOW)
     if idx is None:
         plain = search_plain(home, query, wide, filters, _check_choice, r, now_ts, notice)
-        return _first(current_first(plain, home, at), k)
+        out = current_first(plain, home, at)
+        out.outside = 0.0 if len(plain) < wide else float("inf")  # fewer than asked: nothing more cleared the floor
+        return _first(out, k)
     fresh = fresh or Fresh(store_view(home, idx))
-    hits = _search_index(home, idx, fresh, query, wide, filters, with_sources, r, encode, model, now_ts, view)
+    hits = _search_index(home, idx, fresh, query, wide, filters, with_sources, r, encode, model, now_ts, view, least)
     if notice:
         hits.notice = f"{notice}; {hits.notice}" if hits.notice else notice
-    return _first(current_first(hits, home, at), k)
+    out = current_first(hits, home, at)
+    out.outside = hits.outside
+    if least > 0:
+        out[:] = [h for h in out if h.parts.get("relevance", 0.0) >= least]
+    return _first(out, k)
 
 
 def _first(hits: Hits, k: int) -> Hits:
@@ -191,6 +201,7 @@ def _search_index(
     model: str,
     now_ts: float,
     fixed: ReadView | None = None,
+    least: float = 0.0,
 ) -> Hits:
     view = fresh.view
     delta, stale, notice = fresh.delta or delta_docs(home, idx, view)
@@ -209,7 +220,7 @@ def _search_index(
     # 2k per signal for a large k (context's P3 asks for ~250 at 8k tokens): 5k cost it 3× in Python per
     # candidate, and LoCoMo's read path is the same to the third decimal at 2k
     c = max(r.candidates, 2 * k)
-    keys, bm_raw, cos_raw, idf = idx.candidates(q_tokens, list(qm), c)
+    keys, bm_raw, cos_raw, idf, (bm_out, cos_out) = idx.candidates(q_tokens, list(qm), c)
     delta_tokens = tokenize([d.text for d in delta]) if delta else []
     n_all = idx.n_live + len(delta)
     for t in q_tokens:  # a word first written since the build: its idf from the delta alone
@@ -221,6 +232,7 @@ def _search_index(
     # can have, so a question about something never stored is not judged by its commonest words alone
     unseen = sum(1 for t in q_tokens if t not in idf) if r.unseen_words else 0
     floor_scale = ceiling / (ceiling + unseen * float(np.log(1.0 + (n_all + 0.5) / 0.5)))
+    outside = float(linear(np.array([bm_out / ceiling * floor_scale]), np.array([cos_out[0]]), r)[0])
     content = content_words(query) if r.focus_gate or combined_on(r.combined_gate) else set()
     shares = {t: idf_share(idf[t], n_all) if t in idf else 0.0 for t in q_tokens if t in content}
     delta_keys = {d.key for d in delta}
@@ -291,6 +303,8 @@ def _search_index(
         floor_scale,
         hub,
         shares,
+        least,
+        outside,
     )
 
 
@@ -324,6 +338,8 @@ def _rank(
     floor_scale: float = 1.0,
     hub: Callable[[list[int]], np.ndarray] | None = None,
     shares: dict[str, float] | None = None,
+    least: float = 0.0,
+    outside: float = float("inf"),
 ) -> Hits:
     live = view.overrides
     # each candidate's state: the store's where it changed since the build, else its own (read in one pass)
@@ -365,9 +381,13 @@ def _rank(
         return Hits([], notice or NOTHING)
     by_final = np.argsort(-final, kind="stable")
     order: list[int] = by_final[ok[by_final]].tolist()
-    gated = dict(zip(order[:k], specific(order[:k]).tolist(), strict=True)) if r.background_gate > 0 else {}
+    built = order[:k]
+    if least > 0:  # the top the read-time rules read, then only what the caller keeps: a hit costs more than a score
+        qualifies = np.round(relevance, 4) >= least
+        built = order[:READ_TIME_WINDOW] + [j for j in order[READ_TIME_WINDOW:] if qualifies[j]]
+    gated = dict(zip(built, specific(built).tolist(), strict=True)) if r.background_gate > 0 else {}
     if fill is not None:
-        fill([keep[j] for j in order[: max(k, TOP_HITS if r.focus_gate else 0)]])
+        fill([keep[j] for j in dict.fromkeys(built + (order[:TOP_HITS] if r.focus_gate else []))])
     if r.focus_gate and shares is not None:
         top = order[:TOP_HITS]
         values = specific(top).tolist() if r.background_gate > 0 else [0.0] * len(top)
@@ -375,7 +395,7 @@ def _rank(
         if not focus_open(shares, zip(values, words, strict=True), r.focus_gate, r.focus_share, r.focus_rescue):
             return Hits([], notice or NOTHING)
     hits: list[Hit] = []
-    for j in order[:k]:
+    for j in built:
         i = keep[j]
         d = docs[i]
         parts = {
@@ -395,6 +415,7 @@ def _rank(
         _expand_sources(hits, idx, home, view, query, r)
     out = gate_hits(hits, shares or {}, now_ts, notice, NOTHING) if combined_on(r.combined_gate) else Hits(hits, notice)
     out.embed_ms = embed_ms  # type: ignore[attr-defined]
+    out.outside = outside
     return out
 
 

@@ -56,6 +56,8 @@ class Hits(list[Hit]):
         self.mode = mode
         self.match = "confident" if hits else "none"
         self.confidence: float | None = None
+        # at most this relevance for any document the search did not score (0: it scored them all; inf: unknown)
+        self.outside = float("inf")
 
 
 @dataclass(frozen=True)

@@ -165,13 +165,15 @@ class LoadedIndex:
 
     def candidates(
         self, q_tokens: Sequence[str], vectors: Sequence[np.ndarray], c: int
-    ) -> tuple[list[tuple[int, int]], np.ndarray, np.ndarray, dict[str, float]]:
+    ) -> tuple[list[tuple[int, int]], np.ndarray, np.ndarray, dict[str, float], tuple[float, np.ndarray]]:
         """The live rows among the best `c` by BM25 (score > 0) or by the cosine to any of `vectors` (> 0):
-        (segment, row) each, their raw BM25, their cosine to each vector (rows × vectors), the terms' idf."""
+        (segment, row) each, their raw BM25, their cosine to each vector (rows × vectors), the terms' idf, and
+        what a row left out can score at most: (raw BM25, cosine to each vector) — 0 where every row was taken."""
         picked: dict[tuple[int, int], float] = {}
         idf: dict[str, float] = {}
         scores: QueryBM25 | None = None
-        for qv in vectors:
+        cos_out = np.zeros(len(vectors), dtype=np.float64)
+        for j, qv in enumerate(vectors):
             idf, scores, scans = self._scanned(q_tokens, qv)
             tops = [seg.top(scans[s], qv, c, self.dead[s]) for s, seg in enumerate(self.segments)]
             if tops:
@@ -179,10 +181,13 @@ class LoadedIndex:
                 seg_all = np.concatenate([np.full(len(t[0]), s) for s, t in enumerate(tops)])
                 row_all = np.concatenate([t[0] for t in tops])
                 best = np.argsort(-cos_all, kind="stable")[:c]
+                if len(best) >= c:  # a row not taken is no closer than the c-th (an int8 scan: nearly so)
+                    cos_out[j] = max(float(cos_all[best[-1]]), 0.0)
                 best = best[cos_all[best] > 0]  # a mask, not a test per numpy scalar
                 for key in zip(seg_all[best].tolist(), row_all[best].tolist(), strict=True):
                     picked.setdefault(key, 0.0)
-        for key in scores.best(c) if scores is not None else ():
+        by_bm25 = scores.best(c) if scores is not None else []
+        for key in by_bm25:
             picked.setdefault(key, 0.0)
         keys = list(picked)
         bm = np.zeros(len(keys), dtype=np.float64)
@@ -196,7 +201,11 @@ class LoadedIndex:
                 bm[idx] = scores.of(s, rows_s)
             for j, qv in enumerate(vectors):
                 cos[idx, j] = self.segments[s].cosine_of(rows_s, qv)
-        return keys, bm, cos, dict(idf)
+        bm_out = 0.0
+        if len(by_bm25) >= c:  # BM25 took its best c: a row left out scores at most the lowest of them
+            at = {key: i for i, key in enumerate(keys)}
+            bm_out = float(bm[[at[key] for key in by_bm25]].min())
+        return keys, bm, cos, dict(idf), (bm_out, cos_out)
 
     def _scanned(
         self, q_tokens: Sequence[str], qv: np.ndarray

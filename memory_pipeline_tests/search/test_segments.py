@@ -355,13 +355,13 @@ def test_a_query_with_two_vectors_scores_bm25_once(tmp_path: Path, monkeypatch: 
         return real(self, q_tokens)
 
     monkeypatch.setattr(type(idx), "bm25", counted)
-    keys, bm, cos, idf = idx.candidates(tokens, vectors, 50)
+    keys, bm, cos, idf, _outside = idx.candidates(tokens, vectors, 50)
     assert len(calls) == 1
     _idf, scores = real(reference, tokens)
     # float32 sums: a common word looked up rather than summed in adds in another order (1 ulp)
     np.testing.assert_allclose(bm, [scores.of(s, np.array([r]))[0] for s, r in keys], rtol=1e-6)
     for j, v in enumerate(vectors):  # each vector's cosines as a query of that vector alone would give them
-        alone_keys, _bm, alone_cos, _ = reference.candidates(tokens, [v], 50)
+        alone_keys, _bm, alone_cos, _, _outside = reference.candidates(tokens, [v], 50)
         where = {k: i for i, k in enumerate(keys)}
         np.testing.assert_allclose([cos[where[k], j] for k in alone_keys if k in where],
                                    [alone_cos[i, 0] for i, k in enumerate(alone_keys) if k in where], rtol=1e-6)
