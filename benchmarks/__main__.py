@@ -1,5 +1,5 @@
 """`python -m benchmarks [clustering|incremental|nightly|embeddings|locomo-retention|screening|distill|fleet|gateway|
-current-facts|current-facts-locomo|abstention|abstention-fit|retention-probes|transcripts|read-start|
+current-facts|current-facts-locomo|abstention|abstention-fit|retention-probes|transcripts|read-start|read-cpu|
 statement-pairs|version-pairs|versioner|coding-lines|all] [options]` — results are appended to
 benchmarks/results/runs/<date>.md with the date, the machine, the BLAS kernel and the OPENBLAS_* variables."""
 
@@ -25,6 +25,7 @@ NAMES = (
     "fleet",
     "first-call",
     "read-start",
+    "read-cpu",
     "gateway",
     "current-facts",
     "abstention",
