@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -34,15 +35,28 @@ def _one(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), wall
 
 
+def _memories(home: Path) -> int:
+    import duckdb
+
+    with duckdb.connect(str(home / "memory.duckdb"), read_only=True) as con:
+        row = con.execute("SELECT count(*) FROM memories").fetchone()
+    return int(row[0]) if row else 0
+
+
 def main(argv: list[str]) -> None:
     p = argparse.ArgumentParser(prog="python -m benchmarks read-start")
     p.add_argument("--repeat", type=int, default=5)
+    p.add_argument("--home", type=Path, help="a workspace to read (copied first; default: the search tests' fixture)")
     args = p.parse_args(argv)
     env_info, load_before = machine(), load_average()
     with tempfile.TemporaryDirectory(prefix="read-start-") as tmp:
         home = Path(tmp) / "ws"
-        home.mkdir()
-        _workspace(home)
+        if args.home:
+            shutil.copytree(args.home, home, symlinks=True)
+        else:
+            home.mkdir()
+            _workspace(home)
+        where = f"{_memories(home):,} memories" + ("" if args.home else " (the search tests' fixture)")
         base = {**os.environ, "MEMORY_PIPELINE_HOME": str(home), "PYTHONDONTWRITEBYTECODE": "1"}
         base.pop("PYTHONPYCACHEPREFIX", None)
         source = {**base, "PYTHONPYCACHEPREFIX": str(Path(tmp) / "no-bytecode")}  # an empty cache: compile all
@@ -62,5 +76,6 @@ def main(argv: list[str]) -> None:
             rows.append([name, v, f"{cpu[v]:.2f}", f"{wall[v]:.2f}"])
         ratios.append(f"{name}: CPU ×{cpu['bytecode (setup.sh)'] / cpu['from source (baseline)']:.2f}")
     body = table(["command", "variant", "CPU s (median)", "wall s (median)"], rows)
-    body += f"\n\n{args.repeat} calls each, interleaved; bytecode ÷ from source: {'; '.join(ratios)}\n"
+    body += (f"\n\n{args.repeat} calls each, interleaved; bytecode ÷ from source: {'; '.join(ratios)}; "
+             f"workspace: {where}\n")
     append_results("Read start: a CLI search or context from a cold process", body, env_info, load_before)
