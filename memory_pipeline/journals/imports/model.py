@@ -23,6 +23,9 @@ from memory_pipeline.journals.transcript import Turn, escape_body, format_transc
 TOOL_INPUT_CAP = 300  # characters of a tool call's input kept on its marker line
 TOOL_RESULT_CAP = 2000  # characters of a tool's result kept; a longer one is cut and its size noted
 TITLE_CAP = 80
+# what this code maps a source to; raised when a mapping changes (a slash command now a system turn, not the
+# user's), so the next import rewrites a transcript an older importer wrote instead of refusing it as edited
+IMPORTER = 2
 SIDECHAIN = "sidechain"
 THINKING = "thinking"
 _TOOL_NAME = re.compile(r"[^A-Za-z0-9_.\-]+")
@@ -164,6 +167,7 @@ def render(
         **session.extra,
         **(extra or {}),
         "version": version,
+        "importer": IMPORTER,
     }
     turns = []
     for e in entries:
