@@ -170,8 +170,11 @@ def render(
         "importer": IMPORTER,
     }
     turns = []
+    first_day = started.astimezone(UTC).date()
     for e in entries:
         body = (escape_body(e.text.strip()) if e.text.strip() else []) + [tool_line(t) for t in e.tools]
-        turns.append(Turn(hhmm=f"{e.at.astimezone(UTC):%H:%M}", role=e.role, kind=e.kind, lines=tuple(body)))
+        at = e.at.astimezone(UTC)
+        day = f"{at:%Y-%m-%d}" if at.date() != first_day else None  # after midnight: the heading names its day
+        turns.append(Turn(hhmm=f"{at:%H:%M}", role=e.role, kind=e.kind, lines=tuple(body), day=day))
     text = format_transcript(meta, title, turns)
     return text.encode("utf-8", "replace").decode("utf-8")  # a lone surrogate (a cut \\ud83d pair) as ?
