@@ -30,6 +30,7 @@ CC = [
     json.dumps({"type": "summary", "summary": "Auto summary of the session", "leafUuid": "u-09:01"}),
     _line("user", "09:00", COMMAND),
     _line("user", "09:00", "<local-command-stdout>Set model to opus (claude-opus-4-5)</local-command-stdout>"),
+    _line("user", "09:00", "<local-command-stdout></local-command-stdout>"),  # printed nothing: no turn
     _line("user", "09:01", "Decided: the nightly export runs at 02:00, not midnight."),
     _line("assistant", "09:02", [{"type": "tool_use", "id": "toolu_1", "name": "Bash",
                                   "input": {"command": "crontab -l"}}]),  # fmt: skip
@@ -54,10 +55,12 @@ def _only(raw: Path) -> Transcript:
 def test_claude_code_slash_commands_tool_output_and_custom_title_are_kept(tmp_path: Path) -> None:
     [session] = claude_code.parse(_cc(tmp_path, CC))
     assert session.title == "Nightly export schedule"  # the user's /rename wins over the auto summary
-    command, output = session.entries[0], session.entries[1]
+    entries = [e for e in session.entries if e.text or e.tools]  # what becomes turns
+    assert len(entries) == len(session.entries) - 1  # the empty command output
+    command, output = entries[0], entries[1]
     assert (command.role, command.text) == ("system", "[ran /model opus]")
     assert (output.role, output.text) == ("system", "[command output] Set model to opus (claude-opus-4-5)")
-    [bash] = session.entries[3].tools
+    [bash] = entries[3].tools
     assert bash.result == "0 0 * * * export.sh\nstderr: warning: no MAILTO"  # the block was empty
     transcript = parse_transcript(render(session, session.title, 1, False), tmp_path / "t.md")
     said = " ".join(c.content for ex in EXTRACTORS.values() for c in ex.find(transcript))

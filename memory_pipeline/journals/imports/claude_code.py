@@ -249,6 +249,7 @@ def _mark_machinery(entry: Entry, record: dict[str, Any], message: dict[str, Any
     elif entry.role == "user" and (command := _command(text)) is not None:
         entry.role, entry.text = "system", cap(command, MACHINERY_CAP)
     elif entry.role == "user" and (output := _COMMAND_STDOUT.match(text)) is not None:
-        entry.role, entry.text = "system", f"[command output] {cap(output['out'].strip(), MACHINERY_CAP)}"
+        shown = cap(output["out"].strip(), MACHINERY_CAP)  # a command that printed nothing: no turn at all
+        entry.role, entry.text = "system", f"[command output] {shown}" if shown else ""
     elif entry.role == "agent" and (record.get("isApiErrorMessage") is True or message.get("model") == "<synthetic>"):
         entry.role, entry.text = "system", f"[API error] {cap(text, MACHINERY_CAP)}"
