@@ -7,14 +7,26 @@ process, and imports it again (nothing to write). Sessions/s and MB/s count the 
 is the import process's RSS high-water mark (`/proc/self/status` VmHWM) and its growth during the import. One more
 row: a single Claude Code session whose tool printed 50 MB (read in 1 MB pieces, cut while read). No journals
 are rebuilt: this measures the import, not the journal pipeline.
+
+Two more tables: the share of imported turns that are conversation (user, agent and sub-agent turns, not the
+hosts' machinery kept as marked system turns) over the sample sessions in
+`memory_pipeline_tests/fixtures/transcript_imports/`; and how long the Claude Code hooks documented in
+docs/connecting-agents.md take to return (run as the host runs them: `bash -c` with the event on stdin), since
+the host waits on them — Claude Code gives all SessionEnd hooks together 1.5 s.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
+import re
+import shlex
+import shutil
+import subprocess
 import tempfile
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -25,6 +37,11 @@ FORMATS = ("claude-code", "codex", "messages")
 WORDS = ("retry", "backoff", "invoice", "ledger", "deploy", "queue", "cache", "schema", "index", "latency",
          "timeout", "webhook", "payment", "rollback", "migration", "token", "budget", "replica")  # fmt: skip
 START = datetime(2026, 10, 1, 9, 0, tzinfo=UTC)
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "memory_pipeline_tests" / "fixtures" / "transcript_imports"
+SHARE_FOLDERS = ("claude_code", "codex", "messages", "midnight")  # `bad` holds files that are not sessions
+HOOKS_PAGE = ROOT / "docs" / "connecting-agents.md"
+HOOK_WAIT_S = 300  # the background import's journal rebuild, at most
 
 
 def _sentence(rng: random.Random, n: int) -> str:
@@ -141,6 +158,89 @@ def import_twice(src: str, raw: str) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def conversation_share() -> list[list[Any]]:
+    """Per fixture folder: its sessions imported, and how many of their turns are conversation, how many the
+    hosts' machinery (marked system turns)."""
+    from memory_pipeline.journals.imports.importer import Options, import_paths
+    from memory_pipeline.journals.transcript import parse_transcript
+
+    rows: list[list[Any]] = []
+    total = [0, 0]
+    with tempfile.TemporaryDirectory() as tmp:
+        for folder in SHARE_FOLDERS:
+            raw = Path(tmp) / folder
+            report = import_paths([FIXTURES / folder], raw, Options(started=START))
+            turns = [t for p in sorted(raw.rglob("*.md")) for t in parse_transcript(p.read_text("utf-8"), p).turns]
+            talk = sum(1 for t in turns if t.role != "system" and t.kind != "thinking")
+            total[0], total[1] = total[0] + talk, total[1] + len(turns)
+            rows.append([folder, len(report.written), len(turns), talk, len(turns) - talk,
+                         f"{100 * talk / max(len(turns), 1):.1f} %"])  # fmt: skip
+    rows.append(["all", "", total[1], total[0], total[1] - total[0], f"{100 * total[0] / max(total[1], 1):.1f} %"])
+    return rows
+
+
+def _hook_commands() -> dict[str, str]:
+    """The page's Claude Code hooks: event → command, with the checkout's placeholder filled in."""
+    text = HOOKS_PAGE.read_text(encoding="utf-8")
+    for block in re.findall(r"^```json\n(.*?)^```$", text, re.DOTALL | re.MULTILINE):
+        if "hooks" in (settings := json.loads(block)):
+            return {event: entry["hooks"][0]["command"].replace("/path/to/memory_pipeline", str(ROOT))
+                    for event, [entry] in settings["hooks"].items()}  # fmt: skip
+    raise SystemExit(f"error: no hooks block in {HOOKS_PAGE.name}")
+
+
+def _ended(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    stat = Path(f"/proc/{pid}/stat")
+    return stat.exists() and stat.read_text().split(")")[-1].split()[0] == "Z"
+
+
+def hook_times(runs: int) -> list[list[Any]]:
+    """Each run in a fresh workspace: the PreCompact hook (imports the session, `--no-journals`), then the
+    SessionEnd hook (hands the import to a background process and returns); wall seconds until each returned.
+    The background import is waited for before the next run, so the runs do not overlap."""
+    commands = _hook_commands()
+    session_file = FIXTURES / "claude_code" / "3f2a9c1e-7b4d-4e8a-9c2f-5d6e7f8a9b0c.jsonl"
+    times: dict[str, list[float]] = {event: [] for event in commands}
+    background: list[float] = []
+    for run in range(runs):
+        with tempfile.TemporaryDirectory() as tmp:
+            session = Path(tmp) / "project" / session_file.name
+            session.parent.mkdir()
+            shutil.copy(session_file, session)
+            env = {**os.environ, "DAGSTER_HOME": f"{tmp}/dagster_home", "MEMORY_PIPELINE_JOURNAL_GIT": "0",
+                   "MEMORY_PIPELINE_LLM": "offline", "MEMORY_PIPELINE_EMBEDDER": "hashing-bow-256"}  # fmt: skip
+            env.pop("ANTHROPIC_API_KEY", None)
+            for event in ("PreCompact", "SessionEnd"):
+                command = commands[event].replace("/path/to/workspace", shlex.quote(f"{tmp}/ws"))
+                event_input = json.dumps({"session_id": session.stem, "transcript_path": str(session),
+                                          "cwd": tmp, "hook_event_name": event})  # fmt: skip
+                started = time.perf_counter()
+                done = subprocess.run(["bash", "-c", command], input=event_input, env=env, capture_output=True,
+                                      text=True, timeout=HOOK_WAIT_S, check=False)  # fmt: skip
+                times[event].append(time.perf_counter() - started)
+                if done.returncode != 0:
+                    raise SystemExit(f"error: the {event} hook failed (run {run + 1}): {done.stderr.strip()[-300:]}")
+                if (m := re.search(r"in the background \(pid (\d+)\)", done.stdout)) is not None:
+                    pid, deadline = int(m.group(1)), time.monotonic() + HOOK_WAIT_S
+                    while not _ended(pid) and time.monotonic() < deadline:
+                        time.sleep(0.2)
+                    if not _ended(pid):  # the process this run started: not left running
+                        os.kill(pid, 15)
+                    background.append(time.perf_counter() - started)
+    rows = [[event, "PreCompact: transcripts import --no-journals" if event == "PreCompact" else
+             "SessionEnd: transcripts import --background", runs, f"{min(ts):.2f}", f"{sorted(ts)[len(ts) // 2]:.2f}",
+             f"{max(ts):.2f}"] for event, ts in times.items()]  # fmt: skip
+    if background:
+        rows.append(["(background)", "the SessionEnd import and journal rebuild, until its process ended", runs,
+                     f"{min(background):.2f}", f"{sorted(background)[len(background) // 2]:.2f}",
+                     f"{max(background):.2f}"])  # fmt: skip
+    return rows
+
+
 def _peak(r: dict[str, Any]) -> str:
     return f"{r['process_peak']:.0f} (+{r['peak_mib']:.0f} over {r['rss_before']:.0f} at start)"
 
@@ -150,6 +250,7 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--sessions", type=int, default=1000, help="sessions per format (default 1000)")
     parser.add_argument("--turns", type=int, default=10, help="exchanges per session (default 10)")
     parser.add_argument("--huge-mb", type=int, default=50, help="the one big tool output, MB (default 50)")
+    parser.add_argument("--hook-runs", type=int, default=3, help="times each hook is run (default 3; 0: none)")
     args = parser.parse_args(argv)
     env, load = machine(), load_average()
     rows = []
@@ -181,4 +282,15 @@ def main(argv: list[str]) -> None:
             "(the interpreter and the importer's modules).\n\n")  # fmt: skip
     body += table(["format", "sessions", "source MB", "import s", "sessions/s", "MB/s", "peak RSS MiB",
                    "again s"], rows)  # fmt: skip
+    body += ("\n\nConversation share: the sample sessions in memory_pipeline_tests/fixtures/transcript_imports/ "
+             "imported; conversation turns are user, agent and sub-agent turns (thinking left out, as by default), "
+             "system turns the hosts' machinery kept as marked system turns, and a message log's system "
+             "messages.\n\n")  # fmt: skip
+    body += table(["fixtures", "sessions", "turns", "conversation", "system turns", "conversation share"],
+                  conversation_share())
+    if args.hook_runs > 0:
+        body += (f"\n\nHook return time: the Claude Code hooks of docs/connecting-agents.md run as the host runs "
+                 f"them (`bash -c`, the event on stdin), {args.hook_runs} run(s), each in a fresh workspace; wall "
+                 "seconds until the hook returned (the host waits that long).\n\n")  # fmt: skip
+        body += table(["hook", "what it runs", "runs", "min s", "median s", "max s"], hook_times(args.hook_runs))
     append_results("transcripts import throughput", body + "\n", env, load)

@@ -221,7 +221,8 @@ def category_of(t: Transcript) -> str:
     for key in ("project", "conversation"):
         if t.frontmatter.get(key):
             return str(t.frontmatter[key])
-    return t.tags[0] if t.tags else "general"
+    tags = [tag for tag in t.tags if tag != "pre-compaction-flush"]  # an earlier release's flush: no project
+    return tags[0] if tags else "general"
 
 
 def select(names: Sequence[str] | None) -> list[Extractor]:

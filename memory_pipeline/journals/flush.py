@@ -6,6 +6,11 @@ and the week's MEMORY.md are rebuilt from the transcripts by the journal pipelin
 same journal. Idempotent: the session id is a hash of the turns, so the same turns are the same file, and a
 second flush of them writes nothing.
 
+A flush is filed under the project of the session it flushes — the `project` (or `cwd`, its folder's name) the
+caller gives — and marked `flush: true` in its frontmatter; it is not a project of its own. Without a project
+it has none (grouped as `general`). Transcripts of earlier releases, tagged `pre-compaction-flush` and without a
+project, still read, and are grouped as `general` too.
+
 "Flushed before" means the whole flush completed: its record, `<home>/.flushes/<session id>.json`, is written
 last — after the transcript, the journal run (store rows, journal, MEMORY.md) and their commit. A flush that
 stopped before it (killed, a failing journal step, a commit that did not happen) left only the transcript, and
@@ -28,7 +33,8 @@ from memory_pipeline.journals.transcript import Turn, escape_body, format_transc
 from memory_pipeline.redaction import redact_text
 
 ROLES = ("user", "assistant", "system", "tool")
-SLUG = "pre-compaction-flush"
+SLUG = "pre-compaction-flush"  # the file name's slug (so an earlier flush of the same turns is found)
+LEGACY_TAG = "pre-compaction-flush"  # what earlier releases tagged a flush with: not a project
 DONE_DIR = ".flushes"  # under the workspace: one completion record per flushed session
 
 
@@ -67,8 +73,28 @@ def parse_turns(data: Any, where: str = "turns") -> list[FlushTurn]:
     return out
 
 
+def project_of(data: Any, where: str = "turns") -> str | None:
+    """The project a flush request names: `{"project": "payments-api"}`, else `{"cwd": "/src/payments-api"}`
+    (the folder's name, as an imported session's project is), else None."""
+    if not isinstance(data, dict):
+        return None
+    for field in ("project", "cwd"):
+        value = data.get(field)
+        if value is None:
+            continue
+        if not isinstance(value, str) or not value.strip():
+            raise FlushInputError(f"{where}: field '{field}' must be a non-empty string, got {value!r}")
+        return value.strip() if field == "project" else (Path(value.strip()).name or None)
+    return None
+
+
 def load_turns(path: str) -> list[FlushTurn]:
     """From a JSON file, or standard input for `-`."""
+    return load_flush(path)[0]
+
+
+def load_flush(path: str) -> tuple[list[FlushTurn], str | None]:
+    """The turns and the project (`project_of`) from a JSON file, or standard input for `-`."""
     import sys
 
     where = "stdin" if path == "-" else path
@@ -82,9 +108,10 @@ def load_turns(path: str) -> list[FlushTurn]:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise FlushInputError(f"{where}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
+    project = project_of(data, where)
     if isinstance(data, dict) and "turns" in data:
         data = data["turns"]
-    return parse_turns(data, where)
+    return parse_turns(data, where), project
 
 
 def session_id_of(turns: Sequence[FlushTurn]) -> str:
@@ -104,8 +131,11 @@ def _speaker(role: str) -> str:
     return "agent" if role == "assistant" else role
 
 
-def write_flush(raw_root: Path, turns: Sequence[FlushTurn], now: datetime | None = None) -> FlushOutcome:
-    """The turns as an immutable transcript dated `now` (temp file + rename); nothing when already flushed."""
+def write_flush(
+    raw_root: Path, turns: Sequence[FlushTurn], now: datetime | None = None, project: str | None = None
+) -> FlushOutcome:
+    """The turns as an immutable transcript dated `now` (temp file + rename), filed under `project`; nothing when
+    already flushed (the same turns, whatever project was given)."""
     sid = session_id_of(turns)
     found = existing(raw_root, sid)
     if found is not None:
@@ -117,7 +147,8 @@ def write_flush(raw_root: Path, turns: Sequence[FlushTurn], now: datetime | None
         "ended": when.strftime("%Y-%m-%dT%H:%M:%SZ"),
         "channel": "flush",
         "participants": sorted({_speaker(t.role) for t in turns}),
-        "tags": ["pre-compaction-flush"],
+        **({"project": project} if project else {}),
+        "flush": True,
     }
     body = [Turn(hhmm=f"{when:%H:%M}", role=_speaker(t.role), lines=tuple(escape_body(redact_text(t.content))))
             for t in turns]  # a secret never reaches the transcript (MEMORY_PIPELINE_SECRETS)

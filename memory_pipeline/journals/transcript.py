@@ -20,7 +20,10 @@ from memory_pipeline.store.workspace_files import NotRegularFile, read_regular_t
 
 ROLES = ("user", "agent", "system")
 FILENAME = re.compile(r"^(?P<hhmm>\d{4})-(?P<session_id>[A-Za-z0-9_]+)-(?P<slug>[a-z0-9][a-z0-9-]*)\.md$")
-_HEADING = re.compile(r"^## (?P<hh>\d{2}):(?P<mm>\d{2}) — (?P<role>[^\[\]]+?)(?: \[(?P<kind>[a-z_]+)\])?$")
+_HEADING = re.compile(
+    r"^## (?:(?P<date>\d{4}-\d{2}-\d{2}) )?(?P<hh>\d{2}):(?P<mm>\d{2}) — "
+    r"(?P<role>[^\[\]]+?)(?: \[(?P<kind>[a-z_]+)\])?$"
+)
 _TOOL = re.compile(r"^> \[tool:(?P<name>[A-Za-z0-9_.\-]+)\](?: (?P<rest>.*))?$")
 _KNOWLEDGE = re.compile(r"^> \[knowledge:(?P<action>[a-z_]+)\] (?P<path>\S+)(?: — (?P<summary>.*))?$")
 _ATTACHMENT = re.compile(r"^> \[attachment:(?P<path>[^\]\s]+)\](?: (?P<caption>.*))?$")
@@ -70,12 +73,15 @@ class Attachment:
 
 @dataclass(frozen=True)
 class Turn:
-    """One `## HH:MM — role` block. `lines` are the body verbatim; the rest is derived from them."""
+    """One `## HH:MM — role` block (`## YYYY-MM-DD HH:MM — role` on a later day than the session's start, so a
+    reader of a session that ran past midnight sees the day). `lines` are the body verbatim; the rest is derived
+    from them."""
 
     hhmm: str
     role: str
     lines: tuple[str, ...]
     kind: str | None = None  # `[memory]` → "memory"
+    day: str | None = None  # YYYY-MM-DD when the heading names its day (a turn after the start day)
     at: datetime | None = None  # naive UTC, from the session's start date and offset
     line: int = 0
     text: str = ""
@@ -236,8 +242,16 @@ def parse_transcript(text: str, path: str | Path = "<transcript>") -> Transcript
                 where, start + 1, f"unknown role {role!r} (expected user, agent, system or a listed participant)"
             )
         minute = hh * 60 + mm
-        if minute < previous:
-            day += timedelta(days=1)  # the session ran past midnight
+        if m.group("date"):  # a turn on a later day names it: a session over more than a day reads right
+            try:
+                dated = date.fromisoformat(m.group("date"))
+            except ValueError:
+                raise TranscriptError(where, start + 1, f"bad date {m.group('date')} in turn heading") from None
+            if dated < started.date():
+                raise TranscriptError(where, start + 1, f"turn dated {dated}, before the session's start")
+            day = dated
+        elif minute < previous:
+            day += timedelta(days=1)  # the session ran past midnight (a transcript whose headings carry no date)
         previous = minute
         at = _naive_utc(datetime(day.year, day.month, day.day, hh, mm, tzinfo=tz))
         stop = headings[n + 1] if n + 1 < len(headings) else len(lines)
@@ -250,6 +264,7 @@ def parse_transcript(text: str, path: str | Path = "<transcript>") -> Transcript
                 role=role,
                 kind=m.group("kind"),
                 lines=tuple(body),
+                day=m.group("date"),
                 at=at,
                 line=start + 1,
                 **_parse_body(body, where, start + 2),
@@ -306,7 +321,8 @@ def format_transcript(meta: Mapping[str, Any], title: str, turns: Sequence[Turn]
     blocks = []
     for t in turns:
         suffix = f" [{t.kind}]" if t.kind else ""
-        blocks.append("\n".join([f"## {t.hhmm} — {t.role}{suffix}", *t.lines]) + "\n")
+        when = f"{t.day} {t.hhmm}" if t.day else t.hhmm
+        blocks.append("\n".join([f"## {when} — {t.role}{suffix}", *t.lines]) + "\n")
     parts.append("\n".join(blocks))
     return "".join(parts)
 

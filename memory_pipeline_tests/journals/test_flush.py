@@ -9,7 +9,8 @@ import pytest
 from mcp import Client
 
 from memory_pipeline.cli import main
-from memory_pipeline.journals.flush import FlushInputError, FlushTurn, parse_turns, write_flush
+from memory_pipeline.journals.extractors import category_of
+from memory_pipeline.journals.flush import FlushInputError, FlushTurn, load_flush, parse_turns, write_flush
 from memory_pipeline.journals.transcript import parse_transcript
 
 NOW = datetime(2026, 11, 20, 15, 42, tzinfo=UTC)
@@ -62,13 +63,14 @@ def test_the_same_turns_are_one_transcript_that_parses_back(tmp_path: Path) -> N
 def test_flush_writes_the_journal_once_and_the_mcp_tool_agrees(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
     turns_file = home.parent / "turns.json"
     turns_file.write_text(json.dumps(TURNS))
-    assert main(["flush", str(turns_file)]) == 0
+    assert main(["flush", str(turns_file), "--project", "payments-api"]) == 0
     out = capsys.readouterr().out
     assert "flushed 3 turn(s)" in out
     journals = list((home / "knowledge" / "journal").glob("*.md"))
     assert len(journals) == 1
     text = journals[0].read_text(encoding="utf-8")
     assert "Postgres" in text and "SQLite" in text  # the decision and the lesson, by the same extractors
+    assert "payments-api" in text and "pre-compaction-flush" not in text  # filed under the session's project
     assert (home / "knowledge" / "memory" / "MEMORY.md").is_file()
     before = tree(home / "knowledge") | tree(home / "raw")
     assert main(["flush", str(turns_file)]) == 0
@@ -88,6 +90,27 @@ def test_flush_writes_the_journal_once_and_the_mcp_tool_agrees(home: Path, capsy
 
     anyio.run(run)
     assert tree(home / "knowledge") | tree(home / "raw") == before
+
+
+def test_a_flush_is_filed_under_the_sessions_project_not_a_project_of_its_own(tmp_path: Path) -> None:
+    request = tmp_path / "turns.json"
+    request.write_text(json.dumps({"turns": TURNS, "cwd": "/home/jane/src/payments-api"}))
+    turns, project = load_flush(str(request))
+    assert project == "payments-api" and len(turns) == 3
+    done = write_flush(tmp_path / "raw", turns, NOW, project)
+    parsed = parse_transcript(done.path.read_text(encoding="utf-8"), done.path)
+    assert parsed.frontmatter["project"] == "payments-api" and parsed.frontmatter["flush"] is True
+    assert "pre-compaction-flush" not in parsed.tags and category_of(parsed) == "payments-api"
+    bare = write_flush(tmp_path / "raw", parse_turns(TURNS[:1]), NOW)  # no project given: none, not a fake one
+    assert category_of(parse_transcript(bare.path.read_text(encoding="utf-8"), bare.path)) == "general"
+    # a flush an earlier release wrote (tagged, no project) still reads, and is not a project either
+    old = done.path.read_text(encoding="utf-8").replace("project: payments-api\nflush: true\n",
+                                                        "tags: [pre-compaction-flush]\n")  # fmt: skip
+    legacy = parse_transcript(old, done.path)
+    assert legacy.tags == ("pre-compaction-flush",) and category_of(legacy) == "general"
+    request.write_text(json.dumps({"turns": TURNS, "project": 7}))
+    with pytest.raises(FlushInputError, match="field 'project' must be a non-empty string"):
+        load_flush(str(request))
 
 
 def test_cli_bad_file_is_one_line(home: Path, capsys: pytest.CaptureFixture[str]) -> None:

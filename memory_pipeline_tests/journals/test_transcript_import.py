@@ -110,10 +110,10 @@ def test_long_tool_inputs_and_results_are_cut_at_the_cap_with_their_size() -> No
 
 def test_importing_again_writes_nothing(tmp_path: Path) -> None:
     first = import_paths([FIXTURES], tmp_path, Options(started=STARTED))
-    assert len(first.written) == 5 and len(first.errors) == 2  # the two bad files
+    assert len(first.written) == 7 and len(first.errors) == 2  # the two bad files
     before = tree(tmp_path)
     again = import_paths([FIXTURES], tmp_path, Options(started=STARTED))
-    assert again.written == [] and again.unchanged == 5
+    assert again.written == [] and again.unchanged == 7
     assert tree(tmp_path) == before  # not even rewritten with the same bytes
 
 

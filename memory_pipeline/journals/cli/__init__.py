@@ -204,7 +204,9 @@ def _adopt(home: Path, name: str) -> int:
     return 0
 
 
-def flush_session(home: Path, turns: list, now: datetime | None = None) -> dict[str, object]:
+def flush_session(
+    home: Path, turns: list, now: datetime | None = None, project: str | None = None
+) -> dict[str, object]:
     """Seed 001 §6.4: the turns as a transcript, then that day's journal and the week's MEMORY.md rebuilt by
     the journal pipeline (in this process), their commit, and last the flush's record (`flush.mark_done`). The
     same turns again: nothing is written or run — unless the first flush stopped before its record, which this
@@ -227,7 +229,7 @@ def flush_session(home: Path, turns: list, now: datetime | None = None) -> dict[
                 "day": "-".join(found.relative_to(raw).parts[:3]),
                 "note": "these turns were flushed before: nothing written"}  # fmt: skip
     notes = [n for n in [check_index_lock(home)] if n]
-    outcome = write_flush(raw, turns, now)
+    outcome = write_flush(raw, turns, now, project)
     crash_point("flush_after_transcript")
     rel = outcome.path.relative_to(home).as_posix()
     out: dict[str, object] = {"transcript": rel, "written": True, "resumed": not outcome.written,
@@ -262,13 +264,13 @@ def flush_session(home: Path, turns: list, now: datetime | None = None) -> dict[
 
 
 def cmd_flush(args: argparse.Namespace) -> int:
-    from memory_pipeline.journals.flush import FlushInputError, load_turns
+    from memory_pipeline.journals.flush import FlushInputError, load_flush
     from memory_pipeline.journals.gitlog import GitLockError
 
     home = workspace_home()
     try:
-        turns = load_turns(args.file)
-        out = flush_session(home, turns)
+        turns, project = load_flush(args.file)
+        out = flush_session(home, turns, project=args.project or project)
     except (FlushInputError, GitLockError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -475,7 +477,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         "flush",
         help="before a context compaction: keep the turns about to drop out (journal + MEMORY.md)",  # seed 001 §6.4
     )
-    fl.add_argument("file", help='JSON list of {"role": "user|assistant|…", "content": "…"}, oldest first; - = stdin')
+    fl.add_argument("file", help='JSON list of {"role": "user|assistant|…", "content": "…"}, oldest first, or '
+                    '{"turns": [...], "project" or "cwd": …}; - = stdin')
+    fl.add_argument("--project", metavar="NAME", help="the project of the session being flushed (its journal "
+                    "entries are filed under it); default: the file's project or cwd, else none")
     fl.set_defaults(fn=cmd_flush)
     hi = sub.add_parser(
         "history", help="git as memory: when a phrase was first learned, a file's changes, a file at a tag"

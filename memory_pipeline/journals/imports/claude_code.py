@@ -1,29 +1,33 @@
 """Claude Code session files (`~/.claude/projects/<project>/<session id>.jsonl`) → source sessions.
 
-Each line is one JSON object tagged by `type` (see docs/transcript-imports.md for the references). Read here:
-`user` and `assistant` lines — `sessionId`, `uuid`, `timestamp`, `isSidechain`, `isMeta`, `agentId`, `cwd`,
-`gitBranch`, `version` and `message` (an Anthropic Messages API message: `role`, `id`, `model`, `content` as a
-string or blocks `text`, `thinking`, `tool_use` {id, name, input}, `tool_result` {tool_use_id, content, is_error})
-— and `summary` lines (`summary`: the session's title). The bookkeeping line types (`BOOKKEEPING`: `system`,
-`file-history-snapshot`, `queue-operation`, …) are left out, as are `isMeta` user lines (notices Claude Code
-injects, not the user's words); a line type or content block not known here is left out and counted.
-Lines are grouped by `sessionId`; a sub-agent's own file (every message line `isSidechain` with an `agentId`)
-is a session of its own, `<parent>_<agentId>`, naming its parent; sidechain lines in a main file stay in that
-session as `[sidechain]` turns.
+Each line is one JSON object tagged by `type` (see docs/transcript-imports.md for the references). Read here: `user`
+and `assistant` lines — `sessionId`, `uuid`, `timestamp`, `isSidechain`, `isMeta`, `agentId`, `cwd`, `gitBranch`,
+`version` and `message` (an Anthropic Messages API message: `role`, `id`, `model`, `content` as a string or blocks
+`text`, `thinking`, `tool_use` {id, name, input}, `tool_result` {tool_use_id, content, is_error}) — `summary` lines
+(`summary`: the session's title) and `custom-title` lines (`customTitle`: the title the user gave the session,
+before the summary). A user tool-result line's `toolUseResult` {stdout, stderr} is the tool's result when its
+`tool_result` block says less (Claude Code may leave the block empty). The bookkeeping line types (`BOOKKEEPING`:
+`system`, `file-history-snapshot`, `queue-operation`, …) are left out, as are `isMeta` user lines (notices Claude
+Code injects, not the user's words); a line type or content block not known here is left out and counted. Lines are
+grouped by `sessionId`; a sub-agent's own file (every message line `isSidechain` with an `agentId`) is a session of
+its own, `<parent>_<agentId>`, naming its parent; sidechain lines in a main file stay in that session as
+`[sidechain]` turns.
 
 Claude Code's own machinery is not conversation, and is kept as marked `system` turns — in the transcript, so a
 reader sees where a session was compacted or interrupted, but never extracted as the user's or the agent's words:
 the compaction boundary (`system` line, `subtype: compact_boundary`) and the summary Claude Code writes after it
 (`isCompactSummary`, cut to its first lines: it restates the turns above it), task notifications
 (`<task-notification>` user text), interruptions (`[Request interrupted by user…]`), synthetic API errors
-(`isApiErrorMessage`, model `<synthetic>`), and in a sub-agent's file the prompt its parent agent wrote (a
-"user" line there is the parent, not the person). The compaction sub-agent's own file (`agent-acompact-*`, agent
-id `acompact…`) is left out whole: its "user" is Claude Code's compaction prompt and its answer is the summary
-the main file already holds. Shapes as Claude Code 2.1 writes them.
+(`isApiErrorMessage`, model `<synthetic>`), slash commands the user ran (`<command-name>/foo</command-name>` user
+text: `[ran /foo args]`) and their local output (`<local-command-stdout>`), and in a sub-agent's file the prompt its
+parent agent wrote (a "user" line there is the parent, not the person). The compaction sub-agent's own file
+(`agent-acompact-*`, agent id `acompact…`) is left out whole: its "user" is Claude Code's compaction prompt and its
+answer is the summary the main file already holds. Shapes as Claude Code 2.1 writes them.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -44,10 +48,13 @@ from memory_pipeline.journals.imports.model import (
 PREFIX = "cc_"
 MESSAGE_TYPES = ("user", "assistant")
 # bookkeeping lines Claude Code writes (see the module doc): left out, not counted as unknown
-BOOKKEEPING = ("system", "file-history-snapshot", "queue-operation", "progress", "custom-title", "summary")
+BOOKKEEPING = ("system", "file-history-snapshot", "queue-operation", "progress", "summary")
 BLOCKS_LEFT_OUT = ("redacted_thinking",)
 MACHINERY_CAP = 300  # characters of a compaction summary or notification kept on its system turn
 _INTERRUPTED = "[Request interrupted by user"
+_COMMAND_TAG = re.compile(r"<command-(?P<tag>name|message|args)>(?P<value>.*?)</command-(?P=tag)>", re.DOTALL)
+_COMMAND_STDOUT = re.compile(r"^<local-command-(?:stdout|stderr)>(?P<out>.*?)</local-command-(?:stdout|stderr)>$",
+                             re.DOTALL)  # fmt: skip
 
 
 def looks_like(record: Any) -> bool:
@@ -86,12 +93,17 @@ def parse(path: Path, stats: ReadStats | None = None) -> list[SourceSession]:
     stats = stats if stats is not None else ReadStats()
     sessions: dict[str, _Session] = {}
     summaries: list[str] = []
+    custom_titles: dict[str, str] = {}  # session id → the last title the user gave it
     for number, record in jsonl_records(path, stats):
         if not isinstance(record, dict):
             raise SourceError(f"{path}:{number}: expected a JSON object, got {type(record).__name__}")
         kind = record.get("type")
         if kind == "summary" and isinstance(record.get("summary"), str):
             summaries.append(record["summary"])
+            continue
+        if kind == "custom-title":
+            if isinstance(record.get("customTitle"), str) and record["customTitle"].strip():
+                custom_titles[str(record.get("sessionId"))] = record["customTitle"]
             continue
         if kind == "system" and record.get("subtype") == "compact_boundary":
             _boundary(sessions, record, path)
@@ -124,7 +136,8 @@ def parse(path: Path, stats: ReadStats | None = None) -> list[SourceSession]:
         if kind == "user" and record.get("isMeta") is True:
             continue
         before = len(state.out.entries)
-        _add(state, kind, message, at, SIDECHAIN if side else None, f"{path}:{number}", stats)
+        _add(state, kind, message, at, SIDECHAIN if side else None, f"{path}:{number}", stats,
+             record.get("toolUseResult"))
         for entry in state.out.entries[before:]:
             _mark_machinery(entry, record, message)
     out = []
@@ -142,14 +155,15 @@ def parse(path: Path, stats: ReadStats | None = None) -> list[SourceSession]:
             for e in session.entries:  # its "user" is the parent agent's prompt (and tool results)
                 if e.role == "user" and e.text.strip():
                     e.role, e.text = "system", f"[prompt from the parent agent] {e.text}"
-        session.title = title_from(summaries[0] if summaries else first_user) or session.session_id
+        named = custom_titles.get(sid) or (summaries[0] if summaries else first_user)
+        session.title = title_from(named) or session.session_id
         if session.entries:
             out.append(session)
     return out
 
 
 def _add(state: _Session, kind: str, message: dict[str, Any], at: Any, side: str | None, where: str,
-         stats: ReadStats) -> None:  # fmt: skip
+         stats: ReadStats, use_result: Any = None) -> None:  # fmt: skip
     content = message.get("content")
     role = "user" if kind == "user" else "agent"
     key = message.get("id") if isinstance(message.get("id"), str) else None
@@ -175,7 +189,7 @@ def _add(state: _Session, kind: str, message: dict[str, Any], at: Any, side: str
                 state.calls[tool.call_id] = tool
         elif btype == "tool_result":
             call = state.calls.get(str(block.get("tool_use_id")))
-            result = _result_text(block.get("content"))
+            result = _fuller(_result_text(block.get("content")), use_result)
             if call is None:  # its call is not in this file: keep the result on a marker of its own
                 entry.tools.append(ToolUse("tool_result", str(block.get("tool_use_id") or ""), None, result))
             else:
@@ -186,6 +200,28 @@ def _add(state: _Session, kind: str, message: dict[str, Any], at: Any, side: str
             stats.skip(f"block {btype}")
     entry.text = "\n\n".join(t for t in texts if t.strip())
     state.out.entries.append(entry)
+
+
+def _fuller(result: str, use_result: Any) -> str:
+    """The tool's result: the `tool_result` block's text, or the line's `toolUseResult` stdout and stderr when
+    those say more (a Bash result whose block is empty); `tool_line` cuts it at `TOOL_RESULT_CAP`."""
+    if not isinstance(use_result, dict):
+        return result
+    out, err = use_result.get("stdout"), use_result.get("stderr")
+    parts = [out.strip() if isinstance(out, str) else "", f"stderr: {err.strip()}" if isinstance(err, str)
+             and err.strip() else ""]  # fmt: skip
+    shown = "\n".join(p for p in parts if p)
+    return shown if len(shown) > len(result.strip()) else result
+
+
+def _command(text: str) -> str | None:
+    """`[ran /foo args]` for a slash command's user line (`<command-name>/foo</command-name>…` and nothing else);
+    None for any other text."""
+    tags = {m["tag"]: m["value"].strip() for m in _COMMAND_TAG.finditer(text)}
+    if not tags.get("name") or _COMMAND_TAG.sub("", text).strip():
+        return None
+    name = tags["name"] if tags["name"].startswith("/") else "/" + tags["name"]
+    return f"[ran {name}{' ' + tags['args'] if tags.get('args') else ''}]"
 
 
 def _boundary(sessions: dict[str, _Session], record: dict[str, Any], path: Path) -> None:
@@ -210,5 +246,10 @@ def _mark_machinery(entry: Entry, record: dict[str, Any], message: dict[str, Any
         entry.role, entry.text = "system", f"[task notification] {cap(text, MACHINERY_CAP)}"
     elif entry.role == "user" and text.startswith(_INTERRUPTED):
         entry.role, entry.text = "system", "[interrupted by the user]"
+    elif entry.role == "user" and (command := _command(text)) is not None:
+        entry.role, entry.text = "system", cap(command, MACHINERY_CAP)
+    elif entry.role == "user" and (output := _COMMAND_STDOUT.match(text)) is not None:
+        shown = cap(output["out"].strip(), MACHINERY_CAP)  # a command that printed nothing: no turn at all
+        entry.role, entry.text = "system", f"[command output] {shown}" if shown else ""
     elif entry.role == "agent" and (record.get("isApiErrorMessage") is True or message.get("model") == "<synthetic>"):
         entry.role, entry.text = "system", f"[API error] {cap(text, MACHINERY_CAP)}"

@@ -2,19 +2,20 @@
 
 Every line is a `RolloutLine`: `{"timestamp", "type", "payload"}` with `type` one of `session_meta`,
 `response_item`, `compacted`, `turn_context`, `event_msg` (codex-rs/protocol/src/protocol.rs; references in
-docs/transcript-imports.md). Read here: `session_meta` (`id`, `timestamp`, `cwd`, `cli_version`, `source` —
-`{"subagent": …}` for a sub-agent's session), `turn_context` (`model`) and the `response_item`s
-(codex-rs/protocol/src/models.rs `ResponseItem`): `message` {role, content: [{type: input_text | output_text,
-text}]}, `reasoning` {summary: [{text}]} (thinking), `function_call` {name, arguments, call_id} and
+docs/transcript-imports.md). Read here: `session_meta` (`id`, `timestamp`, `cwd`, `cli_version`, `git` {commit_hash,
+branch, repository_url}, `source` — `{"subagent": …}` for a sub-agent's session), `turn_context` (`model`) and the
+`response_item`s (codex-rs/protocol/src/models.rs `ResponseItem`): `message` {role, content: [{type: input_text |
+output_text, text}]}, `reasoning` {summary: [{text}]} (thinking), `function_call` {name, arguments, call_id} and
 `function_call_output` {call_id, output}, `custom_tool_call` {name, input, call_id} and `custom_tool_call_output`,
-`local_shell_call` {call_id, action: {command}}, `web_search_call` {action: {query}}. `event_msg` lines repeat
-the messages for the UI and are left out — except in a rollout whose text is only there (Codex Desktop writes
-`event_msg` `user_message` / `agent_message` {message} and no `response_item` messages): then they are its
-turns. Left out too: `developer`/`system` messages and the user messages Codex injects (`<user_instructions>`,
-`<environment_context>`). A rollout from the first releases — a bare SessionMeta `{id, timestamp, instructions}`
-line, then bare ResponseItems and `{"record_type": "state"}` lines — is read too, every turn at the session's
-start (those lines carry no time). A line type or response item not known here is left out
-and counted.
+`local_shell_call` {call_id, action: {command}}, `web_search_call` {action: {query}}. `event_msg` lines repeat the
+messages for the UI and are left out — except in a rollout whose text is only there (Codex Desktop writes
+`event_msg` `user_message` / `agent_message` {message} and no `response_item` messages): then they are its turns. An
+`event_msg` `turn_aborted` {reason} (the user stopped a turn) is a marked system turn, `[turn aborted
+(interrupted)]`, never extracted as anyone's words. Left out too: `developer`/`system` messages and the user
+messages Codex injects (`<user_instructions>`, `<environment_context>`). A rollout from the first releases — a bare
+SessionMeta `{id, timestamp, instructions}` line, then bare ResponseItems and `{"record_type": "state"}` lines — is
+read too, every turn at the session's start (those lines carry no time). A line type or response item not known here
+is left out and counted.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ ITEMS_READ = ("message", "reasoning", "function_call", "function_call_output", "
               "custom_tool_call_output", "local_shell_call", "web_search_call")  # fmt: skip
 ITEMS_LEFT_OUT = ("ghost_snapshot", "compaction", "compaction_summary", "additional_tools", "other")
 EVENT_MESSAGES = {"user_message": "user", "agent_message": "agent"}  # protocol.rs EventMsg: {type, message}
+GIT_FIELDS = {"branch": "git_branch", "commit_hash": "git_commit", "repository_url": "git_repository"}
 INJECTED = ("<user_instructions>", "<environment_context>")  # protocol.rs USER_INSTRUCTIONS/ENVIRONMENT_CONTEXT
 
 
@@ -132,6 +134,10 @@ def parse(path: Path, stats: ReadStats | None = None) -> list[SourceSession]:
             continue
         if kind == "turn_context" and isinstance(payload.get("model"), str):
             session.extra.setdefault("model", payload["model"])
+        if kind == "event_msg" and session.source_id and payload.get("type") == "turn_aborted":
+            reason = payload.get("reason") if isinstance(payload.get("reason"), str) else ""
+            session.entries.append(Entry(at, "system", f"[turn aborted{f' ({reason})' if reason else ''}]"))
+            continue
         if kind == "event_msg" and session.source_id and payload.get("type") in EVENT_MESSAGES:
             if isinstance(payload.get("message"), str) and payload["message"].strip():
                 role = EVENT_MESSAGES[payload["type"]]
@@ -178,6 +184,10 @@ def _meta(session: SourceSession, payload: dict[str, Any]) -> str | None:
         session.extra["project"] = Path(payload["cwd"]).name
     if isinstance(payload.get("cli_version"), str):
         session.extra["codex_version"] = payload["cli_version"]
+    git: dict[str, Any] = payload["git"] if isinstance(payload.get("git"), dict) else {}
+    for field, key in GIT_FIELDS.items():  # protocol.rs GitInfo: where the session's code was
+        if isinstance(git.get(field), str) and git[field]:
+            session.extra[key] = git[field]
     source = payload.get("source")
     if isinstance(source, dict) and "subagent" in source:  # SessionSource::SubAgent(SubAgentSource)
         sub = source["subagent"]

@@ -25,7 +25,7 @@ from memory_pipeline.journals.commit_messages import KnowledgeChange, template
 from memory_pipeline.journals.gitlog import CommitOutcome, commit_knowledge
 from memory_pipeline.journals.imports import claude_code, codex, messages
 from memory_pipeline.journals.imports.lines import BOM, TOO_DEEP, ReadStats, SourceError, jsonl_records
-from memory_pipeline.journals.imports.model import SourceSession, render
+from memory_pipeline.journals.imports.model import IMPORTER, SourceSession, render
 from memory_pipeline.journals.transcript import (
     FILENAME,
     Transcript,
@@ -178,6 +178,16 @@ def nothing_lost(old: Transcript, new: Transcript) -> int | None:
     return None
 
 
+def remapped(old: Transcript, new: Transcript) -> bool:
+    """An older importer's transcript read again by this one: its turns may be mapped anew (a user line now a
+    marked system turn, a tool result now fuller), but every one is still there at its time, so the source did
+    not shrink or change."""
+    written_by = old.frontmatter.get("importer")
+    if isinstance(written_by, int) and not isinstance(written_by, bool) and written_by >= IMPORTER:
+        return False
+    return len(new.turns) >= len(old.turns) and all(a.at == b.at for a, b in zip(old.turns, new.turns, strict=False))
+
+
 @dataclass(frozen=True)
 class _Plan:
     path: Path
@@ -241,7 +251,7 @@ def plan_session(
     if (text := render(session, old.title, version, keep_thinking)) == old_text:
         return None
     new = _parsed(text, existing, session)
-    if (lost := nothing_lost(old, new)) is not None:
+    if (lost := nothing_lost(old, new)) is not None and not remapped(old, new):
         if nothing_lost(new, old) is None:  # this file holds an earlier part of the session: nothing to add
             return None
         raise SourceError(

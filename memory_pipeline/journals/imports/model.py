@@ -23,6 +23,9 @@ from memory_pipeline.journals.transcript import Turn, escape_body, format_transc
 TOOL_INPUT_CAP = 300  # characters of a tool call's input kept on its marker line
 TOOL_RESULT_CAP = 2000  # characters of a tool's result kept; a longer one is cut and its size noted
 TITLE_CAP = 80
+# what this code maps a source to; raised when a mapping changes (a slash command now a system turn, not the
+# user's), so the next import rewrites a transcript an older importer wrote instead of refusing it as edited
+IMPORTER = 2
 SIDECHAIN = "sidechain"
 THINKING = "thinking"
 _TOOL_NAME = re.compile(r"[^A-Za-z0-9_.\-]+")
@@ -164,10 +167,14 @@ def render(
         **session.extra,
         **(extra or {}),
         "version": version,
+        "importer": IMPORTER,
     }
     turns = []
+    first_day = started.astimezone(UTC).date()
     for e in entries:
         body = (escape_body(e.text.strip()) if e.text.strip() else []) + [tool_line(t) for t in e.tools]
-        turns.append(Turn(hhmm=f"{e.at.astimezone(UTC):%H:%M}", role=e.role, kind=e.kind, lines=tuple(body)))
+        at = e.at.astimezone(UTC)
+        day = f"{at:%Y-%m-%d}" if at.date() != first_day else None  # after midnight: the heading names its day
+        turns.append(Turn(hhmm=f"{at:%H:%M}", role=e.role, kind=e.kind, lines=tuple(body), day=day))
     text = format_transcript(meta, title, turns)
     return text.encode("utf-8", "replace").decode("utf-8")  # a lone surrogate (a cut \\ud83d pair) as ?
