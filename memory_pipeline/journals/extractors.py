@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from memory_pipeline.journals.flush import LEGACY_TAG
 from memory_pipeline.journals.prose import is_proposal, prose_lines
 from memory_pipeline.journals.transcript import Transcript, Turn
 
@@ -221,7 +222,7 @@ def category_of(t: Transcript) -> str:
     for key in ("project", "conversation"):
         if t.frontmatter.get(key):
             return str(t.frontmatter[key])
-    tags = [tag for tag in t.tags if tag != "pre-compaction-flush"]  # an earlier release's flush: no project
+    tags = [tag for tag in t.tags if tag != LEGACY_TAG]  # an earlier release's flush: no project
     return tags[0] if tags else "general"
 
 

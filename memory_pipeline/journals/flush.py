@@ -33,8 +33,8 @@ from memory_pipeline.journals.transcript import Turn, escape_body, format_transc
 from memory_pipeline.redaction import redact_text
 
 ROLES = ("user", "assistant", "system", "tool")
-SLUG = "pre-compaction-flush"  # the file name's slug (so an earlier flush of the same turns is found)
 LEGACY_TAG = "pre-compaction-flush"  # what earlier releases tagged a flush with: not a project
+SLUG = LEGACY_TAG  # the file name's slug, unchanged (so an earlier flush of the same turns is found)
 DONE_DIR = ".flushes"  # under the workspace: one completion record per flushed session
 
 

@@ -333,8 +333,11 @@ def build_server(
         turns: Annotated[
             list[HistoryTurn], Field(description="the turns about to drop out, oldest first", min_length=1)
         ],
+        project: Annotated[
+            str | None, Field(description="the project of the session (its journal entries are filed under it)")
+        ] = None,
     ) -> FlushResponse:
-        return await anyio.to_thread.run_sync(_flush_work, home, turns)
+        return await anyio.to_thread.run_sync(_flush_work, home, turns, project)
 
     from memory_pipeline.mcp.write_tools import register_write_tools
 
@@ -399,7 +402,7 @@ def _context_work(
     )
 
 
-def _flush_work(home: Path | None, turns: Sequence[HistoryTurn]) -> FlushResponse:
+def _flush_work(home: Path | None, turns: Sequence[HistoryTurn], project: str | None = None) -> FlushResponse:
     from memory_pipeline.journals.cli import flush_session
     from memory_pipeline.journals.flush import FlushInputError, parse_turns
     from memory_pipeline.settings import workspace_home
@@ -413,7 +416,7 @@ def _flush_work(home: Path | None, turns: Sequence[HistoryTurn]) -> FlushRespons
     from memory_pipeline.journals.gitlog import GitLockError
 
     try:
-        out = flush_session(where, parsed)
+        out = flush_session(where, parsed, project=(project or "").strip() or None)
     except GitLockError as exc:
         raise ToolError(str(exc)) from None
     if "error" in out:

@@ -113,6 +113,23 @@ def test_a_flush_is_filed_under_the_sessions_project_not_a_project_of_its_own(tm
         load_flush(str(request))
 
 
+def test_the_mcp_flush_files_under_the_project_it_is_given(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from memory_pipeline.journals import cli as journals_cli
+    from memory_pipeline.mcp.server import HistoryTurn, _flush_work
+
+    asked: list[str | None] = []
+
+    def flush_session(where: Path, turns: list[FlushTurn], project: str | None = None) -> dict[str, object]:
+        asked.append(project)
+        return {"transcript": "raw/x.md", "written": True, "journal": "knowledge/journal/2026-11-20.md"}
+
+    monkeypatch.setattr(journals_cli, "flush_session", flush_session)
+    turns = [HistoryTurn(role="user", content="We moved the payments queue to Postgres.")]
+    for given in ("payments-api", "  ", None):
+        assert _flush_work(home, turns, given).written
+    assert asked == ["payments-api", None, None]
+
+
 def test_cli_bad_file_is_one_line(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bad = home.parent / "bad.json"
     bad.write_text("[{'role': 'user'}]")
