@@ -2,9 +2,10 @@
 
 Slots in the seed's order: P0 identity (never dropped), P1 MEMORY.md (main session only), today's and
 yesterday's journals and `projects/_active.md`, P2 the active topics' instructions, correction hints and
-subscriptions, P3 knowledge ranked by search, P4 session history newest first (tool results shrunk to one
-line). Every section's tokens are counted with its header and separator, so the manifest's tokens add up
-to the prompt's and the budget is never exceeded by the project's token count.
+subscriptions, P3 knowledge ranked by search (a session's tool output only where the message asks about it), P4
+session history newest first (tool results shrunk to one line). Every section's tokens are counted with its header
+and separator, so the manifest's tokens add up to the prompt's and the budget is never exceeded by the project's
+token count.
 
 Only regular files are read (a named pipe would block the turn forever): any other kind is skipped with a
 manifest entry and a line in `Compiled.warnings`, as is a topic pattern that ran past its time bound.
@@ -16,14 +17,21 @@ import json
 import math
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from memory_pipeline.context.files import NotRegularFile, read_regular_text
 from memory_pipeline.context.gate import Gate, GateDecision
-from memory_pipeline.context.packing import Kept, cut_entries, fence, matching_sentences, one_line
+from memory_pipeline.context.packing import (
+    Kept,
+    cut_entries,
+    fence,
+    matching_sentences,
+    one_line,
+    tool_output_left_out,
+)
 from memory_pipeline.context.read_path import ReadPath
 from memory_pipeline.context.timeframe import annotate
 from memory_pipeline.context.topics import Topic
@@ -390,6 +398,8 @@ def _knowledge(b: _Budget, search: Search, query: str, included_paths: set[str],
             if label in seen:
                 continue
             seen.add(label)
+            if k.kind == "transcript":  # a session's tool output only when the message asks about it
+                k = replace(k, text=tool_output_left_out(k.text, query))
             where: dict[str, Any] = {"path": k.path, "memory_id": k.memory_id, "score": round(k.score, 4)}
             left = b.left
             if k.path and k.path in included_paths:

@@ -1,5 +1,6 @@
 """Packing P3's knowledge into a prompt: stored text fenced so it cannot forge a section, whole items as one
-line each, the query's sentences when an item does not fit, near-identical items once. Pure functions."""
+line each, the query's sentences when an item does not fit, near-identical items once, a transcript's tool dumps
+as their size. Pure functions."""
 
 from __future__ import annotations
 
@@ -50,6 +51,25 @@ def matching_sentences(text: str, query: str, max_chars: int) -> str:
         picked.append(sentence)
         used += cost
     return " … ".join(picked)
+
+
+_TOOL_RESULT = re.compile(r"^(?P<call>> \[tool:[^\]]+\].*?) → (?P<result>.+)$", re.M)
+TOOL_RESULT_KEPT = 80  # characters of a tool's result always kept: "exit 0", a short answer, a path
+
+
+def tool_output_left_out(text: str, query: str) -> str:
+    """A transcript's tool results as their size, unless one shares a word with the query: the CSS, patches and
+    listings a coding session's tools print would take the knowledge slot from what was said and decided. A
+    result the message asks about stays whole, and so does a short one."""
+    wanted = words(query)
+
+    def shrink(m: re.Match[str]) -> str:
+        result = m.group("result")
+        if len(result) <= TOOL_RESULT_KEPT or wanted & words(result):
+            return m.group(0)
+        return f"{m.group('call')} → [output left out: {len(result):,} characters]"
+
+    return _TOOL_RESULT.sub(shrink, text)
 
 
 class Kept:

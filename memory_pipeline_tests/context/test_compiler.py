@@ -182,3 +182,31 @@ def test_whether_knowledge_is_stored_is_the_messages_question_not_its_topics_key
     assert any("topic:trading-risk" == e.label and e.included for e in out.manifest)
     assert any(q != message for q in asked) or stored_for == "the keywords"  # the keywords were in a query
     assert out.memory_ids == (["m-000010"] if stored_for == "the message" else [])
+
+
+CSS = "body { margin: 0; } " * 60
+SESSION = (
+    "## 10:02 — user\n\nWhy is the settings page blank on mobile?\n\n"
+    "## 10:03 — agent\n\nThe flex container had no min-width; decided to set min-width: 0 on the sidebar.\n"
+    f"> [tool:read_file] src/styles/app.css → {CSS}\n"
+    "> [tool:bash] npm test → 42 passed\n"
+    "> [tool:bash] npm run build → error: Module not found: Can't resolve './theme-dark.css' in src/styles"
+    + " (webpack)" * 20
+)
+
+
+def test_a_sessions_tool_dumps_stay_out_of_the_knowledge_slot_unless_the_message_asks(home: Path) -> None:
+    def search(query: str, k: int) -> list[Knowledge]:
+        return [Knowledge(SESSION, 0.8, kind="transcript", path="raw/conversations/2026/11/02/1002-s1-settings.md")]
+
+    out = compile_context(home, "what did we decide about the settings page?", search=search, today=TODAY)
+    assert "min-width: 0 on the sidebar" in out.prompt and "42 passed" in out.prompt  # prose, a short result
+    assert "margin: 0" not in out.prompt and f"[output left out: {len(CSS):,} characters]" in out.prompt
+    assert "Module not found" not in out.prompt
+    asked = compile_context(home, "why did the build fail: module theme-dark.css not found?", search=search,
+                            today=TODAY)  # fmt: skip
+    assert "Can't resolve './theme-dark.css'" in asked.prompt  # the result the message is about
+    assert "margin: 0" not in asked.prompt
+    memory = Knowledge(f"> [tool:read_file] src/styles/app.css → {CSS}", 0.8, memory_id="m-1")  # not a session
+    kept = compile_context(home, "the settings page", search=lambda q, k: [memory], today=TODAY)
+    assert "margin: 0" in kept.prompt
