@@ -95,28 +95,37 @@ def main(argv: list[str]) -> None:
     p.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "memory-pipeline-gateway-bench",
                    help="the gateway benchmark's cache (built here when missing)")  # fmt: skip
     p.add_argument("--seed", type=int, default=5)
+    p.add_argument("--rounds", type=int, default=2, help="runs of each variant, alternated; the median is reported")
     args = p.parse_args(argv)
     env_info, load_before = machine(), load_average()
     root, _ = ensure_cache(args.work, 1, 10_000, "minilm")
     cache = root / "agents" / agent_id(0)
     here = Path(__file__).resolve().parent.parent
     variants = {"this checkout": here, **({"baseline": args.base.resolve()} if args.base else {})}
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in variants}
     with tempfile.TemporaryDirectory(prefix="read-cpu-") as tmp:
-        results = {name: _run(code, cache, args.calls, args.seed, Path(tmp), f"ws{i}")
-                   for i, (name, code) in enumerate(variants.items())}  # fmt: skip
+        for r in range(args.rounds):  # A B, B A, …: load that drifts over the run falls on both alike
+            names = list(variants) if r % 2 == 0 else list(variants)[::-1]
+            for name in names:
+                runs[name].append(_run(variants[name], cache, args.calls, args.seed, Path(tmp), f"ws{r}-{name[:4]}"))
+
+    def cpu(name: str, tool: str) -> float | None:
+        got = [one[tool]["cpu_ms"] for one in runs[name] if one[tool]["cpu_ms"] is not None]
+        return statistics.median(got) if got else None
+
     rows = []
     for tool in TOOLS:
-        mine = results["this checkout"][tool]
-        row = [tool, mine["calls"], _ms(mine["cpu_ms"])]
+        mine = cpu("this checkout", tool)
+        row = [tool, runs["this checkout"][0][tool]["calls"], _ms(mine)]
         if args.base:
-            theirs = results["baseline"][tool]["cpu_ms"]
-            ratio = f"×{mine['cpu_ms'] / theirs:.2f}" if mine["cpu_ms"] and theirs else "—"
-            row += [_ms(theirs), ratio]
+            theirs = cpu("baseline", tool)
+            row += [_ms(theirs), f"×{mine / theirs:.2f}" if mine and theirs else "—"]
         rows.append(row)
     header = ["tool", "calls", "CPU ms/call"] + (["baseline CPU ms/call", "ratio"] if args.base else [])
     body = table(header, rows) + (f"\n\n{args.calls} calls of the gateway's mix (seed {args.seed}), the first "
                                   f"{args.calls // 2}'s writes made before the clock; one agent, 10,000 memories, "
-                                  "MiniLM; CPU of this process per call (mean)\n")  # fmt: skip
+                                  "MiniLM; CPU of this process per call: the mean of a run, the median of "
+                                  f"{args.rounds} runs, the variants alternated\n")  # fmt: skip
     append_results("Read CPU: search, context and remember in a server process", body, env_info, load_before)
 
 
