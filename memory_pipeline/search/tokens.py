@@ -48,7 +48,10 @@ def stem_words(words: list[str]) -> list[str]:
     return list(STEMMER.stemWords(words)) if STEMMER is not None else list(words)
 
 
-_STOPWORD_ARRAY = pa.array(sorted(STOPWORDS), pa.string())
+@lru_cache(maxsize=1)
+def _stopword_array() -> pa.Array:
+    """Built at first use: `pa.array` from a list imports pandas (~0.3 s), which a one-query CLI search never needs."""
+    return pa.array(sorted(STOPWORDS), pa.string())
 
 
 def tokenize_one(text: str) -> list[str]:
@@ -115,7 +118,7 @@ def bulk_terms(texts: Sequence[str] | pa.Array | pa.ChunkedArray) -> tuple[np.nd
     # a distinct word → its term id (-1: dropped), stemming each distinct word once, in one call of the stemmer
     # (a call per word was ~1.6 µs each: a third of tokenising an update's 1,000 rows)
     indexed = pc.and_(pc.greater_equal(pc.utf8_length(distinct), 2),
-                      pc.invert(pc.is_in(distinct, value_set=_STOPWORD_ARRAY)))  # fmt: skip
+                      pc.invert(pc.is_in(distinct, value_set=_stopword_array())))  # fmt: skip
     kept = np.flatnonzero(np.asarray(indexed.to_numpy(zero_copy_only=False), dtype=bool))
     stems = pc.dictionary_encode(pa.array(stem_words(distinct.take(pa.array(kept)).to_pylist()), pa.string()))
     remap = np.full(len(distinct), -1, dtype=np.int64)
