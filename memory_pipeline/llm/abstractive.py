@@ -234,7 +234,7 @@ def render(fam: Family) -> tuple[str, set[float]]:
         cursor = end
     text = "".join(out) + sk.text[cursor:]
     text = _fold_names(fam, sk, text)
-    text = _as_statement(text)
+    text = as_statement(text)
     if contradicted:
         first = text.split(" ", 1)[0].strip(".,;:")
         names = {e.lower() for p in fam.pieces for e in p.ents}
@@ -275,8 +275,10 @@ def _bare(sentence: str) -> str:
     return sentence.strip().rstrip(".!?;")
 
 
-def _as_statement(sentence: str) -> str:
-    s = sentence.strip()
+def as_statement(sentence: str) -> str:
+    """A clause as a sentence of its own: its trailing ';' or ',' turned into a full stop ("… me;." was written),
+    its first letter capitalised (where the verifier reads a sentence as beginning)."""
+    s = sentence.strip().rstrip(";,: ")
     if s and s[-1] not in ".!?":
         s += "."
     return s[0].upper() + s[1:] if s else s

@@ -213,7 +213,7 @@ class OfflineDistiller:
     def distill(self, members: Sequence[Member], category: str, date_range: tuple[str, str]) -> Distillation:
         """Versions of one fact come as one line, the present first (`VERSION_LINE`), and their earlier members
         marked `REPLACED`: the line is written as it is, first; the earlier members count as sources (tokens,
-        "seen N times") but are not written again; the other members are distilled as usual after it."""
+        the count in its frame) but are not written again; the other members are distilled as usual after it."""
         pinned = [m.content.strip() for m in members if VERSION_LINE.search(m.content)]
         if not pinned:
             return self._distill(members, date_range)
@@ -275,9 +275,7 @@ class OfflineDistiller:
                     )  # fmt: skip
                 )
 
-        start, end = date_range[0][:10], date_range[1][:10]
-        span = start if start == end else f"{start} to {end}"
-        tail = f"[Pattern seen {seen} times, {span}.]"
+        tail = fx.frame(seen, date_range[0][:10], date_range[1][:10])
         hard = min(self.max_tokens, int(source_tokens / (self.min_ratio * RATIO_MARGIN))) - estimate_tokens(tail) - 1
         hard -= estimate_tokens(pinned) + 1 if pinned else 0
         soft = max(1, int(self.budget_fraction * source_tokens))
@@ -353,7 +351,7 @@ class OfflineDistiller:
         by_size = sorted(range(len(families)), key=lambda i: (-len(families[i].members), i))
         for p in (p for i in by_size for p in families[i].pieces):
             # 4. every statement not said yet — a lesson, an instruction, a decision — verbatim, within the limit
-            text = _as_statement(p.text)
+            text = ab.as_statement(p.text)
             if not faithfulness.statement_like(text) or said(p.text, written):
                 continue
             cost = estimate_tokens(text) + 1
@@ -370,7 +368,7 @@ class OfflineDistiller:
                                -p.member),
             )  # fmt: skip
             if estimate_tokens(fallback.text) + 1 <= max(hard, 1):
-                body = self._render([((fallback.member, 0), labels[fallback.member], _as_statement(fallback.text))])
+                body = self._render([((fallback.member, 0), labels[fallback.member], ab.as_statement(fallback.text))])
         body = f"{pinned} {body}".strip()
         abstraction = f"{body} {tail}" if body else tail
         out_tokens = estimate_tokens(abstraction)
@@ -407,14 +405,7 @@ class OfflineDistiller:
 def _supported(family: ab.Family, folded: str) -> str:
     if not faithfulness.check([p.text for p in family.pieces], folded):
         return folded
-    return _as_statement(ab.skeleton(family).text)
-
-
-def _as_statement(sentence: str) -> str:
-    s = sentence.strip()
-    if s and s[-1] not in ".!?":
-        s += "."
-    return s[0].upper() + s[1:] if s else s
+    return ab.as_statement(ab.skeleton(family).text)
 
 
 # ------------------------------------------------------------------ rule-based atom extraction
@@ -465,7 +456,7 @@ def _split_outcome(effect: str) -> tuple[str, str]:
 
 def extract_atom_rule_based(text: str) -> dict[str, str] | None:
     """{subject, action, outcome, consequences} from the first causal sentence, or None if none is causal."""
-    for sentence in split_sentences(re.sub(r"\s*\[Pattern seen.*?\]\s*$", "", text)):
+    for sentence in split_sentences(fx.FRAME.sub(" ", text)):
         s = sentence.strip().rstrip(".")
         for pattern in (_CONDITION, _FORWARD, _ARROW, _BECAUSE):
             m = pattern.match(s)

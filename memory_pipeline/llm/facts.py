@@ -210,9 +210,16 @@ def _close(a: float, b: float) -> bool:
     return abs(a - b) <= 1e-9 * max(1.0, abs(a), abs(b))
 
 
-# What the night writes around a distillation ("[Pattern seen 3 times, 2026-10-01 to 2026-10-02.]"), not a claim:
-# its dates would read as a range holding every small number.
-FRAME = re.compile(r"\[Pattern seen \d+ times?, [^\]]*\]\.?")
+# What the night writes after a distillation ("[3 memories, 2026-10-01 to 2026-10-02]"; before 2026-12 "[Pattern
+# seen 3 times, …]"), not a claim: its dates would read as a range holding every small number.
+FRAME = re.compile(r"\[(?:Pattern seen \d+ times?|\d+ memories), [^\]]*\]\.?")
+
+
+def frame(members: int, first_day: str, last_day: str) -> str:
+    """How many memories a distillation stands for and the days they span — not "a pattern seen N times": the
+    members may be distinct events, and the count is what the agent can rely on."""
+    span = first_day if first_day == last_day else f"{first_day} to {last_day}"
+    return f"[{members} memories, {span}]"
 
 
 def check_facts(member_texts: Sequence[str], abstraction: str) -> FactCheck:

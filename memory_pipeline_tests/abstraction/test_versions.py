@@ -148,5 +148,5 @@ def test_a_summary_over_versions_states_the_present_first() -> None:
     assert texts["x"] == "Risk per day is 3%."
     members = [Member(i, t, 1.0) for i, t in texts.items()]
     night = OfflineDistiller().distill(members, "facts", ("2026-09-01", "2026-10-20"))
-    assert night.abstraction.startswith(texts["r3"]) and "seen 4 times" in night.abstraction
+    assert night.abstraction.startswith(texts["r3"]) and "[4 memories, " in night.abstraction
     assert "Also" not in night.abstraction  # earlier values stated with their ranges, never as a bare list

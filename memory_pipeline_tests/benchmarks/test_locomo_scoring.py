@@ -73,14 +73,14 @@ QUESTION = Question(0, "What is the name of Tomas's dog?", "Biscuit", 1, ("c:D1:
 
 
 def test_a_summary_that_keeps_the_fact_scores() -> None:
-    store = _summary_store(f"{FILLER} {FACT} [Pattern seen 3 times, 2024-03-03 to 2024-07-14.]")
+    store = _summary_store(f"{FILLER} {FACT} [3 memories, 2024-03-03 to 2024-07-14]")
     [row] = score_questions([QUESTION], np.array([[1.0, 0.1]]), store, (1,))
     assert row["recall@1"] is True
     assert row["support@1"] is True
 
 
 def test_a_summary_that_only_points_at_the_fact_does_not() -> None:
-    store = _summary_store(f"{FILLER} [Pattern seen 3 times, 2024-03-03 to 2024-07-14.]")
+    store = _summary_store(f"{FILLER} [3 memories, 2024-03-03 to 2024-07-14]")
     [row] = score_questions([QUESTION], np.array([[1.0, 0.1]]), store, (1,))
     assert row["recall@1"] is True  # lineage holds the evidence turn …
     assert row["support@1"] is False  # … but the answer is gone from the text

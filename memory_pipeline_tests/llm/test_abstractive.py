@@ -30,10 +30,10 @@ def test_numeric_variants_of_one_statement_become_one_sentence_with_its_range() 
     the range of their own reports, never one range built across both."""
     texts = [WORDINGS[i % 2].format(v) for i, v in enumerate(SLIPS)]
     text = distill(texts)
-    body, tail = text.split(" [Pattern seen ")
+    body, tail = text.split(" [")
     assert len(split_sentences(body)) == 2, body
     assert "2.3\u20136.1%" in body and "5.5\u20138.0%" in body and "JTO/USDT" in body, body
-    assert tail == "8 times, 2026-10-16 to 2026-11-21.]"
+    assert tail == "8 memories, 2026-10-16 to 2026-11-21]"
     assert check_facts(texts, text).share == 1.0  # every slip is inside the range of its own statement
     assert not faithfulness.check(texts, text)
 
@@ -42,7 +42,7 @@ def test_a_contradicting_value_is_named_not_blended() -> None:
     texts = ["Staging runs Postgres 16 with 64 GB of shared buffers."] * 4 + [
         "Staging runs Postgres 16 with 32 GB of shared buffers."
     ]
-    body = distill(texts).split(" [Pattern seen ")[0]
+    body = distill(texts).split(" [")[0]
     assert body.startswith("Members disagree:") and "32 or 64 GB" in body, body
     assert "32\u201364" not in body  # a state is not an observed range
 
@@ -51,7 +51,7 @@ def test_a_reversal_is_stated() -> None:
     texts = ["Deploy the billing service on Fridays after the canary passes."] * 4 + [
         "Never deploy the billing service on Fridays, even after the canary passes."
     ]
-    body = distill(texts).split(" [Pattern seen ")[0]
+    body = distill(texts).split(" [")[0]
     assert body == (
         "Members disagree: 4 say \u201cDeploy the billing service on Fridays after the canary passes\u201d, "
         "1 says never."
@@ -69,7 +69,7 @@ def test_an_entity_only_one_member_mentions_survives() -> None:
 
 def test_names_that_differ_in_one_place_become_a_list() -> None:
     texts = [f"Whale wallets have added BTC every day since {d}." for d in ("Sunday", "Saturday", "Sunday")]
-    body = distill(texts * 2).split(" [Pattern seen ")[0]
+    body = distill(texts * 2).split(" [")[0]
     assert body == "Whale wallets have added BTC every day since Saturday or Sunday."
 
 
@@ -100,3 +100,24 @@ def test_hours_and_r_multiples_are_quantities_not_names() -> None:
     assert check_facts(texts, "Kraken withdrawals of ETH stuck in 'pending' for 7–9 hours.").missing == ("6h",)
     assert check_facts(["Closed at -1.6R.", "Closed at -3.2R."], "Closed at -1.6R and -3.2R.").share == 1.0
     assert faithfulness.values("pending for 4-5h") == {"4", "5"}
+
+
+def test_a_clause_written_as_a_sentence_ends_with_one_full_stop() -> None:
+    """A clause split at ';' was written "… corrected me;." in the demo's summaries."""
+    from memory_pipeline.llm.abstractive import as_statement
+
+    cases = {
+        "Matthew checked and corrected me;": "Matthew checked and corrected me.",
+        "BTC came back and filled the CME gap by Tuesday,": "BTC came back and filled the CME gap by Tuesday.",
+        "told Matthew it was done": "Told Matthew it was done.",
+        "Is it done?": "Is it done?",
+    }
+    assert {k: as_statement(k) for k in cases} == cases
+
+
+def test_the_frame_says_how_many_memories_and_their_days_not_a_pattern() -> None:
+    """Distinct events are not a pattern: the frame states the count of memories and the days they span."""
+    texts = [w.format(s) for s in SLIPS for w in WORDINGS]
+    text = distill(texts)
+    assert text.endswith(" [16 memories, 2026-10-16 to 2026-11-21]"), text
+    assert "Pattern" not in text

@@ -20,9 +20,9 @@ APOLOGIES = [
     "Over-apologised again: far too many apologies in my reply. Apologise once, then fix the mistake.",
     "Over-apologising once more, too many apologies in one reply. Apologise once, then fix the mistake.",
 ]
-DROPPED = "Over-apologising again: too many apologies in one reply. [Pattern seen 3 times, 2026-10-01 to 2026-10-09.]"
+DROPPED = "Over-apologising again: too many apologies in one reply. [3 memories, 2026-10-01 to 2026-10-09]"
 KEPT = ("Over-apologising again: too many apologies in one reply. Lesson: apologise once, then fix the mistake. "
-        "[Pattern seen 3 times, 2026-10-01 to 2026-10-09.]")  # fmt: skip
+        "[3 memories, 2026-10-01 to 2026-10-09]")  # fmt: skip
 
 # (statement, sentence, says?) — words alone, no model
 WORDS = [

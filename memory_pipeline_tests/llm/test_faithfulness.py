@@ -39,8 +39,10 @@ CASES = [
     ("bare list of other events' values", STRATEGIES, "Backtests on candles. Also: 0.94, 0.17, 1.87.", True),
     ("entity swapped with its values", STRATEGIES, "Backtested mean reversion on SOL 4h candles: Sharpe 0.94, max "
      "drawdown 47%.", True),
-    ("the night's own frame is no claim", PYTEST, f"{PYTEST[0]} [Pattern seen 3 times, 2026-10-01 to 2026-10-09.]",
+    ("the night's own frame is no claim", PYTEST, f"{PYTEST[0]} [3 memories, 2026-10-01 to 2026-10-09]",
      False),
+    ("the frame summaries before 2026-12 carry is no claim either", PYTEST,
+     f"{PYTEST[0]} [Pattern seen 3 times, 2026-10-01 to 2026-10-09.]", False),
 ]  # fmt: skip
 
 

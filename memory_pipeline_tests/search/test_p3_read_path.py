@@ -15,7 +15,7 @@ from memory_pipeline.store import MemoryStore
 from memory_pipeline.store.importers import import_jsonl
 from memory_pipeline_tests.search.conftest import minilm, write_jsonl
 
-TAIL = "[Pattern seen 4 times, 2026-10-01 … 2026-10-21]"
+TAIL = "[4 memories, 2026-10-01 to 2026-10-21]"
 SUMMARY = (
     "Deploys that skip the staging soak fail in production: the payments service rolled back twice after a "
     "config drift, the search service lost its index mapping, and the notifier double-sent emails because a "
