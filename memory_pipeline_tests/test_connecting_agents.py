@@ -239,3 +239,54 @@ def test_the_inspector_cli_passes_a_budget_and_an_importance(clients: dict[str, 
     assert not remembered.get("isError"), remembered
     context = call("context", "message=When is the retro?", "budget=1500")
     assert not context.get("isError") and context["structuredContent"]["budget"] == 1500, context
+
+
+def _running(needle: str) -> list[int]:
+    """Processes whose command line holds `needle` (the background import outlives the hook that started it)."""
+    out = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if needle.encode() in cmdline.read_bytes() and _alive(int(cmdline.parent.name)):
+                out.append(int(cmdline.parent.name))
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+@pytest.mark.slow  # the real Claude Code from npm ends a session and runs the page's hooks (a journal rebuild)
+def test_the_real_claude_code_runs_the_pages_session_end_hook_within_its_budget(
+    clients: dict[str, Path], tmp_path: Path
+) -> None:
+    """`claude -p`, answered by a local stand-in for the Messages API, ends its session and runs the page's
+    SessionEnd hook under Claude Code's own budget (1.5 s for all SessionEnd hooks: a hook that takes longer is
+    printed as "Hook cancelled"); the import it hands off writes the transcript and that day's journal, in the
+    workspace the hook names, under a home folder whose path holds a space."""
+    from memory_pipeline_tests.llm.fake_api import TEST_KEY, FakeAnthropicAPI
+
+    user_home = tmp_path / "Jane Doe"
+    project = tmp_path / "project"
+    home = tmp_path / "my workspace"
+    (user_home / ".claude").mkdir(parents=True)
+    project.mkdir()
+    [settings] = [json.loads(b) for b in blocks("json") if "hooks" in json.loads(b)]
+    raw = json.dumps(settings).replace(CHECKOUT, str(ROOT)).replace(WORKSPACE, shlex.quote(str(home)))
+    (user_home / ".claude" / "settings.json").write_text(raw, encoding="utf-8")
+    fake = FakeAnthropicAPI()
+    fake.reply_when(lambda system, user: True, "The retro is on Thursdays at 16:30.")
+    with fake.serve() as base:
+        env = {**_env(tmp_path), "HOME": str(user_home), "ANTHROPIC_BASE_URL": base, "ANTHROPIC_API_KEY": TEST_KEY,
+               "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1"}  # fmt: skip
+        done = subprocess.run([str(clients["claude"]), "-p", "When is the retro?"], cwd=project, env=env,
+                              capture_output=True, text=True, timeout=WAIT_S, check=False)  # fmt: skip
+    assert done.returncode == 0 and "Thursdays at 16:30" in done.stdout, done.stdout + done.stderr
+    assert any(s.key_ok and s.body and s.body.get("stream") for s in fake.requests("messages")), fake.seen
+    assert "Hook cancelled" not in done.stderr and "hook" not in done.stderr.lower(), done.stderr
+    [session] = (user_home / ".claude" / "projects").glob("*/*.jsonl")
+    deadline = time.monotonic() + WAIT_S
+    while _running(session.stem) or not (home / "knowledge" / "journal").is_dir():
+        assert time.monotonic() < deadline, f"the background import of {session} did not end in {WAIT_S} s"
+        time.sleep(0.5)
+    log = (home / "reports" / "background-imports.log").read_text(encoding="utf-8")
+    assert "1 new transcript(s)" in log and "Traceback" not in log, log
+    assert len(list((home / "knowledge" / "journal").glob("*.md"))) == 1, log
+    assert not Path(env["MEMORY_PIPELINE_HOME"]).exists()

@@ -30,6 +30,7 @@ from memory_pipeline.llm.distill import (
     OfflineDistiller,
     extract_atom_rule_based,
 )
+from memory_pipeline.llm.facts import FRAME
 from memory_pipeline.llm.version_judge import SYSTEM_PROMPT as VERSIONS_PROMPT
 from memory_pipeline.tokens import estimate_tokens
 
@@ -86,8 +87,9 @@ def distill_reply(user: str) -> str:
         if m:
             members.append(Member(f"m{m.group(1)}", m.group(3), float(m.group(2))))
     category = re.search(r"category: (.*?)\):", user)
-    d = OfflineDistiller().distill(members, category.group(1) if category else "", ("", ""))
-    abstraction = re.sub(r"\s*\[Pattern seen.*\]$", "", d.abstraction)
+    # a night's span: the frame it writes (then taken off) takes its room in the offline distiller's budget
+    d = OfflineDistiller().distill(members, category.group(1) if category else "", ("2026-10-01", "2026-10-31"))
+    abstraction = FRAME.sub("", d.abstraction).strip()
     return json.dumps({"abstraction": abstraction, "compression_ratio": 3.4, "is_causal": d.is_causal})
 
 
@@ -193,7 +195,8 @@ class FakeAnthropicAPI:
                 fault = queue.popleft()
                 return fault if fault.status == 0 else _json(fault.status, fault.body(), fault.headers)
             if endpoint == "messages":
-                return _json(200, self._message(body))
+                message = self._message(body)
+                return _streamed(message) if body.get("stream") else _json(200, message)
             if endpoint == "batches.create":
                 return _json(200, self._create_batch(body, base))
             batch_id = path.split("/")[4]
@@ -346,3 +349,20 @@ def _json(
     status: int, payload: dict[str, Any], headers: dict[str, str] | None = None
 ) -> tuple[int, dict[str, str], bytes]:
     return status, {"content-type": "application/json", **(headers or {})}, json.dumps(payload).encode()
+
+
+def _streamed(message: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
+    """`message` as the Messages API streams it (server-sent events): how Claude Code's CLI asks for replies."""
+    text, usage = message["content"][0]["text"], message["usage"]
+    events = [
+        ("message_start", {"message": {**message, "content": [], "stop_reason": None,
+                                       "usage": {**usage, "output_tokens": 1}}}),
+        ("content_block_start", {"index": 0, "content_block": {"type": "text", "text": ""}}),
+        ("content_block_delta", {"index": 0, "delta": {"type": "text_delta", "text": text}}),
+        ("content_block_stop", {"index": 0}),
+        ("message_delta", {"delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
+                           "usage": {"output_tokens": usage["output_tokens"]}}),
+        ("message_stop", {}),
+    ]  # fmt: skip
+    body = "".join(f"event: {name}\ndata: {json.dumps({'type': name, **data})}\n\n" for name, data in events)
+    return 200, {"content-type": "text/event-stream", "cache-control": "no-cache"}, body.encode()
