@@ -170,11 +170,29 @@ def search(
     hits = _search_index(home, idx, fresh, query, wide, filters, with_sources, r, encode, model, now_ts, view, least)
     if notice:
         hits.notice = f"{notice}; {hits.notice}" if hits.notice else notice
+    first = {id(h) for h in _clearing(hits, least)[:k]}
     out = current_first(hits, home, at)
     out.outside = hits.outside
     if least > 0:
-        out[:] = [h for h in out if h.parts.get("relevance", 0.0) >= least]
+        out[:] = _first_clearing(out, least, k, first)
     return _first(out, k)
+
+
+def _clearing(hits: Sequence[Hit], least: float) -> list[Hit]:
+    return [h for h in hits if h.parts.get("relevance", 0.0) >= least]
+
+
+def _first_clearing(ordered: Hits, least: float, k: int, first: set[int]) -> list[Hit]:
+    """The first `k` of `ordered` (what holds now first) that clear `least` — with the values replaced since
+    that were among the first `k` to clear it in search's order, and what replaced them: moved after every hit
+    that clears it, they would fall out, and a question about a past period needs them."""
+    clearing = _clearing(ordered, least)
+    replaced = [h for h in clearing if h.superseded_by and id(h) in first]
+    by = {h.superseded_by for h in replaced}
+    current = [h for h in clearing if not h.superseded_by]
+    current = sorted(current, key=lambda h: h.id not in by)[: max(k - len(replaced), 0)]  # stable: successors first
+    keep = {id(h) for h in current + replaced}
+    return [h for h in clearing if id(h) in keep]
 
 
 def _first(hits: Hits, k: int) -> Hits:

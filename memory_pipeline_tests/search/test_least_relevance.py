@@ -14,7 +14,7 @@ from memory_pipeline.search import build_index, search
 from memory_pipeline.search.engine import clear_cache
 from memory_pipeline.search.index import load_index
 from memory_pipeline.search.tokens import tokenize
-from memory_pipeline_tests.search.test_segments import MODEL, NOW, add_rows, encode, texts
+from memory_pipeline_tests.search.test_segments import MODEL, NOW, WORDS, add_rows, encode, texts
 
 QUERY = "ferry cabin deck harbour"
 
@@ -82,3 +82,24 @@ def test_a_search_for_the_relevant_holds_only_hits_that_clear_it(tmp_path: Path)
     assert found and all(h.parts["relevance"] >= least for h in found)
     assert [h.id for h in found] == [h.id for h in plain if h.parts["relevance"] >= least][: len(found)]
     assert 0.0 < found.outside < float("inf")
+
+
+def test_a_value_replaced_among_the_first_k_that_clear_it_is_kept_marked_after_the_current(tmp_path: Path) -> None:
+    """A question about a past period reads the older value of a fact: reading down to a relevance must keep it
+    when it is among the first k that clear it — marked and after what holds now — not cut it for being moved
+    last among every hit that clears it."""
+    home = tmp_path / "ws"
+    rng = np.random.default_rng(7)
+    fillers = [" ".join(rng.choice(WORDS, 6)) + " deploy window" for _ in range(40)]
+    add_rows(home, 0, fillers + ["The deploy window is at 14:00.", "The deploy window is at 16:00."])
+    build_index(home, encode, MODEL, full=True)
+    clear_cache()
+    old, new = "m-00040", "m-00041"
+    plain = search("deploy window", 10, home=home, embedder=(encode, MODEL), floor=0.0, now=NOW)
+    by_relevance = sorted(plain, key=lambda h: -h.parts["relevance"])
+    assert old in [h.id for h in by_relevance[:10]], "the test needs the older value among the most relevant"
+    least = min(h.parts["relevance"] for h in plain) / 2
+    got = search("deploy window", 10, home=home, embedder=(encode, MODEL), floor=0.0, now=NOW, least=least)
+    ids = [h.id for h in got]
+    assert len(got) == 10 and old in ids and new in ids
+    assert ids.index(new) < ids.index(old) and got[ids.index(old)].superseded_by == new
