@@ -54,6 +54,7 @@ _HOLDS = re.compile(
 # "standup 09:30" — is not enough: "Market scan 14:59 UTC, BTC: …" opens a log entry the same way)
 _NOTED = re.compile(r"(?:→|->|=)")
 _LABELLED = re.compile(r"^[^:]{3,60}(:) +\S+(?: +\S+){0,3}$")
+BARE_WORDS = 10  # a note this short with one value states it, with or without a verb the rule knows
 _PRONOUN = re.compile(r"^(?:it|that|this|they|these|those)\b", re.I)  # "… was raised: it is now 15k" needs its left
 _VERSION = re.compile(r"^v?\d+(?:\.\d+){1,3}$")  # "v2.4.0": a release, not a host
 
@@ -99,10 +100,36 @@ class Claim:
         return " ".join(w for w in self.plain if w not in without.split())
 
 
+_UNIT = re.compile(r"/\s*(?:mo|month|yr|year|wk|week|day|hr|hour|head|person|pp)\b", re.I)  # "£640/yr": the value's
+
+
 def _attribute_words(text: str) -> list[str]:
-    """Lower-case content words; a word in capitals ("US", "EU", "BTC") qualifies, whatever it spells."""
+    """Lower-case content words; a word in capitals ("US", "EU", "BTC") qualifies, whatever it spells. A unit
+    after a slash is the value's ("$45/mo"), not a word of what it is of."""
+    text = _UNIT.sub(" ", text)
     return [w.lower() for w in re.findall(r"[A-Za-z][A-Za-z0-9']*", text.replace("-", " "))
             if (w.isupper() and len(w) > 1) or (w.lower() not in _GRAMMAR and w.lower() not in _CHANGE)]  # fmt: skip
+
+
+def _bare(note: str) -> int | None:
+    """Where the one value of a short note begins when it states it without a verb ("flat rent £1,150", "car
+    insurance £640/yr", "standup 09:30, small room"): the whole note one clause with no colon and no verb-like
+    word (a log line tells what happened: "build failed on runner ci-07"), one value in all, after words of what
+    it is of. The value an amount, a time, a date, a release — or a count after two such words at the end ("max
+    open positions 5"); never a host or a name, which in a note name what it is about ("room 211 free" is a room).
+    None otherwise, and for an event opening with its action (`values._is_event`)."""
+    found = [v for v in vx.with_slots(note, vx._values(note)) if v.kind != "ref"]
+    if ":" in re.sub(r"\d:\d", "", note) or len(note.split()) > BARE_WORDS or len(found) != 1 or vx._is_event(note):
+        return None
+    if any(w.lower() not in _CHANGE for w in re.findall(r"[A-Za-z]+(?:ed|ing)\b", note)):
+        return None
+    value = found[0]
+    kind, before = _kind(value.kind, value.normal), _attribute_words(note[: value.start])
+    if kind in ("name", "id") or not before:
+        return None
+    if kind == "num" and (len(before) < 2 or note[value.end :].strip()):
+        return None
+    return value.start
 
 
 def _split(text: str) -> list[str]:
@@ -128,15 +155,18 @@ def claims(text: str) -> tuple[Claim, ...]:
         return ()
     out = []
     refs = frozenset(vx._reference(m.group(0)) for m in vx._REFERENCE.finditer(text))  # "Row 308 …; Lena had …"
+    whole = vx._IN_PASSING.sub("", _ASIDE.sub("", text)).strip().rstrip(".!")
     for clause in _split(text):
         clause = vx._IN_PASSING.sub("", clause).strip().rstrip(".!")
         label = _LABELLED.search(clause)  # "Gym membership: $45 per month", a short value
         holds = _HOLDS.search(clause) or _NOTED.search(clause)
+        bare = _bare(clause) if not (holds or label) and clause == whole else None
         body = clause.partition(": ")[2] if label else clause
-        if not clause or not (holds or label) or (label and vx._is_event(body)):
+        if not clause or not (holds or label or bare is not None) or (label and vx._is_event(body)):
             continue  # "Portfolio rebalance: moved 10% of the buffer into ETH" is an entry of a log
-        at = min(m.start(m.re.groups) for m in (holds, label) if m is not None)  # the verb, or the label's colon
-        found = [v for v in vx._values(clause) if v.kind != "ref"]
+        # the verb, the label's colon, or a bare note's value
+        at = bare if bare is not None else min(m.start(m.re.groups) for m in (holds, label) if m is not None)
+        found = [v for v in vx.with_slots(clause, vx._values(clause)) if v.kind != "ref"]
         subjects = frozenset(v.normal for v in found if v.end <= at) | {
             m.group(1).lower() for m in vx._POSSESSIVE.finditer(clause[:at])
         }  # "Leo's phone plan costs …"

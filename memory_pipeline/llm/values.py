@@ -170,6 +170,27 @@ def _values(text: str) -> tuple[_Value, ...]:
     return tuple(out)
 
 
+_WEEKDAY = re.compile(r"\b(mon|tue|wed|thu|fri|sat|sun)(?:day|s|sday|nesday|rsday|urday|\.)?s?\b"
+                      r"(?:\s*(?:at|@|,|from)?\s*)$", re.I)  # fmt: skip
+
+
+def with_slots(text: str, values: tuple[_Value, ...]) -> tuple[_Value, ...]:
+    """`values` with a weekday written just before a time read with it as one value, a slot ("Thu 14:00",
+    "Wednesdays at 4 pm" → "thu 14:00", "wed 16:00"): a weekly slot moved to another day is one value changed,
+    not two (the day alone, a capitalised "Thu", would read as a name)."""
+    out: list[_Value] = []
+    for v in values:
+        day = _WEEKDAY.search(text[: v.start]) if v.kind == "time" else None
+        if day is None:
+            out.append(v)
+            continue
+        if out and out[-1].kind == "name" and out[-1].start >= day.start():
+            out.pop()  # the abbreviation read as a name
+        start = day.start()
+        out.append(_Value("slot", f"{day.group(1).lower()} {v.normal}", text[start : v.end], start, v.end))
+    return tuple(out)
+
+
 def _is_event(text: str) -> bool:
     """Told as an action ("Closed the TIA long…", "Set a price alert…", "Moved the standup…"), not a state."""
     words = text.split()

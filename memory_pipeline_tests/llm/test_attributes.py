@@ -37,6 +37,28 @@ APART = [
     ("The frontend build uses Node 20.11.", "The lambda runtime is Python 3.12."),
     ("Closed the TIA long at +$701.", "Closed the TIA long at +$504."),  # two trades, not a state
     ("Risk per trade is 1% of the account.", "Risk per day is 3% of the account."),
+    ("flat rent £1,150", "office rent $4,200/mo"),  # terse notes: two rents
+    ("Heartbeat 11:03 UTC: scheduler reported one skipped job.", "Heartbeat 23:20 UTC: VPN tunnel flapped twice."),
+]
+# a note with no verb the rule knows still states its one value after the words of what it is of
+TERSE = [
+    ("flat rent £1,150", ("money", "1150"), ("flat", "rent")),
+    ("car insurance £640/yr", ("money", "640"), ("car", "insurance")),  # "/yr" is the value's unit
+    ("standup 09:30, small room", ("time", "09:30"), ("standup", "small", "room")),
+    ("max open positions 5", ("num", "5"), ("max", "open", "positions")),
+]
+# ... but a log line, a heading and an entry with several values are not such notes
+LOG_LINES = [
+    "Heartbeat 11:03 UTC: scheduler reported one skipped job (overlap guard).",
+    "web-155 reboot 23:30, up 1207h before",
+    "sprint 128 done, 52 pts w/ 6 ppl",
+    "Market scan 22:04 UTC, AVAX: options skew flipped to puts.",
+    "crate C114 weighed: 495 kg of router parts",
+    "News: an Asian exchange halted withdrawals, citing wallet maintenance.",
+    "alert 980 @ 18:05, p95 931 ms on web-44",
+    "build failed on runner ci-07",  # what happened, on which runner
+    "room 211 free",  # which room
+    "ferry cabin deck harbour note3x12",
 ]
 
 
@@ -106,3 +128,24 @@ def test_the_embedder_is_asked_once_in_one_batch_and_only_for_what_the_words_lea
     assert got == {("m0", "m1"), ("m2", "m3")}
     assert len(calls) == 1 and not any("runners" in t for t in calls[0])  # the CI pair was decided by its words
     assert plan(_rows(["Our CI runners: 4 in total.", "We now run 6 CI runners."]), encode=encode) and len(calls) == 1
+
+
+@pytest.mark.parametrize(("note", "value", "words"), TERSE)
+def test_a_terse_note_without_a_verb_states_its_value(
+    note: str, value: tuple[str, str], words: tuple[str, ...]
+) -> None:
+    (claim,) = attributes.claims(note)
+    assert claim.values == (value,) and claim.plain == words
+
+
+@pytest.mark.parametrize("line", LOG_LINES)
+def test_a_log_line_is_not_read_as_a_terse_note(line: str) -> None:
+    assert attributes.claims(line) == ()
+
+
+def test_a_weekday_and_its_time_are_one_value_a_slot() -> None:
+    (older,) = attributes.claims("Deploy window Thu 14:00")
+    (newer,) = attributes.claims("Deploy window moved to Wednesdays at 4 pm")
+    assert older.values == (("slot", "thu 14:00"),) and newer.values == (("slot", "wed 16:00"),)
+    assert attributes.versions("Deploy window Thu 14:00", "Deploy window moved to Wednesdays at 4 pm")
+    assert attributes.versions("Book club is Tuesday at 19:30.", "Book club moved to Thursdays 19:00.")
