@@ -113,16 +113,16 @@ def _attribute_words(text: str) -> list[str]:
 
 def _bare(note: str) -> int | None:
     """Where the one value of a short note begins when it states it without a verb ("flat rent £1,150", "car
-    insurance £640/yr", "standup 09:30, small room"): the whole note one clause with no colon and no verb-like
-    word (a log line tells what happened: "build failed on runner ci-07"), one value in all, after words of what
+    insurance £640/yr", "standup 09:30, small room"): the whole note one clause with no colon and no past tense
+    (a log line tells what happened: "build failed on runner ci-07"), one value in all, after words of what
     it is of. The value an amount, a time, a date, a release — or a count after two such words at the end ("max
     open positions 5"); never a host or a name, which in a note name what it is about ("room 211 free" is a room).
     None otherwise, and for an event opening with its action (`values._is_event`)."""
     found = [v for v in vx.with_slots(note, vx._values(note)) if v.kind != "ref"]
     if ":" in re.sub(r"\d:\d", "", note) or len(note.split()) > BARE_WORDS or len(found) != 1 or vx._is_event(note):
         return None
-    if any(w.lower() not in _CHANGE for w in re.findall(r"[A-Za-z]+(?:ed|ing)\b", note)):
-        return None
+    if any(w.lower() not in _CHANGE for w in re.findall(r"\b[A-Za-z]{3,}ed\b", note)):
+        return None  # a past tense ("failed", "rebooted"); "-ing" words are as often nouns ("meeting", "ceiling")
     value = found[0]
     kind, before = _kind(value.kind, value.normal), _attribute_words(note[: value.start])
     if kind in ("name", "id") or not before:

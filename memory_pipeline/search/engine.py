@@ -170,7 +170,7 @@ def search(
     hits = _search_index(home, idx, fresh, query, wide, filters, with_sources, r, encode, model, now_ts, view, least)
     if notice:
         hits.notice = f"{notice}; {hits.notice}" if hits.notice else notice
-    first = {id(h) for h in _clearing(hits, least)[:k]}
+    first = {id(h) for h in _clearing(hits, least)[:k]} if least > 0 else set()
     out = current_first(hits, home, at)
     out.outside = hits.outside
     if least > 0:

@@ -46,6 +46,7 @@ TERSE = [
     ("car insurance £640/yr", ("money", "640"), ("car", "insurance")),  # "/yr" is the value's unit
     ("standup 09:30, small room", ("time", "09:30"), ("standup", "small", "room")),
     ("max open positions 5", ("num", "5"), ("max", "open", "positions")),
+    ("risk ceiling 1%", ("pct", "1%"), ("risk", "ceiling")),  # "-ing": a noun as often as a verb
 ]
 # ... but a log line, a heading and an entry with several values are not such notes
 LOG_LINES = [
