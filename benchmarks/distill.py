@@ -1,12 +1,12 @@
 """What the offline distiller writes before and after a change: compression ratio, fact preservation and
-faithfulness and coverage (`memory_pipeline.llm.faithfulness`: sentences its members do not support; the share of
-their distinct statements it says, MiniLM judging paraphrases as the night does).
+faithfulness and coverage (`memory_pipeline.verification.faithfulness`: sentences its members do not support;
+the share of their distinct statements it says, MiniLM judging paraphrases as the night does).
 
 Reads a consolidated workspace (`memory-pipeline demo` builds one): every active summary's source members,
 distilled again by the current `OfflineDistiller` and by the one at a git ref (`--baseline main`, loaded
 from `git show`), both on the same members with the same limits. Fact preservation = the share of the
 members' distinct numbers and named entities present in the abstraction verbatim or inside a stated range
-(`memory_pipeline.llm.facts.check_facts`), pooled over clusters. MEMORY.md repeats = pairs of
+(`memory_pipeline.statements.facts.check_facts`), pooled over clusters. MEMORY.md repeats = pairs of
 entries (Key Decisions, Lessons Learned) with MiniLM cosine ≥ 0.85, via the project's embedder.
 """
 
@@ -28,7 +28,7 @@ from benchmarks import common
 def load_baseline(ref: str) -> Any:
     """The distill module as it is at `ref`, imported under another name."""
     source = subprocess.run(
-        ["git", "show", f"{ref}:memory_pipeline/llm/distill.py"],
+        ["git", "show", f"{ref}:memory_pipeline/distillation/distill.py"],
         cwd=common.HERE.parent, capture_output=True, text=True, check=True,
     ).stdout  # fmt: skip
     path = Path(tempfile.mkdtemp()) / "baseline_distill.py"
@@ -65,11 +65,11 @@ def clusters(home: Path) -> list[dict[str, Any]]:
 
 
 def score(distiller: Any, member_cls: Any, found: list[dict[str, Any]]) -> dict[str, Any]:
+    from memory_pipeline.distillation.distill import DistillationRejected, validate_abstraction
     from memory_pipeline.embedding.embedder import Embedder
-    from memory_pipeline.llm import faithfulness
-    from memory_pipeline.llm.distill import DistillationRejected, validate_abstraction
-    from memory_pipeline.llm.facts import check_facts, fact_rejection
+    from memory_pipeline.statements.facts import check_facts, fact_rejection
     from memory_pipeline.tokens import estimate_tokens
+    from memory_pipeline.verification import faithfulness
 
     encode = faithfulness.CachedEncoder(Embedder().encode)
     total = kept = rejected = negations_lost = unfaithful = sentences = refused = said = statements = 0
@@ -142,7 +142,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--show", default="JTO/USDT,whale", help="comma-separated words: print those clusters' texts")
     p.add_argument("--record", action=argparse.BooleanOptionalAction, default=True)
     args = p.parse_args(argv)
-    from memory_pipeline.llm.distill import Member, OfflineDistiller
+    from memory_pipeline.distillation.distill import Member, OfflineDistiller
 
     env, load_before = common.machine(), common.load_average()
     found = clusters(args.home)
@@ -162,7 +162,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             f"{r['negations_lost']} | {r['rejected']} | {r['unfaithful']} / {r['unfaithful_sentences']} | "
             f"{r['coverage']:.3f} | {r['refused']} |"
         )
-    from memory_pipeline.llm import faithfulness
+    from memory_pipeline.verification import faithfulness
 
     stored = [faithfulness.check([m[1] for m in c["members"]], c["stored"]) for c in found]
     lines += ["", f"The workspace's own summaries, as its nights wrote them: {sum(1 for f in stored if f)} of "

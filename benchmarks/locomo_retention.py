@@ -184,7 +184,7 @@ def consolidate(prep: Prepared, threshold: float, embedder: str, llm: str, keep:
 def summary_facts(home: Path) -> tuple[int, int]:
     """(distinct numbers + named entities of the summaries' members, how many the summaries keep)."""
     from benchmarks.distill import clusters
-    from memory_pipeline.llm.facts import check_facts
+    from memory_pipeline.statements.facts import check_facts
 
     total = kept = 0
     with_content = _summary_texts(home)
@@ -372,7 +372,7 @@ def summary_markdown(curve: list[dict[str, Any]], detail: list[dict[str, Any]], 
         "top k); support = answer support@k (≥ ⌈2/3·n⌉ of the gold answer's n normalised content words in the "
         "retrieved text; lineage never counts). Percentages; ratio = after ÷ before. Facts kept = share of the "
         "summaries' members' distinct numbers and named entities present in the summary, verbatim or inside a "
-        "stated range (`memory_pipeline.llm.facts`).",
+        "stated range (`memory_pipeline.statements.facts`).",
         "",
     ]
     header = ["threshold", "reduction %", "clusters", "archived"]

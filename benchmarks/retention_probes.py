@@ -73,7 +73,7 @@ class Prober:
     def measure(self, after: Path) -> dict[str, dict[str, int]]:
         """Per variant: probes asked, kept before, kept after (of those kept before)."""
         from memory_pipeline.abstraction import candidate, retention
-        from memory_pipeline.llm import facts
+        from memory_pipeline.statements import facts
 
         archived = archived_by(after)
         chosen = retention.sample(sorted(archived), PROBES, SEED)

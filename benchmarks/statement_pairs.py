@@ -1,4 +1,4 @@
-"""How well the verifier decides "this sentence says that statement" (`memory_pipeline.llm.faithfulness.says`),
+"""How well the verifier decides "this sentence says that statement" (`memory_pipeline.verification.faithfulness.says`),
 on labelled pairs written before its thresholds were chosen (benchmarks/statement_pairs.json): paraphrases that
 must count, look-alikes that must not. Thresholds were set on the dev split; the held-out split is scored as it
 is. Reported per split, with MiniLM (as the night runs) and with the words alone (no embedder)."""
@@ -16,7 +16,7 @@ PAIRS = common.HERE / "statement_pairs.json"
 
 def score(pairs: list[dict[str, Any]], with_model: bool) -> dict[str, dict[str, int]]:
     from memory_pipeline.embedding.embedder import Embedder
-    from memory_pipeline.llm.faithfulness import says
+    from memory_pipeline.verification.faithfulness import says
 
     encode = Embedder().encode if with_model else None
     out: dict[str, dict[str, int]] = {}

@@ -1,4 +1,4 @@
-"""How well the attribute rule (`memory_pipeline.llm.attributes.versions`) tells a fact restated with a new value
+"""How well the attribute rule (`memory_pipeline.statements.attributes.versions`) tells a fact restated with a new value
 from a look-alike, on labelled pairs written before the rule (benchmarks/version_pairs.json). Thresholds were set
 on the dev split; the held-out split is scored as it is. Reported per split, with MiniLM over the attribute phrases
 (as the night runs) and with the words alone."""
@@ -15,7 +15,7 @@ PAIRS = common.HERE / "version_pairs.json"
 
 
 def score(pairs: list[dict[str, Any]], with_model: bool) -> dict[str, dict[str, int]]:
-    from memory_pipeline.llm.attributes import versions
+    from memory_pipeline.statements.attributes import versions
 
     near = None
     if with_model:

@@ -2,7 +2,7 @@
 
     base        settings, tokens, faults, errors, sample_data, sample, redaction, terminal; mcp.frames (it imports
                 nothing of ours)
-    lower       store, resources, embedding, llm, similarity, operator
+    lower       store, resources, embedding, llm, similarity, operator, statements, verification, distillation
     domain      every other sub-package: abstraction, journals, rollups, compaction, graph, search, context, …
     defs        memory_pipeline.defs.<domain>: Dagster objects
     entry       definitions, fleet.definitions, cli, mcp (the MCP server), each <domain>.cli (a module, or a
@@ -27,7 +27,9 @@ from memory_pipeline.settings import REPO_ROOT
 
 ROOT = REPO_ROOT / "memory_pipeline"
 BASE = {"settings", "tokens", "faults", "errors", "sample_data", "sample", "redaction", "terminal"}
-LOWER = {"store", "resources", "embedding", "llm", "similarity", "operator"}
+LOWER = {
+    "store", "resources", "embedding", "llm", "similarity", "operator", "statements", "verification", "distillation",
+}
 RANK = {"base": 0, "lower": 1, "domain": 2, "defs": 3, "entry": 4}
 
 

@@ -32,7 +32,7 @@ import numpy as np
 
 from memory_pipeline.abstraction import retention
 from memory_pipeline.abstraction.outcomes import ARCHIVED_IMPORTANCE, ClusterOutcome
-from memory_pipeline.llm import facts
+from memory_pipeline.statements import facts
 from memory_pipeline.store.db import MemoryStore, utcnow
 from memory_pipeline.store.repository import ARCHIVABLE
 

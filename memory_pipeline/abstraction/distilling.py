@@ -15,12 +15,12 @@ import pandas as pd
 from memory_pipeline.abstraction import versions
 from memory_pipeline.abstraction.grade import SummaryGrade
 from memory_pipeline.abstraction.outcomes import ClusterOutcome, stage_error
-from memory_pipeline.llm import faithfulness
-from memory_pipeline.llm.distill import Distillation, DistillationRejected, Member, validate_abstraction
-from memory_pipeline.llm.facts import fact_rejection
+from memory_pipeline.distillation.distill import Distillation, DistillationRejected, Member, validate_abstraction
 from memory_pipeline.similarity.clustering import MemoryCluster
+from memory_pipeline.statements.facts import fact_rejection
 from memory_pipeline.store import repository as repo
 from memory_pipeline.store.db import MemoryStore
+from memory_pipeline.verification import faithfulness
 
 if TYPE_CHECKING:
     from memory_pipeline.llm.runs import DistillRequest

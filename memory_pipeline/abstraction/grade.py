@@ -1,7 +1,7 @@
 """The night's grade: does what replaces the archived memories say what they said, and only that?
 
 Per distillation (accepted or refused by the judge): how many of its sources' distinct statements it says
-(`llm.faithfulness.coverage`) and how many of its sentences its sources do not support (`faithfulness.check`).
+(`verification.faithfulness.coverage`) and how many of its sentences its sources do not support (`faithfulness.check`).
 Pooled over what the night would commit: coverage = statements said ÷ statements. A night stops before
 anything is archived when that is below the floor (MEMORY_PIPELINE_GRADE_FLOOR; 0 turns the grade off), when it
 would commit an unfaithful sentence, or when the judge refused more than 80 % of its distillations (at least

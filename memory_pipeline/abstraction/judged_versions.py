@@ -1,6 +1,6 @@
 """Versions of one fact as Claude judges them (the Versioner with the `llm` resource in Anthropic mode).
 
-Candidate groups: the memories that state a value in a short statement (`llm.values.statement`: not an event,
+Candidate groups: the memories that state a value in a short statement (`statements.values.statement`: not an event,
 not a story), grouped by their vectors — complete linkage at `CANDIDATE_SIMILARITY` (every pair in a group at
 least that close), at most `MAX_GROUP` members, one of them a statement of fact the offline rule reads. The bar
 is below the night's clustering threshold on purpose: "Finance approved $12,500 for cloud spend this quarter"
@@ -33,10 +33,10 @@ import numpy as np
 import pandas as pd
 
 from memory_pipeline.abstraction.versions import VersionPlan
-from memory_pipeline.llm.values import fact_key, statement
 from memory_pipeline.llm.version_judge import JudgementRejected, Stated, lookalike, parse_judgement
 from memory_pipeline.similarity.clustering import single_linkage
 from memory_pipeline.similarity.linkage import LinkageParams, cluster_components
+from memory_pipeline.statements.values import fact_key, statement
 from memory_pipeline.store import repository as repo
 from memory_pipeline.store.validity import FactRow, Supersession
 

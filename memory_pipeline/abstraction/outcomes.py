@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from memory_pipeline.abstraction.grade import SummaryGrade
 from memory_pipeline.abstraction.report import CompressionError
-from memory_pipeline.llm.distill import Distillation
+from memory_pipeline.distillation.distill import Distillation
 from memory_pipeline.similarity.clustering import MemoryCluster
 from memory_pipeline.store.db import utcnow
 

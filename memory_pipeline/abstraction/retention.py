@@ -17,8 +17,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memory_pipeline.llm import facts
-from memory_pipeline.llm.values import _values
+from memory_pipeline.statements import facts
+from memory_pipeline.statements.values import _values
 
 RAREST = 2  # terms masked when a memory states no value and names no one
 MIN_LEFT = 3  # words a question keeps after masking, else the memory makes no probe
@@ -46,8 +46,8 @@ def words(text: str) -> list[str]:
 
 
 def answer_tokens(text: str, names: Iterable[str] = ()) -> list[str]:
-    """What a probe masks: the values `llm.values` reads (dates, times, percentages, amounts, identifiers,
-    numbers, capitalised names) and the entities `llm.facts` reads (all-caps words, identifiers, names also
+    """What a probe masks: the values `statements.values` reads (dates, times, percentages, amounts, identifiers,
+    numbers, capitalised names) and the entities `statements.facts` reads (all-caps words, identifiers, names also
     known from other memories: `names`), as written, each once, in order of appearance."""
     spans = [(v.start, v.raw) for v in _values(text)]
     for entity in facts.entities(text, names):

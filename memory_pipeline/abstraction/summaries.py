@@ -13,9 +13,9 @@ import numpy as np
 import pandas as pd
 
 from memory_pipeline.abstraction.outcomes import SUMMARY_IMPORTANCE_FLOOR, ClusterOutcome, stage_error
+from memory_pipeline.distillation.distill import Distillation
 from memory_pipeline.graph import plan as graph_plan
 from memory_pipeline.graph import queries as graph_queries
-from memory_pipeline.llm.distill import Distillation
 from memory_pipeline.resources import EngineConfig
 from memory_pipeline.similarity.clustering import MemoryCluster
 from memory_pipeline.store import repository as repo

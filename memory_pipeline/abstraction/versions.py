@@ -1,9 +1,9 @@
 """Versions of one fact (the night's Versioner): which memories a later value of the same fact supersedes.
 
 Two rules, in order. Statements are grouped by what they are about once their values are masked
-(`llm.values.fact_key`); within a group, in the order they were stated, a memory is superseded by the first later
+(`statements.values.fact_key`); within a group, in the order they were stated, a memory is superseded by the first later
 statement of another value. Then a fact restated in other words: statements read as attribute and typed value
-(`llm.attributes`), candidates found through an index of their attribute words over the whole store (not a
+(`statements.attributes`), candidates found through an index of their attribute words over the whole store (not a
 night's clusters), a memory neither rule has superseded is superseded by the first later one the attribute rule
 calls its version. A value stated again is a new statement: "$80, then $95, then $80 again" leaves the last
 current. A supersession an operator undid is never made again. Pure: rows in, a plan out."""
@@ -16,11 +16,11 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from memory_pipeline.llm import attributes
-from memory_pipeline.llm.distill import REPLACED
-from memory_pipeline.llm.faithfulness import CachedEncoder, Encode
-from memory_pipeline.llm.values import FactKey, fact_key, stated_values, versions_of
+from memory_pipeline.distillation.distill import REPLACED
+from memory_pipeline.statements import attributes
+from memory_pipeline.statements.values import FactKey, fact_key, stated_values, versions_of
 from memory_pipeline.store.validity import FactRow, Supersession
+from memory_pipeline.verification.faithfulness import CachedEncoder, Encode
 
 
 @dataclass

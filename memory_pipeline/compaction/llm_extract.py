@@ -16,7 +16,7 @@ from typing import Any
 
 from memory_pipeline.compaction import extract
 from memory_pipeline.compaction.governance import MAX_TITLE_CHARS, SemanticEntry, forbidden_content
-from memory_pipeline.llm.distill import DistillationRejected, parse_json_object
+from memory_pipeline.distillation.distill import DistillationRejected, parse_json_object
 from memory_pipeline.resources import EngineConfig, LLMResource
 
 _NEVER = (

@@ -5,7 +5,7 @@ limiter, retries, cost cap and usage ledger, as `llm_extractors.LLMSessionExtrac
 
 The model only proposes. Its answer is the file's new body; it is used only if it is not empty, not cut at
 max_tokens, keeps the file's headings in the same order, is not longer than the file, and states no value the file
-does not (the night's verifier, `llm.faithfulness`). Anything else — an API
+does not (the night's verifier, `verification.faithfulness`). Anything else — an API
 error, the cost cap, a file longer than `max_file_chars` — raises `ReviewFailed` and that file gets the offline
 merge, reason in the report. Lines the answer drops or rewords go to the archive like the offline merge's.
 """
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from memory_pipeline.journals.monthly import ReviewFailed
-from memory_pipeline.llm import faithfulness
+from memory_pipeline.verification import faithfulness
 
 PROMPTS: dict[str, Any] = json.loads(Path(__file__).with_name("monthly_prompts.json").read_text(encoding="utf-8"))
 SYSTEM_PROMPT: str = PROMPTS["system"]

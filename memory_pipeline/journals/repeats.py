@@ -11,7 +11,7 @@ on reconstruction; the `distill` benchmark checks the result with MiniLM (pairs 
   wording and date, the earlier dates kept: "… (also 10-26, 10-27, 11-01)".
 - changed: similarity ≥ `CHANGED` but not a repeat (a number, a name or a negation differs) → the newer entry
   replaces the older, which stays visible: "… (supersedes 10-26: <old text>)".
-- distinct subjects (`llm.values.distinct_subjects`, the version rule of the night's versioner) are neither:
+- distinct subjects (`statements.values.distinct_subjects`, the version rule of the night's versioner) are neither:
   "worker w1 times out after 30 seconds" and "worker w2 times out after 45 seconds" are two decisions.
 """
 
@@ -25,8 +25,8 @@ from functools import lru_cache
 
 from rapidfuzz import fuzz
 
-from memory_pipeline.llm import facts as fx
-from memory_pipeline.llm import values
+from memory_pipeline.statements import facts as fx
+from memory_pipeline.statements import values
 
 REPEAT = 85.0
 CHANGED = 70.0

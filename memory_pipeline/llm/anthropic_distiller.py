@@ -15,8 +15,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memory_pipeline.llm.batch import BatchRunner, custom_id_for, message_text
-from memory_pipeline.llm.distill import (
+from memory_pipeline.distillation.distill import (
     ATOM_SYSTEM_PROMPT,
     SYSTEM_PROMPT,
     Distillation,
@@ -25,12 +24,13 @@ from memory_pipeline.llm.distill import (
     build_user_message,
     parse_json_object,
 )
-from memory_pipeline.llm.facts import fact_rejection
+from memory_pipeline.llm.batch import BatchRunner, custom_id_for, message_text
 from memory_pipeline.llm.ledger import CallRecord, Ledger
 from memory_pipeline.llm.pricing import PriceTable, Usage, prompt_tokens_bound
 from memory_pipeline.llm.ratelimit import TokenBucket
 from memory_pipeline.llm.retry import LLMCallFailed, RetryPolicy
 from memory_pipeline.llm.secrets import redact
+from memory_pipeline.statements.facts import fact_rejection
 from memory_pipeline.tokens import estimate_tokens
 
 CACHE_CONTROL = {"type": "ephemeral"}

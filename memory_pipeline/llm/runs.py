@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from memory_pipeline.distillation.distill import Distillation
 from memory_pipeline.llm.anthropic_distiller import CostCapReached, DistillRequest
-from memory_pipeline.llm.distill import Distillation
 from memory_pipeline.similarity.clustering import RECENT_SKIP_REASON
 
 DEFERRED_PREFIX = "deferred to the next night: "

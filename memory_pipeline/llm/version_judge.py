@@ -1,5 +1,5 @@
 """The Versioner's judgement through Claude: which memories of a candidate group state another value of the same
-fact, and which holds now — the question `llm.values` answers offline from masked texts, asked of the model
+fact, and which holds now — the question `statements.values` answers offline from masked texts, asked of the model
 with the prompt in version_prompts.json, through the shared `llm` resource's AnthropicDistiller (its rate
 limiter, retries, cost cap and usage ledger).
 
@@ -24,8 +24,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from memory_pipeline.llm.distill import DistillationRejected, parse_json_object
-from memory_pipeline.llm.values import fact_key, stated_values, statement, versions_of
+from memory_pipeline.distillation.distill import DistillationRejected, parse_json_object
+from memory_pipeline.statements.values import fact_key, stated_values, statement, versions_of
 
 PROMPTS: dict[str, Any] = json.loads(Path(__file__).with_name("version_prompts.json").read_text(encoding="utf-8"))
 SYSTEM_PROMPT: str = PROMPTS["system"]

@@ -6,7 +6,7 @@ from typing import Any
 import dagster as dg
 from pydantic import Field
 
-from memory_pipeline.llm.distill import OfflineDistiller
+from memory_pipeline.distillation.distill import OfflineDistiller
 from memory_pipeline.llm.pricing import PriceTable
 
 DEFAULT_MODEL = "claude-haiku-4-5"

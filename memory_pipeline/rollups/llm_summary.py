@@ -14,14 +14,14 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from memory_pipeline.llm import faithfulness
+from memory_pipeline.distillation.distill import DistillationRejected, parse_json_object
 from memory_pipeline.llm.batch import message_text
-from memory_pipeline.llm.distill import DistillationRejected, parse_json_object
 from memory_pipeline.llm.ledger import CallRecord, Ledger
 from memory_pipeline.llm.pricing import PriceTable, Usage
 from memory_pipeline.llm.retry import LLMCallFailed, RetryPolicy
 from memory_pipeline.llm.secrets import redact
 from memory_pipeline.rollups.repository import SessionRow
+from memory_pipeline.verification import faithfulness
 
 CORE_SYSTEM_PROMPT = """You compress eight conversation sessions of an AI agent's episodic memory into one Core.
 Write what happened across them, not a list of sessions. Use only facts present in the sessions.

@@ -1,19 +1,19 @@
 """What holds now, first: superseded values of a fact ranked below the current one and marked, and reading as of
 a past moment (`as_of`). Validity comes from the store (a night's supersessions, `store.validity`); among the
 hits themselves two statements of one fact with different values are told apart at read time too (the same rule
-as the night's, `llm.values`), so a version the night has not seen yet still reads as the older one."""
+as the night's, `statements.values`), so a version the night has not seen yet still reads as the older one."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
 
-from memory_pipeline.llm import attributes
-from memory_pipeline.llm.distill import VERSION_LINE
-from memory_pipeline.llm.values import FactKey, fact_key, restates_read, statement, versions_of
+from memory_pipeline.distillation.distill import VERSION_LINE
 from memory_pipeline.search.documents import store_stamp
 from memory_pipeline.search.hits import Hit, Hits
 from memory_pipeline.search.live import reading_store
+from memory_pipeline.statements import attributes
+from memory_pipeline.statements.values import FactKey, fact_key, restates_read, statement, versions_of
 from memory_pipeline.store.validity import Validities, superseded, undone_pairs
 from memory_pipeline.store.validity_events import mark_at, stated_at
 
@@ -121,7 +121,7 @@ def _versions_among(hits: list[Hit], rows: dict[str, Validity], undone: Pairs) -
 
 
 def _reworded_among(hits: list[Hit], rows: dict[str, Validity], undone: Pairs) -> None:
-    """A fact restated in other words among the top hits (the night's attribute rule, `llm.attributes`, on the
+    """A fact restated in other words among the top hits (the night's attribute rule, `statements.attributes`, on the
     words alone — no model at read time): the earlier marked superseded by the first later version."""
     said = [(rows[h.id][0].isoformat(timespec="seconds") if h.id in rows else h.date, h) for h in hits
             if h.source == "store" and h.kind != "summary" and not h.superseded_by
@@ -136,7 +136,7 @@ def _reworded_among(hits: list[Hit], rows: dict[str, Validity], undone: Pairs) -
 
 def _newer_first(hits: list[Hit], rows: dict[str, Validity], undone: Pairs) -> list[Hit]:
     """Two memories among the first NEWER_FIRST_WINDOW that plausibly restate one thing with another value
-    (`llm.values.restates`, worded as they may be): the newer takes the better of their two places. Nothing is
+    (`statements.values.restates`, worded as they may be): the newer takes the better of their two places. Nothing is
     marked: a look-alike only moves. Each text is read once, and only the top of the order, where a reader looks."""
     out = list(hits)
     stated = {h.id: (rows[h.id][0].isoformat() if h.id in rows else h.date) for h in hits[:NEWER_FIRST_WINDOW]}

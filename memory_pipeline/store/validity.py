@@ -193,8 +193,8 @@ def undo(store: MemoryStore, memory_id: str, by: str) -> str:
 
 def _read_time_versions(con: duckdb.DuckDBPyConnection, memory_id: str, content: str) -> list[tuple[str, str]]:
     """Readable memories stated after `memory_id` that state its fact with another value: what reading marks it
-    superseded by before any night has (`llm.values`, the night's rule)."""
-    from memory_pipeline.llm.values import fact_key, versions_of
+    superseded by before any night has (`statements.values`, the night's rule)."""
+    from memory_pipeline.statements.values import fact_key, versions_of
 
     key = fact_key(content)
     if key is None:

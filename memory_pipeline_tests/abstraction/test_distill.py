@@ -1,7 +1,6 @@
 import pytest
 
-from memory_pipeline.llm import faithfulness
-from memory_pipeline.llm.distill import (
+from memory_pipeline.distillation.distill import (
     SYSTEM_PROMPT,
     DistillationRejected,
     Member,
@@ -14,6 +13,7 @@ from memory_pipeline.llm.distill import (
     validate_abstraction,
 )
 from memory_pipeline.tokens import estimate_tokens
+from memory_pipeline.verification import faithfulness
 
 FAMILY = [
     Member(

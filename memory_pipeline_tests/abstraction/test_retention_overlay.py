@@ -20,9 +20,9 @@ from memory_pipeline.abstraction import archive, candidate, retention
 from memory_pipeline.abstraction.outcomes import ARCHIVE_BATCH, ClusterOutcome
 from memory_pipeline.definitions import defs_with
 from memory_pipeline.embedding.spec import HASHING
-from memory_pipeline.llm import facts
 from memory_pipeline.resources import EmbedderResource
 from memory_pipeline.search import build_index
+from memory_pipeline.statements import facts
 from memory_pipeline.store import MemoryStore
 from memory_pipeline.store.importers import import_jsonl
 from memory_pipeline_tests.abstraction.test_retention import NOTES, T0

@@ -15,8 +15,8 @@ import pytest
 from memory_pipeline.abstraction.versions import Dated, plan, present_first
 from memory_pipeline.cli import main
 from memory_pipeline.definitions import defs_with
+from memory_pipeline.distillation.distill import REPLACED, Member, OfflineDistiller
 from memory_pipeline.embedding.spec import HASHING
-from memory_pipeline.llm.distill import REPLACED, Member, OfflineDistiller
 from memory_pipeline.resources import EmbedderResource
 from memory_pipeline.store import MemoryStore
 from memory_pipeline.store.importers import import_jsonl

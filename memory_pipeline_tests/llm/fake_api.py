@@ -24,14 +24,14 @@ from typing import Any
 
 import httpx2 as httpx
 
-from memory_pipeline.llm.distill import (
+from memory_pipeline.distillation.distill import (
     SYSTEM_PROMPT,
     Member,
     OfflineDistiller,
     extract_atom_rule_based,
 )
-from memory_pipeline.llm.facts import FRAME
 from memory_pipeline.llm.version_judge import SYSTEM_PROMPT as VERSIONS_PROMPT
+from memory_pipeline.statements.facts import FRAME
 from memory_pipeline.tokens import estimate_tokens
 
 TEST_KEY = "sk-ant-api03-TESTKEY-0123456789abcdefXYZ"

@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_pipeline.llm.anthropic_distiller import CostCapReached, DistillRequest
-from memory_pipeline.llm.distill import (
+from memory_pipeline.distillation.distill import (
     ATOM_SYSTEM_PROMPT,
     SYSTEM_PROMPT,
     DistillationRejected,
@@ -19,6 +18,7 @@ from memory_pipeline.llm.distill import (
     build_user_message,
     validate_abstraction,
 )
+from memory_pipeline.llm.anthropic_distiller import CostCapReached, DistillRequest
 from memory_pipeline.llm.ledger import CallRecord, FileLedger, Ledger
 from memory_pipeline.llm.pricing import PriceTable, Usage
 from memory_pipeline.llm.ratelimit import TokenBucket

@@ -15,7 +15,7 @@ import pytest
 from dagster._serdes import serialize_value
 
 from memory_pipeline.definitions import defs_with
-from memory_pipeline.llm.distill import SYSTEM_PROMPT
+from memory_pipeline.distillation.distill import SYSTEM_PROMPT
 from memory_pipeline.llm.ledger import FileLedger
 from memory_pipeline.llm.runs import DEFERRED_PREFIX
 from memory_pipeline.resources import LLMResource

@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from memory_pipeline.llm.anthropic_distiller import DistillRequest
-from memory_pipeline.llm.distill import (
+from memory_pipeline.distillation.distill import (
     ATOM_SYSTEM_PROMPT,
     SYSTEM_PROMPT,
     DistillationRejected,
     Member,
     OfflineDistiller,
 )
+from memory_pipeline.llm.anthropic_distiller import DistillRequest
 from memory_pipeline.llm.pricing import PriceTable, estimate_night
 from memory_pipeline.llm.runs import (
     DEFERRED_PREFIX,

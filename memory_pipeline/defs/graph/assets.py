@@ -3,8 +3,8 @@ summary-of-summary rollup (a job that is never scheduled)."""
 
 import dagster as dg
 
+from memory_pipeline.distillation.distill import Member, validate_abstraction
 from memory_pipeline.graph import summary_rollup
-from memory_pipeline.llm.distill import Member, validate_abstraction
 from memory_pipeline.resources import EmbedderResource, EngineConfig, LLMResource, MemoryStoreResource
 from memory_pipeline.resources.store import POOL
 from memory_pipeline.store import night_vectors as night

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory_pipeline.llm.values import distinct_subjects, fact_key, restates, stated_values, versions_of
+from memory_pipeline.statements.values import distinct_subjects, fact_key, restates, stated_values, versions_of
 
 VERSIONS = [
     ("Per-trade risk cap is 2%.", "Per-trade risk cap is now 1.5%."),

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 
 from rapidfuzz import fuzz
 
-from memory_pipeline.llm import facts as fx
-from memory_pipeline.llm import faithfulness
+from memory_pipeline.statements import facts as fx
+from memory_pipeline.verification import faithfulness
 
 SAME_WORDING = 80.0  # rapidfuzz ratio of the masked sentences: the same sentence reworded a little
 SAME_FACT = 45.0  # token_set_ratio when speaker, entities and number kinds agree: the same fact in other words

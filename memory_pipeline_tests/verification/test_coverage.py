@@ -10,10 +10,10 @@ import pytest
 
 from memory_pipeline.abstraction import grade
 from memory_pipeline.abstraction.distilling import judged
+from memory_pipeline.distillation.distill import Distillation, Member, OfflineDistiller
 from memory_pipeline.embedding.embedder import Embedder
-from memory_pipeline.llm.distill import Distillation, Member, OfflineDistiller
-from memory_pipeline.llm.faithfulness import coverage, same_statement, says, sentences, statement_like, swapped
 from memory_pipeline.similarity.clustering import MemoryCluster
+from memory_pipeline.verification.faithfulness import coverage, same_statement, says, sentences, statement_like, swapped
 
 APOLOGIES = [
     "Over-apologising again: too many apologies in one reply. Apologise once, then fix the mistake.",

@@ -1,9 +1,9 @@
 """The offline distiller abstracts — ranges, lists, stated disagreements — and keeps every fact."""
 
-from memory_pipeline.llm import faithfulness
-from memory_pipeline.llm.distill import Member, OfflineDistiller, split_sentences, validate_abstraction
-from memory_pipeline.llm.facts import check_facts, fact_rejection
+from memory_pipeline.distillation.distill import Member, OfflineDistiller, split_sentences, validate_abstraction
+from memory_pipeline.statements.facts import check_facts, fact_rejection
 from memory_pipeline.tokens import estimate_tokens
+from memory_pipeline.verification import faithfulness
 
 SPAN = ("2026-10-16T08:00:00Z", "2026-11-21T09:00:00Z")
 SLIPS = ("6.1", "5.8", "4.7", "6.8", "2.3", "8.0", "3.8", "5.5")
@@ -104,7 +104,7 @@ def test_hours_and_r_multiples_are_quantities_not_names() -> None:
 
 def test_a_clause_written_as_a_sentence_ends_with_one_full_stop() -> None:
     """A clause split at ';' was written "… corrected me;." in the demo's summaries."""
-    from memory_pipeline.llm.abstractive import as_statement
+    from memory_pipeline.distillation.abstractive import as_statement
 
     cases = {
         "Matthew checked and corrected me;": "Matthew checked and corrected me.",

@@ -4,7 +4,7 @@ can join." state one attribute (the standup's time) with two values of one type.
 
 A text is read clause by clause (`;`, sentence ends, a colon between two statements; asides in parentheses and a
 clause in passing — "after the August drawdown" — are left out). A clause is a claim when it states something
-holds (a copula, "now", a change word, "X: value") and carries values (`llm.values`: time, money, percent, date,
+holds (a copula, "now", a change word, "X: value") and carries values (`statements.values`: time, money, percent, date,
 host or id, version, person, place, count; a note or ticket number is never one). Two claims are versions of one
 fact (`versions`) when exactly one value changed, its type the same; no other name or host is named beside it;
 they share a word of what the value is of; no qualifier of `contrasts.json` sets them apart (staging /
@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from memory_pipeline.llm import facts as fx
-from memory_pipeline.llm import values as vx
+from memory_pipeline.statements import facts as fx
+from memory_pipeline.statements import values as vx
 
 MAX_CLAIM_WORDS = vx.MAX_FACT_WORDS  # a longer text is a story, not a statement of what holds
 SHARED_WORDS = 2  # words one attribute shares with another that holds all of its words: one fact on the words alone

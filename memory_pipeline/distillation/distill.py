@@ -12,10 +12,10 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from memory_pipeline.llm import abstractive as ab
-from memory_pipeline.llm import facts as fx
-from memory_pipeline.llm import faithfulness
+from memory_pipeline.distillation import abstractive as ab
+from memory_pipeline.statements import facts as fx
 from memory_pipeline.tokens import estimate_tokens
+from memory_pipeline.verification import faithfulness
 
 SYSTEM_PROMPT = """You are a knowledge distillation engine for an AI agent's memory system.
 Given N related memories, produce a single compressed abstraction that:

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from memory_pipeline.abstraction.versions import plan
-from memory_pipeline.llm import attributes
+from memory_pipeline.statements import attributes
 from memory_pipeline.store.validity import FactRow
 
 FOUND_BY_WORDS = [

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from memory_pipeline.llm import facts as fx
+from memory_pipeline.statements import facts as fx
 
 if TYPE_CHECKING:
     import numpy as np

@@ -1,0 +1,1 @@
+"""The distillation contract every distiller keeps (prompts, parsing, validation) and the offline distiller."""
