@@ -1,6 +1,6 @@
 """`python -m benchmarks [clustering|incremental|nightly|embeddings|locomo-retention|screening|distill|fleet|gateway|
 current-facts|current-facts-locomo|abstention|abstention-fit|retention-probes|transcripts|read-start|read-cpu|
-statement-pairs|version-pairs|versioner|coding-lines|all] [options]` — results are appended to
+same-statement|statement-pairs|version-pairs|versioner|coding-lines|all] [options]` — results are appended to
 benchmarks/results/runs/<date>.md with the date, the machine, the BLAS kernel and the OPENBLAS_* variables."""
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ NAMES = (
     "retention-probes",
     "current-facts-locomo",
     "transcripts",
+    "same-statement",
     "statement-pairs",
     "version-pairs",
     "versioner",
