@@ -16,7 +16,7 @@ PAIRS = common.HERE / "statement_pairs.json"
 
 def score(pairs: list[dict[str, Any]], with_model: bool) -> dict[str, dict[str, int]]:
     from memory_pipeline.embedding.embedder import Embedder
-    from memory_pipeline.verification.faithfulness import says
+    from memory_pipeline.statements.judgement import says
 
     encode = Embedder().encode if with_model else None
     out: dict[str, dict[str, int]] = {}

@@ -17,6 +17,7 @@ from memory_pipeline.abstraction.grade import SummaryGrade
 from memory_pipeline.abstraction.outcomes import ClusterOutcome, stage_error
 from memory_pipeline.distillation.distill import Distillation, DistillationRejected, Member, validate_abstraction
 from memory_pipeline.similarity.clustering import MemoryCluster
+from memory_pipeline.statements import judgement
 from memory_pipeline.statements.facts import fact_rejection
 from memory_pipeline.store import repository as repo
 from memory_pipeline.store.db import MemoryStore
@@ -63,7 +64,7 @@ def _text(value: Any) -> str | None:
 def statement_encoder(embedder: Any) -> faithfulness.CachedEncoder | None:
     """The embedder's encoder for judging paraphrases, when it is the model "says" was calibrated on (MiniLM),
     each sentence embedded once for the distiller and the judge; else None, and the words alone decide. Only the
-    sentences whose verdict the words leave open are ever embedded (`faithfulness.Near`)."""
+    sentences whose verdict the words leave open are ever embedded (`judgement.Near`)."""
     own = embedder.judge_encoder()
     return None if own is None else faithfulness.CachedEncoder(own)
 
@@ -95,10 +96,12 @@ def judged(
         elif sources:
             found = faithfulness.check(sources, result.abstraction)
             covered = faithfulness.coverage(sources, result.abstraction, encode)
+            twice = faithfulness.repeated(result.abstraction, judgement.Near(encode))
             outcome.grade = SummaryGrade(cluster.cluster_id, len(covered.said), covered.total, len(found), False,
-                                         covered.missed[:3])  # fmt: skip
+                                         covered.missed[:3], len(twice))  # fmt: skip
             reason = (faithfulness.rejection_of(found) or fact_rejection(sources, result.abstraction)
-                      or faithfulness.coverage_reason(covered))  # fmt: skip
+                      or faithfulness.coverage_reason(covered)
+                      or (f"says one statement twice: {twice[0][:120]!r}" if twice else None))  # fmt: skip
         # the seed's validation first (ratio floor, size, ids), then what the verifier found
         result.compression_ratio = round(
             validate_abstraction(

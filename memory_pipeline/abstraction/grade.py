@@ -1,7 +1,9 @@
 """The night's grade: does what replaces the archived memories say what they said, and only that?
 
 Per distillation (accepted or refused by the judge): how many of its sources' distinct statements it says
-(`verification.faithfulness.coverage`) and how many of its sentences its sources do not support (`faithfulness.check`).
+(`verification.faithfulness.coverage`), how many of its sentences its sources do not support (`faithfulness.check`:
+a value no source states, two statements fused, values of several reports told as one moment) and how many say
+again what it already said (`faithfulness.repeated`).
 Pooled over what the night would commit: coverage = statements said ÷ statements. A night stops before
 anything is archived when that is below the floor (MEMORY_PIPELINE_GRADE_FLOOR; 0 turns the grade off), when it
 would commit an unfaithful sentence, or when the judge refused more than 80 % of its distillations (at least
@@ -30,6 +32,7 @@ class SummaryGrade:
     unfaithful: int  # sentences its sources do not support
     accepted: bool  # passed the judge (else refused, the cluster left as it is)
     missed: tuple[str, ...] = ()  # the first statements it leaves out
+    repeated: int = 0  # sentences that say again what an earlier sentence of it said
 
     @property
     def coverage(self) -> float:
@@ -83,8 +86,14 @@ class NightGrade:
         return sum(s.unfaithful for s in self.kept)
 
     @property
+    def repeated(self) -> int:
+        """Sentences said twice in what the night would commit (the judge refuses them, so 0 unless it was off)."""
+        return sum(s.repeated for s in self.kept)
+
+    @property
     def passed(self) -> bool:
-        return not self.enabled or (self.coverage >= self.floor and self.unfaithful == 0 and not self.runaway)
+        return not self.enabled or (self.coverage >= self.floor and self.unfaithful == 0 and self.repeated == 0
+                                    and not self.runaway)  # fmt: skip
 
     def worst(self, n: int = WORST_SHOWN) -> list[SummaryGrade]:
         return sorted(self.summaries, key=lambda s: (s.coverage, -s.statements, s.cluster_id))[:n]
@@ -97,7 +106,8 @@ class NightGrade:
         why = (f" — most distillations refused ({self.refused} of {len(self.summaries)}): its clusters hold unlike "
                "memories" if self.mostly_refused else "")  # fmt: skip
         return (f"grade: coverage {self.coverage:.3f} {verdict} ({self.said} of {self.statements} source statements "
-                f"said by the summaries kept, floor {self.floor:g}), {self.unfaithful} unfaithful sentences; "
+                f"said by the summaries kept, floor {self.floor:g}), {self.unfaithful} unfaithful sentences, "
+                f"{self.repeated} said twice; "
                 f"{len(self.summaries)} distillations, {self.refused} refused{why}")  # fmt: skip
 
     def to_dict(self) -> dict[str, Any]:
@@ -108,6 +118,7 @@ class NightGrade:
             "statements": self.statements,
             "said": self.said,
             "unfaithful_sentences": self.unfaithful,
+            "repeated_sentences": self.repeated,
             "distillations": len(self.summaries),
             "refused": self.refused,
             "passed": self.passed,

@@ -1,19 +1,19 @@
 """The offline distiller's text work: align the members' sentences, keep a shared skeleton once,
-fold differing numbers into ranges and differing names into short lists, and state disagreements.
+fold the differing numbers of reports of one statement into ranges.
 
 Sentences are grouped into families: near-identical wording once numbers and negations are masked
 (rapidfuzz `ratio` ≥ `SAME_WORDING`), or the same speaker, the same named entities and the same kinds of
 numbers with loosely similar words (`token_set_ratio` ≥ `SAME_FACT`) — "Lost 5.8% to slippage on JTO/USDT"
 and "Market order on JTO/USDT slipped 6.1%" state one fact. A family is written once, as its most typical
-sentence (the skeleton) with each number slot replaced by the range of the family's values ("2.3–8.0%") and
-each differing name, aligned with difflib, by the list of names ("Saturday or Sunday"). When the family
-describes a state (no past-tense verb) its differing values are a contradiction and are stated as such, and a
-family whose members disagree on a negation states both sides. Pure and deterministic: no model, no clock.
+sentence (the skeleton) with each number slot replaced by the range of the family's values ("2.3–8.0%"). Two
+statements are never fused into one that no source says: differing names ("eu-west-1" / "us-east-1") are
+other statements (`statements.judgement`), and a family that describes a state (no past-tense verb) with
+differing values holds statements that disagree — its skeleton is written as it is, and the others are left to
+be said in their own words, as is a negation of it. Pure and deterministic: no model, no clock.
 """
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from rapidfuzz import fuzz
 
 from memory_pipeline.statements import facts as fx
-from memory_pipeline.verification import faithfulness
+from memory_pipeline.statements import judgement
 
 SAME_WORDING = 80.0  # rapidfuzz ratio of the masked sentences: the same sentence reworded a little
 SAME_FACT = 45.0  # token_set_ratio when speaker, entities and number kinds agree: the same fact in other words
@@ -126,11 +126,15 @@ def group(pieces: Sequence[Piece]) -> list[Family]:
 
 
 def _values_may_fold(p: Piece, head: Piece) -> bool:
-    """Sentences with other values join one family (their values then fold into a range) only when they are the
-    same statement about the same thing; reports of distinct events stay apart, each with its own values."""
-    if {n.value for n in p.nums} == {n.value for n in head.nums}:
+    """Sentences join one family only when they are one statement: the same (`judgement`), or another number in
+    one slot of it (their values then fold into a range). Another name, day or identifier in a slot is another
+    statement, and so is any contrast; reports of distinct events stay apart, each with its own values."""
+    verdict = judgement.judge(p.text, head.text)
+    if verdict.same:
         return True
-    return faithfulness.same_statement(p.text, head.text)
+    return verdict.relation is judgement.Relation.OTHER_VALUE and {e.lower() for e in p.ents} == {
+        e.lower() for e in head.ents
+    }
 
 
 def _slots(p: Piece) -> list[tuple[str, int]]:
@@ -156,31 +160,6 @@ def skeleton(fam: Family) -> Piece:
     return best
 
 
-def reversed_(pos: Sequence[Piece], neg: Sequence[Piece]) -> bool:
-    """A reversal: a negated sentence worded like an affirmative one once the negation is masked."""
-    return any(_only_negation_differs(p.text, q.text) for p in pos for q in neg)
-
-
-def _only_negation_differs(a: str, b: str) -> bool:
-    """ "Deploy on Fridays" / "Never deploy on Fridays": the words differ only by negations (and at most one
-    other word, e.g. an auxiliary), numbers aside."""
-
-    def words(text: str) -> list[str]:
-        plain = [w.strip(".,;:!?\"'()") for w in text.lower().split()]
-        return ["¬" if _NEG_MASK.fullmatch(w + " ") else mask(w) for w in plain if w]
-
-    wa, wb = words(a), words(b)
-    other = 0
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=wa, b=wb, autojunk=False).get_opcodes():
-        if tag != "equal":
-            other += sum(1 for w in wa[i1:i2] + wb[j1:j2] if w != "¬")
-    return other <= 1 and wa.count("¬") != wb.count("¬")
-
-
-def _join(items: Sequence[str]) -> str:
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " or " + items[-1]
-
-
 def _strip_suffix(text: str) -> str:
     return re.sub(r"([km%x]|bn)$", "", text, flags=re.IGNORECASE) if text[-1:] == "%" else text
 
@@ -188,24 +167,11 @@ def _strip_suffix(text: str) -> str:
 def render(fam: Family) -> tuple[str, set[float]]:
     """The family as one sentence, and the values its ranges/lists state (for the fact check)."""
     sk = skeleton(fam)
-    neg = [p for p in fam.pieces if p.negated]
-    pos = [p for p in fam.pieces if not p.negated]
-    if reversed_(pos, neg):  # some members say it, others deny it in the same words: state both, never blend
-        major, minor = (pos, neg) if len(pos) >= len(neg) else (neg, pos)
-        said = skeleton(Family(list(major)))
-        cue = fx.NEGATION.search(minor[0].text) if minor is neg else None
-        other = cue.group(0).lower() if cue else "the opposite"
-        verb = "says" if len(minor) == 1 else "say"
-        return (
-            f"Members disagree: {len(major)} say \u201c{_bare(said.text)}\u201d, {len(minor)} {verb} {other}.",
-            {n.value for p in fam.pieces for n in p.nums},
-        )
     values: dict[tuple[str, int], dict[float, str]] = {}
     for p in fam.pieces:
         for slot, n in zip(_slots(p), p.nums, strict=True):
             values.setdefault(slot, {}).setdefault(n.value, n.text)
     state = not any(_OBSERVATION.search(p.text) for p in fam.pieces)
-    contradicted = False
     stated: set[float] = set()
     text = sk.text
     # numbers: rebuild the skeleton left to right, each number replaced by its slot's range or list
@@ -223,56 +189,15 @@ def render(fam: Family) -> tuple[str, set[float]]:
         stated |= set(seen)
         if len(seen) < 2:
             continue
+        if state:  # values of a state that disagree: other statements, said in their own words
+            continue
         ordered = [seen[v] for v in sorted(seen)]
-        if state:
-            contradicted = True
-            written = _join([_strip_suffix(t) for t in ordered[:-1]] + [ordered[-1]])
-        else:
-            written = f"{_strip_suffix(ordered[0])}\u2013{ordered[-1]}"
+        written = f"{_strip_suffix(ordered[0])}\u2013{ordered[-1]}"
         prefix = "$" if tok.startswith("$") and not written.startswith("$") else ""
         out.append(sk.text[cursor:start] + prefix + written)
         cursor = end
     text = "".join(out) + sk.text[cursor:]
-    text = _fold_names(fam, sk, text)
-    text = as_statement(text)
-    if contradicted:
-        first = text.split(" ", 1)[0].strip(".,;:")
-        names = {e.lower() for p in fam.pieces for e in p.ents}
-        keep = first.lower() in names or sum(c.isupper() for c in first) >= 2
-        text = f"Members disagree: {text if keep else text[0].lower() + text[1:]}"
-    return text, stated
-
-
-def _fold_names(fam: Family, sk: Piece, text: str) -> str:
-    """Names that differ at the same place (difflib on the masked words) become a list: "since Saturday or Sunday"."""
-    sk_words = sk.text.split()
-    alternatives: dict[int, list[str]] = {}
-    names = {e.lower() for p in fam.pieces for e in p.ents}
-    for p in fam.pieces:
-        if p is sk:
-            continue
-        words = p.text.split()
-        matcher = difflib.SequenceMatcher(a=[mask(w) for w in sk_words], b=[mask(w) for w in words], autojunk=False)
-        for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-            if tag == "replace" and i2 - i1 == 1 and j2 - j1 == 1:
-                a, b = sk_words[i1].strip(".,;:!?"), words[j1].strip(".,;:!?")
-                if a.lower() in names and b.lower() in names and a != b:
-                    alternatives.setdefault(i1, [a])
-                    if b not in alternatives[i1]:
-                        alternatives[i1].append(b)
-    if not alternatives:
-        return text
-    words = text.split()
-    if len(words) != len(sk_words):  # numbers were folded into ranges: positions still match word for word
-        return text
-    for i, alts in alternatives.items():
-        tail = words[i][len(words[i].rstrip(".,;:!?")) :]
-        words[i] = _join(sorted(alts)) + tail
-    return " ".join(words)
-
-
-def _bare(sentence: str) -> str:
-    return sentence.strip().rstrip(".!?;")
+    return as_statement(text), stated
 
 
 def as_statement(sentence: str) -> str:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from memory_pipeline.distillation import abstractive as ab
 from memory_pipeline.statements import facts as fx
+from memory_pipeline.statements import judgement
 from memory_pipeline.tokens import estimate_tokens
 from memory_pipeline.verification import faithfulness
 
@@ -187,14 +188,14 @@ RATIO_MARGIN = 1.08  # aim this far above the validation floor: token estimates 
 
 class OfflineDistiller:
     """Deterministic, and it invents nothing: every word it writes comes from a member, values fold into a range
-    only across reports of one statement (`faithfulness.same_statement`), and distinct events are written each
+    only across reports of one statement (`statements.judgement`), and distinct events are written each
     with its own values. Every member's number, named entity and negation survives — verbatim or inside an
     honest range — or the night's judge refuses the text and the cluster stays as it is.
 
     Sentences that say the same thing are one family (`abstractive.group`) written once: the skeleton with
-    its numbers folded into ranges ("slipped 2.3–8.0% against the quote") and its differing names into lists;
-    states that disagree and reversals are written as "Members disagree: …". Which families are written
-    (measured on LoCoMo): first those carrying facts not yet stated, most facts
+    its numbers folded into ranges ("slipped 2.3–8.0% against the quote"); a statement that disagrees (another
+    name, a state with another value, a negation) is its own family, said in its own words. Which families are
+    written (measured on LoCoMo): first those carrying facts not yet stated, most facts
     first; then each member's most informative sentence — most words that are neither stop words nor
     conversational filler, names, numbers and dates counting double — unless its words are already there;
     then families that add words, up to `budget_fraction` of the sources. Small talk ("Thanks, Mel!") is
@@ -287,13 +288,13 @@ class OfflineDistiller:
         costs = [estimate_tokens(t) + (estimate_tokens(f.pieces[0].label + ":") if f.pieces[0].label else 0) + 1
                  for t, f in zip(texts, families, strict=True)]  # fmt: skip
         fam_facts = [f.facts() for f in families]
-        near = faithfulness.Near(self.encode)
+        near = judgement.Near(self.encode)
         family_sentences = [s for t in texts for s in faithfulness.sentences(t)]
         asked = family_sentences + [p.text for p in pieces]  # what `said` may be asked of them below
         near.prepare([(w, t) for w in family_sentences for t in asked])
 
         def said(text: str, written: Sequence[str]) -> bool:
-            return any(faithfulness.says(w, text, near) for w in written)
+            return any(judgement.says(w, text, near) for w in written)
 
         def paraphrased(i: int) -> bool:  # every sentence of family i already said by what is chosen
             written = [w for j in chosen for w in faithfulness.sentences(texts[j])]
@@ -387,10 +388,14 @@ class OfflineDistiller:
         """Families in the order their first sentence appears, behind the member's label if it had one."""
         out: list[str] = []
         previous = ""
-        seen: set[tuple[str, str]] = set()
+        seen: dict[str, list[str]] = {}
         for _, label, text in sorted(parts, key=lambda p: p[0]):
-            kept = [s for s in split_sentences(text) if (label, s) not in seen]  # one sentence written once
-            seen.update((label, s) for s in kept)
+            said = seen.setdefault(label, [])
+            kept: list[str] = []
+            for s in split_sentences(text):  # one statement written once, however its sources worded it
+                if not any(judgement.judge(k, s).same for k in said):
+                    kept.append(s)
+                    said.append(s)
             if not kept:
                 continue
             text = " ".join(kept)

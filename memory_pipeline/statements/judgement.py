@@ -90,6 +90,7 @@ class _Lexicon:
     units: dict[str, str]  # a word after a number → its unit
     phrases: frozenset[str]  # joined with '_' before lookup
     symmetric: frozenset[str]  # connectors whose sides may swap
+    when: frozenset[str]  # when a report was made, not what it says
 
 
 @lru_cache(maxsize=1)
@@ -107,6 +108,7 @@ def _lexicon() -> _Lexicon:
         dict(data["units"]),
         frozenset(data["phrases"]),
         frozenset(data["symmetric"]),
+        frozenset(data["when"]),
     )
 
 
@@ -190,12 +192,19 @@ def _is_name(word: str, first: bool) -> bool:
 def _content(words: Sequence[Word]) -> list[str]:
     """The words that carry what a statement is about: names, and words that are neither function words nor
     contrast words (those are compared by class)."""
-    tags = _lexicon().tags
+    lex = _lexicon()
+    tags = lex.tags
     return [
         w.key
         for w in words
         if w.kind == "name"
-        or (w.kind == "word" and len(w.text) > 2 and w.text.lower() not in fx.STOP_WORDS and w.key not in tags)
+        or (
+            w.kind == "word"
+            and len(w.text) > 2
+            and w.text.lower() not in fx.STOP_WORDS
+            and w.key not in tags
+            and w.text.lower() not in lex.when
+        )
     ]
 
 

@@ -10,7 +10,6 @@ the offline distiller folds values only where this allows, and the night's grade
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -18,6 +17,8 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from memory_pipeline.statements import facts as fx
+from memory_pipeline.statements import judgement
+from memory_pipeline.statements.judgement import Near, says
 
 if TYPE_CHECKING:
     import numpy as np
@@ -40,20 +41,10 @@ class Unfaithful:
         return f"{self.reason}: {self.sentence[:120]!r}"
 
 
-SAME_WORDS = 0.5  # the share of content words two reports of one thing have in common, at least
-
-
 def same_statement(a: str, b: str) -> bool:
-    """One statement about one thing, perhaps with other values: the same named things (entities, identifiers:
-    "carry trade on BTC" and "momentum on ETH" are two things), the same negation, and most content words in
-    common (Jaccard ≥ SAME_WORDS), numbers aside — so reports of one recurring measurement ("pytest took 16
-    minutes", "the pytest run took 48 minutes again") are one statement, and a range over them is honest."""
-    if _masked(a) == _masked(b):
-        return True
-    if fx.has_negation(a) != fx.has_negation(b) or _named(a) != _named(b) or swapped(a, b):
-        return False
-    wa, wb = _words(a), _words(b)
-    return bool(wa and wb) and len(wa & wb) / len(wa | wb) >= SAME_WORDS
+    """One statement about one thing, perhaps with another value of one slot (`judgement.same_statement`): reports
+    of one recurring measurement ("pytest took 16 minutes", "pytest took 48 minutes") — where a range is honest."""
+    return judgement.same_statement(a, b)
 
 
 @lru_cache(maxsize=1 << 16)
@@ -100,6 +91,9 @@ def check(sources: Sequence[str], abstraction: str) -> list[Unfaithful]:
     found: list[Unfaithful] = []
     for sentence in _SENTENCE.split(_FRAME.sub(" ", abstraction)):
         sentence = sentence.strip()
+        if (fused := _fused(sentence, [s for s, _ in stated])) is not None:
+            found.append(Unfaithful(sentence, f"fuses two statements into {fused!r}, which no source says"))
+            continue
         said = values(sentence)
         if not said:
             continue
@@ -122,7 +116,44 @@ def check(sources: Sequence[str], abstraction: str) -> list[Unfaithful]:
         covered = frozenset().union(*(vs for _, vs in reports)) >= said
         if not (covered and all(same_statement(reports[0][0], c) for c, _ in reports[1:])):
             found.append(Unfaithful(sentence, "puts together values of different statements"))
+        elif _MOMENT.search(sentence):
+            found.append(Unfaithful(sentence, "tells values of several reports as one moment"))
     return found
+
+
+# "yesterday", "today": one moment, whose values are one report's, never a range over several
+_MOMENT = re.compile(r"\b(?:yesterday|today|tonight|this (?:morning|afternoon|evening)|last night|right now)\b", re.I)
+_ALTERNATIVE = re.compile(r"([\w@#$£€−+.:/-]+)\s*,?\s+or\s+([\w@#$£€−+.:/-]+)")
+
+
+def _fused(sentence: str, stated: Sequence[str]) -> str | None:
+    """ "X or Y" where sources state X and Y each in a sentence of its own and none says "X or Y" or names both:
+    two statements fused into one that no source says ("to eu-west-1 or us-east-1 first", "64 GB or GiB")."""
+    for m in _ALTERNATIVE.finditer(sentence):
+        x, y = (w.strip(".,;:!?").lower() for w in m.groups())
+        if not x or not y or x == y:
+            continue
+        has_x = [s for s in stated if _has_word(s, x)]
+        has_y = [s for s in stated if _has_word(s, y)]
+        if has_x and has_y and not any(_has_word(s, y) for s in has_x):
+            return f"{m.group(1)} or {m.group(2)}"
+    return None
+
+
+def _has_word(text: str, word: str) -> bool:
+    return re.search(rf"(?<![\w-]){re.escape(word)}(?![\w-])", text, re.IGNORECASE) is not None
+
+
+def repeated(abstraction: str, near: Near | None = None) -> list[str]:
+    """The abstraction's sentences that say again what an earlier one of its sentences said, in any words."""
+    out: list[str] = []
+    kept: list[str] = []
+    for s in sentences(abstraction):
+        if statement_like(s) and any(judgement.judge(k, s, near).same for k in kept):
+            out.append(s)
+        else:
+            kept.append(s)
+    return out
 
 
 def rejection_of(found: Sequence[Unfaithful]) -> str | None:
@@ -137,74 +168,10 @@ def rejection_of(found: Sequence[Unfaithful]) -> str | None:
 # "Says" was calibrated on labelled pairs (benchmarks/statement_pairs.json: paraphrases that must count,
 # look-alikes that must not), thresholds chosen on its dev split; `python -m benchmarks statement-pairs` scores both.
 
-COVER_COSINE = 0.80  # MiniLM cosine at which a sentence with some of a statement's words says it
-COVER_SOME = 0.4  # ... the share of the statement's content words it must still have
-COVER_WORDS = 0.85  # the share of a statement's content words that says it without a model
-COVER_FLOOR = 0.8  # the share of its sources' distinct statements an abstraction must say, or it is rejected
+COVER_FLOOR = 1.0  # every distinct statement of its sources an abstraction must say, or it is rejected
 MIN_WORDS = 3  # a sentence with fewer content words ("Thanks!", "Again.") states nothing to keep
-# when a report was made, not what it says: "failed again today" and "failed again this morning" say one thing
-# (a day named with a capital is a name, and names must match)
-_WHEN = frozenset("""today tonight yesterday morning evening afternoon again once more still yet monday tuesday
-    wednesday thursday friday saturday sunday""".split())
-_STEM = 5  # letters a word is compared by: "apologise", "apologies", "apologised" are one word
 
 Encode = Callable[[Sequence[str]], "np.ndarray"]
-
-
-@lru_cache(maxsize=1 << 16)
-def _stems(text: str) -> frozenset[str]:
-    return frozenset(_stem_list(text))
-
-
-@lru_cache(maxsize=1 << 16)
-def _stem_list(text: str) -> tuple[str, ...]:
-    return tuple(w[:_STEM] for w in re.findall(r"[a-z][a-z']+", _masked(text))
-                 if len(w) > 2 and w not in fx.STOP_WORDS and w not in _WHEN)  # fmt: skip
-
-
-def swapped(a: str, b: str) -> bool:
-    """One or two words of `a` replaced in place by others in `b`, the rest in the same order: the mark of a
-    look-alike ("the staging database" / "the production database", "per trade" / "per week", "enabled" /
-    "disabled"), not of a paraphrase, which reorders and rephrases."""
-    ops = [o for o in difflib.SequenceMatcher(None, _stem_list(a), _stem_list(b), autojunk=False).get_opcodes()
-           if o[0] != "equal"]  # fmt: skip
-    return len(ops) == 1 and ops[0][0] == "replace" and ops[0][2] - ops[0][1] <= 2 and ops[0][4] - ops[0][3] <= 2
-
-
-def says(sentence: str, statement: str, cosine: float | Near | None = None) -> bool:
-    """Whether a reader of `sentence` knows `statement`: the same words once values are masked, or — with the
-    same negation, every thing the statement names, and no word swapped for another in place (`swapped`) —
-    most of its content words (`COVER_WORDS`, compared by their first letters so inflections match), or some
-    of them (`COVER_SOME`) at a MiniLM `cosine` of at least `COVER_COSINE`. `cosine` may be a `Near`, asked only
-    when the words leave the verdict open."""
-    verdict = _by_words(sentence, statement)
-    if verdict is not None:
-        return verdict
-    if isinstance(cosine, Near):
-        cosine = cosine(sentence, statement)
-    return cosine is not None and cosine >= COVER_COSINE
-
-
-@lru_cache(maxsize=1 << 17)
-def _share(sentence: str, statement: str) -> float:
-    """The share of `statement`'s content words `sentence` has (1 for the same words once values are masked);
-    0 where their negation differs or the statement names a thing the sentence does not."""
-    if _masked(sentence) == _masked(statement):
-        return 1.0
-    if fx.has_negation(statement) != fx.has_negation(sentence) or not _named(statement) <= _named(sentence):
-        return 0.0
-    want = _stems(statement)
-    return len(want & _stems(sentence)) / len(want) if want else 0.0
-
-
-def _by_words(sentence: str, statement: str) -> bool | None:
-    """`says` as far as the words decide it; None where only the embedder's cosine can (some of the words)."""
-    if _masked(sentence) == _masked(statement):
-        return True
-    share = _share(sentence, statement)
-    if share < COVER_SOME or swapped(statement, sentence):  # the cheap test first: difflib is not
-        return False
-    return True if share >= COVER_WORDS else None
 
 
 def statement_like(sentence: str) -> bool:
@@ -273,32 +240,6 @@ class CachedEncoder:
 
         self.warm(texts)
         return np.stack([self._vectors[t] for t in texts])
-
-
-class Near:
-    """The embedder's cosine between two texts (None without an encoder). Embedding is most of what judging
-    costs, so only the texts of pairs whose verdict the words leave open are embedded (`prepare`, one batch)."""
-
-    def __init__(self, encode: Encode | None) -> None:
-        self._encode = encode
-        self._vectors: dict[str, np.ndarray] = {}
-
-    def prepare(self, pairs: Sequence[tuple[str, str]]) -> None:
-        """Embed, in one batch, the texts of the `pairs` (sentence, statement) `says` cannot decide by words."""
-        if self._encode is None:
-            return
-        todo = dict.fromkeys(t for a, b in pairs if COVER_SOME <= _share(a, b) < COVER_WORDS for t in (a, b))
-        self._add([t for t in todo if t not in self._vectors])
-
-    def _add(self, texts: list[str]) -> None:
-        if texts and self._encode is not None:
-            self._vectors.update(zip(texts, self._encode(texts), strict=True))
-
-    def __call__(self, a: str, b: str) -> float | None:
-        if self._encode is None:
-            return None
-        self._add([t for t in dict.fromkeys((a, b)) if t not in self._vectors])
-        return float(self._vectors[a] @ self._vectors[b])
 
 
 def coverage_reason(c: Coverage, floor: float = COVER_FLOOR) -> str | None:

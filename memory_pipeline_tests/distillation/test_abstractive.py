@@ -38,23 +38,23 @@ def test_numeric_variants_of_one_statement_become_one_sentence_with_its_range() 
     assert not faithfulness.check(texts, text)
 
 
-def test_a_contradicting_value_is_named_not_blended() -> None:
+def test_a_contradicting_value_is_said_in_its_own_words_not_blended() -> None:
     texts = ["Staging runs Postgres 16 with 64 GB of shared buffers."] * 4 + [
         "Staging runs Postgres 16 with 32 GB of shared buffers."
     ]
     body = distill(texts).split(" [")[0]
-    assert body.startswith("Members disagree:") and "32 or 64 GB" in body, body
-    assert "32\u201364" not in body  # a state is not an observed range
+    assert "with 64 GB of shared buffers." in body and "with 32 GB of shared buffers." in body, body
+    assert "32\u201364" not in body and " or " not in body  # a state is not an observed range, nor two fused
 
 
-def test_a_reversal_is_stated() -> None:
+def test_a_reversal_is_said_in_its_own_words() -> None:
     texts = ["Deploy the billing service on Fridays after the canary passes."] * 4 + [
         "Never deploy the billing service on Fridays, even after the canary passes."
     ]
     body = distill(texts).split(" [")[0]
     assert body == (
-        "Members disagree: 4 say \u201cDeploy the billing service on Fridays after the canary passes\u201d, "
-        "1 says never."
+        "Deploy the billing service on Fridays after the canary passes. "
+        "Never deploy the billing service on Fridays, even after the canary passes."
     )
 
 
@@ -67,10 +67,12 @@ def test_an_entity_only_one_member_mentions_survives() -> None:
     assert fact_rejection(texts, text) is None
 
 
-def test_names_that_differ_in_one_place_become_a_list() -> None:
+def test_names_that_differ_in_one_place_are_two_statements_never_a_list() -> None:
     texts = [f"Whale wallets have added BTC every day since {d}." for d in ("Sunday", "Saturday", "Sunday")]
     body = distill(texts * 2).split(" [")[0]
-    assert body == "Whale wallets have added BTC every day since Saturday or Sunday."
+    assert body == (
+        "Whale wallets have added BTC every day since Sunday. Whale wallets have added BTC every day since Saturday."
+    )
 
 
 def test_the_distiller_is_deterministic() -> None:

@@ -13,7 +13,8 @@ from memory_pipeline.abstraction.distilling import judged
 from memory_pipeline.distillation.distill import Distillation, Member, OfflineDistiller
 from memory_pipeline.embedding.embedder import Embedder
 from memory_pipeline.similarity.clustering import MemoryCluster
-from memory_pipeline.verification.faithfulness import coverage, same_statement, says, sentences, statement_like, swapped
+from memory_pipeline.statements.judgement import Relation, judge
+from memory_pipeline.verification.faithfulness import coverage, same_statement, says, sentences, statement_like
 
 APOLOGIES = [
     "Over-apologising again: too many apologies in one reply. Apologise once, then fix the mistake.",
@@ -44,8 +45,10 @@ def test_says_by_words(statement: str, sentence: str, expected: bool) -> None:
 
 
 def test_a_swap_in_place_is_a_look_alike_and_a_rewording_is_not() -> None:
-    assert swapped("The weekly report goes out on Monday mornings.", "The monthly report goes out on Monday mornings.")
-    assert not swapped("CME gaps usually fill early in the week.", "Most CME gaps fill early in the week.")
+    weekly = "The weekly report goes out on Monday mornings."
+    monthly = "The monthly report goes out on Monday mornings."
+    assert judge(weekly, monthly).relation is Relation.DIFFERENT
+    assert judge("CME gaps usually fill early in the week.", "Most CME gaps fill early in the week.").same
     # and the same statement about another thing is not one statement, whose values could make a range
     assert not same_statement("The staging database runs on port 5433.", "The production database runs on port 5434.")
 

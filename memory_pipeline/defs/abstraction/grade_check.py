@@ -20,6 +20,7 @@ def _figures(g: grade.NightGrade) -> dict[str, Any]:
         "statements": g.statements,
         "statements_said": g.said,
         "unfaithful_sentences": g.unfaithful,
+        "repeated_sentences": g.repeated,
         "distillations": len(g.summaries),
         "refused": g.refused,
         "mostly_refused": g.mostly_refused,
@@ -34,9 +35,11 @@ def _figures(g: grade.NightGrade) -> dict[str, Any]:
     pool=POOL,
     description="What the night writes, held to what it replaces, before anything is archived: every "
     "distillation is graded on coverage — the share of its sources' distinct statements (observations, "
-    "lessons, instructions, decisions) some sentence of it says — and on faithfulness — sentences stating a "
-    "value, name or range no source states together. Pooled coverage of the summaries it would keep below "
-    "MEMORY_PIPELINE_GRADE_FLOOR (default 0.9; 0 turns the grade off), an unfaithful sentence in one of them, "
+    "lessons, instructions, decisions) some sentence of it says — on faithfulness — sentences stating a "
+    "value, name or range no source states together, fusing two statements into one, or telling several "
+    "reports as one moment — and on sentences that say again what it already said. Pooled coverage of the "
+    "summaries it would keep below MEMORY_PIPELINE_GRADE_FLOOR (default 0.9; 0 turns the grade off), an unfaithful "
+    "or repeated sentence in one of them, "
     "or more than 80 % of at least 5 distillations refused while the rest would be archived stops the night before "
     "`archive_updates`: nothing is archived and its pending summaries are removed. Such a night usually "
     "clustered unlike memories together; the metadata names the distillations that left most out.",
