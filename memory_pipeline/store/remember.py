@@ -35,6 +35,7 @@ from typing import Any
 
 import duckdb
 
+from memory_pipeline.redaction import redact_text
 from memory_pipeline.store import validity
 from memory_pipeline.store.changes import note_changed
 from memory_pipeline.store.db import MemoryStore, StoreError, atomic, first_line
@@ -497,7 +498,7 @@ def forget(home: Path, memory_id: Any, reason: Any) -> Forgotten:
     if len(reason) > MAX_REASON_CHARS:
         raise WriteError(f"forget: field 'reason': {len(reason):,} characters, at most {MAX_REASON_CHARS:,}; "
                          f"{NOTHING_WRITTEN}")  # fmt: skip
-    memory_id, reason = memory_id.strip(), reason.strip()
+    memory_id, reason = memory_id.strip(), redact_text(reason.strip())  # the reason is stored and listed
     if not home.is_dir():
         raise WriteError(f"no workspace at {home}: create the folder or set MEMORY_PIPELINE_HOME; {NOTHING_WRITTEN}")
     with _lock(home), _store_checked(home, memory_id) as (readable, row, busy):
