@@ -5,23 +5,33 @@ reaches the store, the raw files, the workspace's git history, search snippets o
 What counts as a secret:
 - the fixed-format credentials of Yelp's detect-secrets (AWS, GitHub, GitLab, OpenAI, Slack, Stripe, JWT, npm,
   PyPI, passwords in URLs, …): its regex rules, run over the whole text;
+- the shapes it misses, in `redaction_rules.json` with where each comes from (gitleaks' rules mostly): Google,
+  Hugging Face and fine-grained GitHub keys, npm tokens, whole JWTs, Discord webhooks, Azure SAS signatures,
+  `redis://:pw@`, Authorization headers, passwords given to mysql, sshpass and docker, `.env` and `.netrc`
+  lines, a sentence that states a password; each runs only near one of its keywords;
 - a private key block, BEGIN to END (detect-secrets flags only its first line);
 - the value assigned to a name that says it is secret (`*_KEY`, `*_SECRET`, `*TOKEN*`, `PASSWORD`, …) in a shell,
   env, JSON, YAML or Python assignment: always for passwords and secrets, and for keys and tokens when the value
   looks random (long enough, mixed letters and digits, high entropy), so `sort_key = date` stays.
+
+Each is looked for in the text as written and again with its JSON string escapes decoded (a tool's arguments
+and output are JSON strings inside JSON), and replaced in the original text. A marker is never redacted again,
+so redacting twice changes nothing.
 
 Set MEMORY_PIPELINE_SECRETS=keep to store text verbatim.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 
 SECRETS_ENV = "MEMORY_PIPELINE_SECRETS"  # redact (default) | keep
 MODES = ("redact", "keep")
@@ -39,10 +49,11 @@ _PEM = re.compile(
 # name (optionally quoted) = or : value (optionally quoted); `export`, `set`, JSON and YAML all fit
 _ASSIGNED = re.compile(
     r"""(?ix)
-    (?P<name>\b[a-z0-9_.-]*?(?:pass(?:word|wd|phrase)?|pwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key
+    (?<!\\)(?P<name>\b[a-z0-9_.-]*?(?:pass(?:word|wd|phrase)?|pwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key
         |client[_-]?secret|credentials?|auth|key)[a-z0-9_.-]*)
     ["']?\s*(?::|=|:=)\s*
-    (?P<quote>["']?)(?P<value>[^\s"',;&|)}\]]+)
+    (?:[|>][-+]?[ \t]*\n\s*)?  # a YAML block scalar: the value on the next line
+    (?P<quote>["']?)(?P<value>(?:[^\s"',;&|)}\]\\]|\\(?![nrtu"\\/]))+)  # ends at a JSON escape (\n)
     """
 )
 _KEYWORD_WORDS = r"pass|pwd|secret|token|key|auth|cred|bearer"
@@ -50,7 +61,27 @@ _KEYWORD, _KEYWORD_ANY_CASE = re.compile(_KEYWORD_WORDS), re.compile(_KEYWORD_WO
 _LONG_RUN = re.compile(r"(?<![\w+/=:@.~-])[\w+/=:@.~-]{16,}")
 WINDOW, BLOB, NAME = 256, 4096, 64  # characters around a hit; a run seen only at its ends; a name's length
 _ALWAYS = re.compile(r"(?i)passw|passphrase|pwd|secret|credential")
-_PLACEHOLDER = re.compile(r"(?i)^(?:\$|%|<|\{\{|\*+$|x+$|\.\.\.|none$|null$|true$|false$|redacted|changeme$|your)")
+_PLACEHOLDER = re.compile(  # a marker of ours is one too: text redacted before is left as it is
+    r"(?i)^(?:\$|%|<|\[redacted|\{\{|\*+$|x+$|\.\.\.|none$|null$|true$|false$|redacted|changeme$|your)"
+)
+
+
+RULES_FILE = Path(__file__).with_name("redaction_rules.json")
+ESCAPE_LEVELS = 2  # JSON string escapes decoded at most this many times over
+_SYMBOLS = set("!@#$%^&*+=?~/\\|<>")  # not - _ . ': words have them
+
+
+@dataclass(frozen=True)
+class _Rule:
+    id: str
+    kind: str
+    keywords: tuple[str, ...]
+    pattern: re.Pattern[str]
+    value: str  # any | password | random: what the secret must look like
+
+
+_KEYWORD_RULES: tuple[_Rule, ...] | None = None
+_ANY_KEYWORD: re.Pattern[str] | None = None  # one scan that tells whether any rule can match at all
 
 
 @dataclass(frozen=True)
@@ -157,13 +188,109 @@ def _by_rules(window: str, offset: int) -> Iterator[Found]:
                 yield Found(offset + start, offset + end, kind)
 
 
-def find(text: str) -> list[Found]:
-    """Every secret in `text`, overlapping findings merged (the first kind found names the merged span)."""
+def _keyword_rules() -> tuple[_Rule, ...]:
+    """The rules of `redaction_rules.json` (shapes detect-secrets misses, each with its source), loaded once."""
+    global _KEYWORD_RULES, _ANY_KEYWORD
+    if _KEYWORD_RULES is None:
+        data = json.loads(RULES_FILE.read_text(encoding="utf-8"))
+        _KEYWORD_RULES = tuple(
+            _Rule(r["id"], r["kind"], tuple(k.lower() for k in r["keywords"]), re.compile(r["regex"]), r["value"])
+            for r in data["rules"]
+        )
+        words = sorted({k for rule in _KEYWORD_RULES for k in rule.keywords}, key=len, reverse=True)
+        _ANY_KEYWORD = re.compile("|".join(map(re.escape, words)), re.IGNORECASE)
+    return _KEYWORD_RULES
+
+
+def _password_like(value: str) -> bool:
+    """A password rather than a word of prose: a digit or a symbol in it."""
+    return any(c.isdigit() or c in _SYMBOLS for c in value)
+
+
+_VALUE_CHECKS: dict[str, Callable[[str], bool]] = {
+    "any": lambda value: True, "password": _password_like, "random": looks_random}
+
+
+def _near(text: str, low: str | None, keywords: tuple[str, ...]) -> list[tuple[int, int]]:
+    """Where a rule can match: from WINDOW before each of its keywords to BLOB after it."""
+    hits: list[tuple[int, int]] = []
+    for keyword in keywords:
+        if low is not None:
+            at = low.find(keyword)
+            while at >= 0:
+                hits.append((at, at + len(keyword)))
+                at = low.find(keyword, at + 1)
+        else:
+            hits += [m.span() for m in re.finditer(re.escape(keyword), text, re.IGNORECASE)]
+    return _merged(hits, WINDOW, BLOB, len(text))
+
+
+def _by_keyword_rules(text: str) -> Iterator[Found]:
+    rules = _keyword_rules()
+    if _ANY_KEYWORD is None or not _ANY_KEYWORD.search(text):
+        return
+    low = text.lower()
+    low_or_none = low if len(low) == len(text) else None  # a few characters change length when lowered
+    for rule in rules:
+        check = _VALUE_CHECKS[rule.value]
+        for start, end in _near(text, low_or_none, rule.keywords):
+            for m in rule.pattern.finditer(text, start, end):  # lookbehinds and \b still see what lies before
+                span = m.span("value") if "value" in rule.pattern.groupindex else m.span()
+                value = text[span[0] : span[1]].strip("\"'`")
+                if len(value) < 4 or _PLACEHOLDER.match(value) or not check(value):
+                    continue
+                name = m.group("name") if "name" in rule.pattern.groupindex else ""
+                yield Found(span[0], span[1], rule.kind.format(name=name))
+
+
+def _found(text: str) -> list[Found]:
     found: list[Found] = [Found(m.start(), m.end(), "Private Key") for m in _PEM.finditer(text)]
     for start, end in _run_windows(text):
         found += _by_rules(text[start:end], start)
     for start, end in _keyword_windows(text):
         found += [Found(start + f.start, start + f.end, f.kind) for f in _assigned(text[start:end])]
+    found += _by_keyword_rules(text)
+    return found
+
+
+_ESCAPE = re.compile(r"\\(?:u[0-9a-fA-F]{4}|[ntrbf\"\\/'])")
+_ESCAPED = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", '"': '"', "\\": "\\", "/": "/", "'": "'"}
+
+
+def unescaped(text: str) -> tuple[str, list[int]] | None:
+    """`text` with its JSON string escapes decoded (\\n, \\", \\\\, \\uXXXX), and where each of its characters
+    (and its end) lies in `text`; None when it has none. A tool's arguments and output are often JSON inside
+    JSON: `{\\"password\\": \\"…\\"}` reads as an assignment only once decoded."""
+    parts: list[str] = []
+    where: list[int] = []
+    at = 0
+    for m in _ESCAPE.finditer(text):
+        parts.append(text[at : m.start()])
+        where.extend(range(at, m.start()))
+        escape = m.group()
+        parts.append(chr(int(escape[2:], 16)) if escape[1] == "u" else _ESCAPED[escape[1]])
+        where.append(m.start())
+        at = m.end()
+    if not parts:
+        return None
+    parts.append(text[at:])
+    where.extend(range(at, len(text) + 1))
+    return "".join(parts), where
+
+
+def find(text: str) -> list[Found]:
+    """Every secret in `text` — as written, and with its JSON escapes decoded (twice at most: JSON in JSON in
+    JSON), each decoded finding placed back on the original characters — overlapping findings merged (the
+    first kind found names the merged span)."""
+    found = _found(text)
+    view, where = text, None
+    for _ in range(ESCAPE_LEVELS):
+        decoded = unescaped(view) if "\\" in view else None
+        if decoded is None:
+            break
+        view, inner = decoded
+        where = inner if where is None else [where[i] for i in inner]
+        found += [Found(where[f.start], where[f.end], f.kind) for f in _found(view)]
     merged: list[Found] = []
     for f in sorted(found, key=lambda f: (f.start, -f.end)):
         if merged and f.start < merged[-1].end:

@@ -12,6 +12,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 
+from memory_pipeline.search import index_holds
 from memory_pipeline.store.forgotten import WriteError
 from memory_pipeline.store.records import MAX_ID_CHARS, MAX_IMPORTANCE, MAX_LABEL_CHARS, MAX_LABELS
 from memory_pipeline.store.remember import Remembered, forget, remember
@@ -85,7 +86,8 @@ def remember_note(done: Remembered, import_at: int) -> str:
 
 def _forget(home: Path | None, memory_id: str, reason: str) -> ForgetResponse:
     try:
-        done = forget(_home(home), memory_id, reason)
+        where = _home(home)
+        done = forget(where, memory_id, reason, known=lambda mid: index_holds(where, mid))
     except WriteError as exc:
         raise ToolError(str(exc)) from None
     note = "" if done.stored else (f"the store is busy ({done.busy}): kept durably and hidden from search now; "

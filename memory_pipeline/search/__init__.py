@@ -27,7 +27,7 @@ _WHERE = {
     "refresh_index": "live", "Ranking": "scoring", "load_ranking": "scoring", "current_first": "current",
     "ReadView": "live", "ViewUnavailable": "overlay", "read_view": "overlay", "store_rows": "overlay",
     "with_rows": "overlay", "query_texts": "overlay", "store_stamp": "documents", "WEAK": "confidence",
-    "weak_line": "confidence",
+    "weak_line": "confidence", "index_holds": "index",
 }  # fmt: skip
 __all__ = [
     "BuildStats",
@@ -42,6 +42,7 @@ __all__ = [
     "build_index",
     "current_first",
     "delete_index",
+    "index_holds",
     "load_ranking",
     "query_texts",
     "read_view",

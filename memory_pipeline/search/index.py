@@ -339,6 +339,20 @@ def load_index(home: Path, vocab: bool = True) -> LoadedIndex:
     return LoadedIndex(folder, manifest, segments, alive, dead, n_live, (sum_dl / n_live) if n_live else 1.0)
 
 
+def index_holds(home: Path, memory_id: str) -> bool | None:
+    """Whether the index holds `memory_id` as a live memory of the store (None: no readable index). A read of
+    the index's files only: it answers while a night holds the store, which no DuckDB connection can read."""
+    try:
+        idx = load_index(home, vocab=False)
+        for seg, alive in zip(idx.segments, idx.alive, strict=True):
+            row = seg.find([memory_id]).get(memory_id)
+            if row is not None and (alive is None or alive[row]) and seg.column("source")[row].as_py() == "store":
+                return True
+    except (IndexMissing, OSError, ValueError, KeyError):
+        return None
+    return False
+
+
 # ------------------------------------------------------------------ versions: write two-phase, commit, prune
 
 

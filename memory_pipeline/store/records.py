@@ -140,7 +140,7 @@ def _printable(value: str, where: str, name: str, max_chars: int) -> str:
 
 def _labels(value: Any, where: str, name: str, max_items: int) -> list[str]:
     """A list of short printable labels; a category also names a folder of its own, so no path in it."""
-    labels = _string_list(value, where, name)
+    labels = [redact(label)[0] for label in _string_list(value, where, name)]  # a tag is stored and shown too
     if len(labels) > max_items:
         raise RecordError(where, name, f"{len(labels):,} values, at most {max_items:,}")
     for label in labels:
@@ -177,7 +177,7 @@ def _optional_str(value: Any, where: str, name: str) -> str | None:
         return None
     if not isinstance(value, str):
         raise RecordError(where, name, f"expected a string, got {value!r}")
-    return value
+    return redact(value)[0]  # a source or a session id is stored and shown as the text is
 
 
 # A stored vector is scaled to unit length before any comparison, so only its direction counts; but a vector of
@@ -209,6 +209,8 @@ def parse_record(obj: Any, where: str, embedding_dim: int | None = None) -> Memo
     if not isinstance(rid, str) or not rid.strip():
         raise RecordError(where, "id", f"required non-empty string, got {rid!r}")
     _printable(rid.strip(), where, "id", MAX_ID_CHARS)
+    if kinds := redact(rid)[1]:  # an id is how other rows and calls name the memory: refused, not rewritten
+        raise RecordError(where, "id", f"holds a secret ({kinds[0]}); use another id")
     content = obj.get("content")
     if not isinstance(content, str) or not content.strip():
         raise RecordError(where, "content", "required non-empty string")
@@ -288,10 +290,12 @@ def parse_record(obj: Any, where: str, embedding_dim: int | None = None) -> Memo
         embedding=embedding,
         human_authored=_flag(obj.get("human_authored"), where, "human_authored"),
         rolled_up_tags=(
-            _string_list(obj["rolled_up_tags"], where, "rolled_up_tags") if obj.get("rolled_up_tags") else None
+            [redact(t)[0] for t in _string_list(obj["rolled_up_tags"], where, "rolled_up_tags")]
+            if obj.get("rolled_up_tags")
+            else None
         ),
         rolled_up_nexus_keys=(
-            _string_list(obj["rolled_up_nexus_keys"], where, "rolled_up_nexus_keys")
+            [redact(k)[0] for k in _string_list(obj["rolled_up_nexus_keys"], where, "rolled_up_nexus_keys")]
             if obj.get("rolled_up_nexus_keys")
             else None
         ),

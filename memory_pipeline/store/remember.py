@@ -21,12 +21,13 @@ restore ID`) makes it active again. Pure logic: no Dagster."""
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import re
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -35,6 +36,7 @@ from typing import Any
 
 import duckdb
 
+from memory_pipeline.redaction import redact_text
 from memory_pipeline.store import validity
 from memory_pipeline.store.changes import note_changed
 from memory_pipeline.store.db import MemoryStore, StoreError, atomic, first_line
@@ -485,9 +487,36 @@ def _remember_batched(home: Path, record: MemoryRecord, import_at: int) -> Remem
     return answer
 
 
-def forget(home: Path, memory_id: Any, reason: Any) -> Forgotten:
+def _remembered_before(home: Path, memory_id: str) -> bool:
+    """An agent's `remember` of `memory_id` already imported (its spool file in `done/`): the store holds it,
+    though an index built before it may not. A read of files only, for when the store cannot be read."""
+    needle = json.dumps(memory_id)
+    for path in sorted((spool_dir(home) / "done").glob("*.jsonl"), reverse=True):
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        if needle in text and any(e.get("op") == "remember" and isinstance(e.get("record"), dict)
+                                  and e["record"].get("id") == memory_id for e in _lines(text)):  # fmt: skip
+            return True
+    return False
+
+
+def _lines(text: str) -> Iterator[dict[str, Any]]:
+    for line in text.splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(entry, dict):
+            yield entry
+
+
+def forget(home: Path, memory_id: Any, reason: Any, known: Callable[[str], bool | None] | None = None) -> Forgotten:
     """Hide an active memory for good (reversibly): spooled first, like `remember`, its check and append under
-    the spool's lock."""
+    the spool's lock. While another process holds the store, `known` (the search index's read of the id: True,
+    False, or None when it cannot tell) decides whether the id names a memory, so an unknown one is refused at
+    the call instead of acknowledged and dropped later."""
     home = Path(home)
     if not isinstance(memory_id, str) or not memory_id.strip():
         raise WriteError(f"forget: field 'id': required non-empty string, got {memory_id!r}; {NOTHING_WRITTEN}")
@@ -497,7 +526,7 @@ def forget(home: Path, memory_id: Any, reason: Any) -> Forgotten:
     if len(reason) > MAX_REASON_CHARS:
         raise WriteError(f"forget: field 'reason': {len(reason):,} characters, at most {MAX_REASON_CHARS:,}; "
                          f"{NOTHING_WRITTEN}")  # fmt: skip
-    memory_id, reason = memory_id.strip(), reason.strip()
+    memory_id, reason = memory_id.strip(), redact_text(reason.strip())  # the reason is stored and listed
     if not home.is_dir():
         raise WriteError(f"no workspace at {home}: create the folder or set MEMORY_PIPELINE_HOME; {NOTHING_WRITTEN}")
     with _lock(home), _store_checked(home, memory_id) as (readable, row, busy):
@@ -510,6 +539,10 @@ def forget(home: Path, memory_id: Any, reason: Any) -> Forgotten:
         # spool/rejected.jsonl and changes nothing.
         if row is None and memory_id not in pend.records and readable:
             raise WriteError(f"forget: no memory with id {memory_id!r}; {NOTHING_WRITTEN}")
+        if (not readable and memory_id not in pend.records and known is not None and known(memory_id) is False
+                and not _remembered_before(home, memory_id)):  # fmt: skip
+            raise WriteError(f"forget: no memory with id {memory_id!r} (the store is busy: {busy or 'another process'}"
+                             f" holds it; checked in the search index); {NOTHING_WRITTEN}")  # fmt: skip
         if row is not None and memory_id not in pend.records:  # a remember spooled since decides, not the row
             check_forgettable(_read_only(home)[0], memory_id, row)
         event = uuid.uuid4().hex[:12]

@@ -265,13 +265,16 @@ def plan_session(
 
 
 def redact_session(session: SourceSession) -> None:
-    """Each secret in the session's prose, tool inputs and results and title replaced by a marker of its kind
-    (`memory_pipeline.redaction`, MEMORY_PIPELINE_SECRETS) before anything is written: the original reaches no
-    transcript, Parquet table or commit."""
+    """Each secret in the session's prose, tool names, inputs and results, title and frontmatter replaced by a
+    marker of its kind (`memory_pipeline.redaction`, MEMORY_PIPELINE_SECRETS) before anything is written: the
+    original reaches no transcript, Parquet table or commit."""
     session.title = redact_text(session.title)
+    # frontmatter from the source: a git remote can carry a token (https://oauth2:…@gitlab.com/…)
+    session.extra = {k: redact_text(v) if isinstance(v, str) else v for k, v in session.extra.items()}
     for entry in session.entries:
         entry.text = redact_text(entry.text)
         for tool in entry.tools:
+            tool.name = redact_text(tool.name)
             tool.input = redact_text(tool.input)
             tool.result = redact_text(tool.result) if tool.result is not None else None
 
