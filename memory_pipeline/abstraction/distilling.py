@@ -94,9 +94,10 @@ def judged(
             reason = (faithfulness.rejection_of(faithfulness.check(sources, result.abstraction))
                       or fact_rejection(sources, result.abstraction))  # fmt: skip
         elif sources:
-            found = faithfulness.check(sources, result.abstraction)
+            near = judgement.Near(encode)
+            found = faithfulness.check(sources, result.abstraction, near)
             covered = faithfulness.coverage(sources, result.abstraction, encode)
-            twice = faithfulness.repeated(result.abstraction, judgement.Near(encode))
+            twice = faithfulness.repeated(result.abstraction, near)
             outcome.grade = SummaryGrade(cluster.cluster_id, len(covered.said), covered.total, len(found), False,
                                          covered.missed[:3], len(twice))  # fmt: skip
             reason = (faithfulness.rejection_of(found) or fact_rejection(sources, result.abstraction)

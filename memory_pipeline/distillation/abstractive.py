@@ -125,6 +125,31 @@ def group(pieces: Sequence[Piece]) -> list[Family]:
     return families
 
 
+def merge_rewordings(families: list[Family], near: judgement.Near | None = None) -> list[Family]:
+    """Families that are one statement in other words, with other numbers ("slipped 3.8% against the quote" /
+    "lost 5.8% to slippage on the pair"), made one: one quantity is one statement, its values one range. The
+    judgement decides, MiniLM where the words leave it open; names, a contrast or another unit keep them apart."""
+    out: list[Family] = []
+    for fam in families:
+        sk = skeleton(fam)
+        for kept in out:
+            head = skeleton(kept)
+            if head.label != sk.label or not sk.nums or {n.unit for n in sk.nums} != {n.unit for n in head.nums}:
+                continue
+            verdict = judgement.judge(head.text, sk.text, near)
+            if verdict.same or (verdict.relation is judgement.Relation.OTHER_VALUE and _numbers_only(head, sk)):
+                kept.pieces.extend(fam.pieces)
+                break
+        else:
+            out.append(Family(list(fam.pieces)))
+    return out
+
+
+def _numbers_only(a: Piece, b: Piece) -> bool:
+    """The same names: what differs between the two is a number."""
+    return {e.lower() for e in a.ents} == {e.lower() for e in b.ents}
+
+
 def _values_may_fold(p: Piece, head: Piece) -> bool:
     """Sentences join one family only when they are one statement: the same (`judgement`), or another number in
     one slot of it (their values then fold into a range). Another name, day or identifier in a slot is another
@@ -132,9 +157,7 @@ def _values_may_fold(p: Piece, head: Piece) -> bool:
     verdict = judgement.judge(p.text, head.text)
     if verdict.same:
         return True
-    return verdict.relation is judgement.Relation.OTHER_VALUE and {e.lower() for e in p.ents} == {
-        e.lower() for e in head.ents
-    }
+    return verdict.relation is judgement.Relation.OTHER_VALUE and _numbers_only(p, head)
 
 
 def _slots(p: Piece) -> list[tuple[str, int]]:

@@ -281,14 +281,14 @@ class OfflineDistiller:
         hard -= estimate_tokens(pinned) + 1 if pinned else 0
         soft = max(1, int(self.budget_fraction * source_tokens))
 
-        families = [f for f in ab.group(pieces) if f.words]
+        near = judgement.Near(self.encode)
+        families = ab.merge_rewordings([f for f in ab.group(pieces) if f.words], near)
         # a family whose folded sentence its own sentences do not support (a sign, a clock time, values of two
         # statements) is written as its most typical sentence, verbatim, instead
-        texts = [_supported(f, ab.render(f)[0]) for f in families]
+        texts = [_supported(f, ab.render(f)[0], near) for f in families]
         costs = [estimate_tokens(t) + (estimate_tokens(f.pieces[0].label + ":") if f.pieces[0].label else 0) + 1
                  for t, f in zip(texts, families, strict=True)]  # fmt: skip
         fam_facts = [f.facts() for f in families]
-        near = judgement.Near(self.encode)
         family_sentences = [s for t in texts for s in faithfulness.sentences(t)]
         asked = family_sentences + [p.text for p in pieces]  # what `said` may be asked of them below
         near.prepare([(w, t) for w in family_sentences for t in asked])
@@ -407,8 +407,8 @@ class OfflineDistiller:
         return extract_atom_rule_based(text)
 
 
-def _supported(family: ab.Family, folded: str) -> str:
-    if not faithfulness.check([p.text for p in family.pieces], folded):
+def _supported(family: ab.Family, folded: str, near: judgement.Near | None = None) -> str:
+    if not faithfulness.check([p.text for p in family.pieces], folded, near):
         return folded
     return ab.as_statement(ab.skeleton(family).text)
 

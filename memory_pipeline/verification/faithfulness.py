@@ -41,12 +41,6 @@ class Unfaithful:
         return f"{self.reason}: {self.sentence[:120]!r}"
 
 
-def same_statement(a: str, b: str) -> bool:
-    """One statement about one thing, perhaps with another value of one slot (`judgement.same_statement`): reports
-    of one recurring measurement ("pytest took 16 minutes", "pytest took 48 minutes") — where a range is honest."""
-    return judgement.same_statement(a, b)
-
-
 @lru_cache(maxsize=1 << 16)
 def _named(text: str) -> frozenset[str]:
     return frozenset(e.lower() for e in fx.entities(_FRAME.sub("", text)) if fx.parse_number(e) is None)
@@ -84,8 +78,9 @@ def values(text: str) -> set[str]:
     return out
 
 
-def check(sources: Sequence[str], abstraction: str) -> list[Unfaithful]:
-    """The abstraction's sentences its sources do not support (empty: faithful)."""
+def check(sources: Sequence[str], abstraction: str, near: Near | None = None) -> list[Unfaithful]:
+    """The abstraction's sentences its sources do not support (empty: faithful). `near` (MiniLM) lets a range over
+    reports of one statement in other words stand, where the words leave that open."""
     # sentence by sentence: a memory that reports two things states each in a sentence of its own
     stated = [(s, values(s)) for source in sources for s in _SENTENCE.split(_FRAME.sub(" ", source)) if s.strip()]
     found: list[Unfaithful] = []
@@ -112,9 +107,9 @@ def check(sources: Sequence[str], abstraction: str) -> list[Unfaithful]:
             continue  # one source sentence states them all
         # else a range over reports of one statement: the reports that say what this sentence says cover its
         # values, and they are one statement among themselves
-        reports = [(c, vs) for c, vs in stated if vs & said and same_statement(c, sentence)]
+        reports = [(c, vs) for c, vs in stated if vs & said and judgement.same_statement(c, sentence, near)]
         covered = frozenset().union(*(vs for _, vs in reports)) >= said
-        if not (covered and all(same_statement(reports[0][0], c) for c, _ in reports[1:])):
+        if not (covered and all(judgement.same_statement(reports[0][0], c, near) for c, _ in reports[1:])):
             found.append(Unfaithful(sentence, "puts together values of different statements"))
         elif _MOMENT.search(sentence):
             found.append(Unfaithful(sentence, "tells values of several reports as one moment"))

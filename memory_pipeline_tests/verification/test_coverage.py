@@ -13,8 +13,8 @@ from memory_pipeline.abstraction.distilling import judged
 from memory_pipeline.distillation.distill import Distillation, Member, OfflineDistiller
 from memory_pipeline.embedding.embedder import Embedder
 from memory_pipeline.similarity.clustering import MemoryCluster
-from memory_pipeline.statements.judgement import Relation, judge
-from memory_pipeline.verification.faithfulness import coverage, same_statement, says, sentences, statement_like
+from memory_pipeline.statements.judgement import Relation, judge, same_statement, says
+from memory_pipeline.verification.faithfulness import coverage, sentences, statement_like
 
 APOLOGIES = [
     "Over-apologising again: too many apologies in one reply. Apologise once, then fix the mistake.",

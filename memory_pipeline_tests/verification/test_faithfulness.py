@@ -9,7 +9,8 @@ import pytest
 from memory_pipeline.abstraction.distilling import judged
 from memory_pipeline.distillation.distill import Distillation, Member, OfflineDistiller
 from memory_pipeline.similarity.clustering import MemoryCluster
-from memory_pipeline.verification.faithfulness import check, same_statement
+from memory_pipeline.statements.judgement import same_statement
+from memory_pipeline.verification.faithfulness import check
 
 STRATEGIES = [
     "Backtested a carry trade on the basis on BTC 15m candles: Sharpe 0.94, max drawdown 47%.",
