@@ -25,11 +25,13 @@ from typing import Any
 from memory_pipeline.context.files import NotRegularFile, read_regular_text
 from memory_pipeline.context.gate import Gate, GateDecision
 from memory_pipeline.context.packing import (
-    Kept,
+    Carried,
     cut_entries,
     fence,
     matching_sentences,
     one_line,
+    own_value_asked,
+    statements,
     tool_output_left_out,
 )
 from memory_pipeline.context.read_path import ReadPath
@@ -388,7 +390,9 @@ def _knowledge(b: _Budget, search: Search, query: str, included_paths: set[str],
     Search is asked once for as many hits as the budget left should take (at least `search_k`), and again
     only when they all fit: each call is a scan, so asking 20, 40, 80 … cost a large budget five of them."""
     seen: set[str] = set()
-    kept = Kept()
+    carried = Carried()  # what the prompt says so far: its files, then each item packed
+    for _, _, _, content in b.sections:
+        carried.add(content if isinstance(content, str) else "\n".join(content))
     included = spent = 0
     k_asked = _hits_for(b.left, ITEM_TOKENS, search_k)
     while True:
@@ -404,33 +408,49 @@ def _knowledge(b: _Budget, search: Search, query: str, included_paths: set[str],
             left = b.left
             if k.path and k.path in included_paths:
                 b.skip(3, label, "already included", **where)
-            elif k.score < MIN_SCORE:
+                continue
+            if k.score < MIN_SCORE:
                 b.skip(3, label, f"score {k.score:.3f} < {MIN_SCORE}", **where)
-            elif kept.near_duplicate(k.text):
-                b.skip(3, label, "near-identical to an included item", **where)
-            elif read.p3_format == "sections":
-                dated = f"[{k.date}] " if k.date else ""
+                continue
+            why = f"{k.kind}, ranked by search"
+            stated = statements(k.text)
+            new = carried.new_in(k.text) if stated else []
+            if len(new) < len(stated) and not _asks_its_own(query, k):
+                if not new:
+                    b.skip(3, label, "says what the prompt already carries", **where)
+                    continue
+                k = replace(k, text=" ".join(new))
+                why = f"{k.kind}: the statements the prompt does not already carry"
+            dated = f"[{k.date}] " if k.date else ""
+            if read.p3_format == "sections":
                 text = _as_said(k, read) if read.whole_items else k.text[:SNIPPET_CHARS]
-                if b.offer(3, label, dated + text, why=f"{k.kind}, ranked by search", **where):
-                    kept.add(k.text)
+                if b.offer(3, label, dated + text, why=why, **where):
+                    carried.add(k.text)
             else:
-                dated = f"[{k.date}] " if k.date else ""
                 text = _as_said(k, read)
                 line = "- " + dated + one_line(text)
-                why = f"{k.kind}, ranked by search"
                 if _line_tokens(line) > b.left and read.whole_items:
                     room = int(b.left * CHARS_PER_TOKEN) - len("- " + dated) - 8
                     part = matching_sentences(text, query, room)
                     if part:
                         line, why = "- " + dated + one_line(part), f"{k.kind}: the sentences matching the message"
                 if b.offer_line(3, "knowledge", label, line, why=why, **where):
-                    kept.add(k.text)
+                    carried.add(k.text)
             if b.left < left:
                 included, spent = included + 1, spent + left - b.left
         if b.left < P3_FLOOR or len(hits) < k_asked or k_asked >= MAX_SEARCH_K:
             break
         per_item = spent / included if included else ITEM_TOKENS
         k_asked = min(MAX_SEARCH_K, k_asked + _hits_for(b.left, per_item, search_k))
+
+
+_WHEN = re.compile(r"\bwhen\b|\bwhat (?:day|date|time)\b|\bwhich (?:day|date)\b|\bhow long ago\b", re.IGNORECASE)
+
+
+def _asks_its_own(query: str, k: Knowledge) -> bool:
+    """Whether the question asks for what only this item holds though the prompt says its statements: a value
+    it states (its own, not a summary's range), or its day (a "when" question, an item dated by one day)."""
+    return own_value_asked(query, k.text) or bool(_WHEN.search(query) and k.date and _ONE_DAY.fullmatch(k.date))
 
 
 def _hits_for(tokens: int, per_item: float, least: int) -> int:

@@ -1,12 +1,15 @@
 """Packing P3's knowledge into a prompt: stored text fenced so it cannot forge a section, whole items as one
-line each, the query's sentences when an item does not fit, near-identical items once, a transcript's tool dumps
-as their size. Pure functions."""
+line each, the query's sentences when an item does not fit, a statement the prompt already carries once, a
+transcript's tool dumps as their size. Pure functions."""
 
 from __future__ import annotations
 
 import math
 import re
 from datetime import date
+
+from memory_pipeline.statements import judgement
+from memory_pipeline.verification import faithfulness
 
 SECTION_OPEN = "<!--"
 _FENCED = "&lt;!--"
@@ -72,33 +75,55 @@ def tool_output_left_out(text: str, query: str) -> str:
     return _TOOL_RESULT.sub(shrink, text)
 
 
-class Kept:
-    """The word sets of the items packed so far, by size. Jaccard is at most min/max of two sets' sizes, so an
-    item is compared only with the sizes that can reach the threshold (with ~170 items at 8k tokens, a test
-    against each one was a fifth of compiling)."""
+class Carried:
+    """The statements the prompt already carries (its files, the knowledge packed so far), and which statements
+    of an item it does not: the one judgement of "the same statement" (`statements.judgement.says`, by its
+    words — the read path has no model to spare per sentence), asked only of carried sentences that share
+    enough of a statement's content words to say it (an index of their words)."""
 
-    def __init__(self, threshold: float = 0.9) -> None:
-        self.threshold = threshold
-        self._by_size: dict[int, list[set[str]]] = {}
+    def __init__(self) -> None:
+        self._sentences: list[str] = []
+        self._by_word: dict[str, list[int]] = {}
 
     def add(self, text: str) -> None:
-        mine = words(text)
-        self._by_size.setdefault(len(mine), []).append(mine)
+        for sentence in statements(text):
+            n = len(self._sentences)
+            self._sentences.append(sentence)
+            for w in judgement.content_words(sentence):
+                self._by_word.setdefault(w, []).append(n)
 
-    def near_duplicate(self, text: str) -> bool:
-        """True when `text`'s words overlap a kept item's by ≥ the threshold (Jaccard)."""
-        mine = words(text)
-        n, t = len(mine), self.threshold
-        if not n:
-            return False
-        for m in range(max(1, math.floor(n * t)), math.ceil(n / t) + 1):
-            if min(n, m) / max(n, m) < t:  # the range is a whisker wide on each side: the exact test decides
-                continue
-            for other in self._by_size.get(m, ()):
-                inter = len(mine & other)
-                if inter / (n + m - inter) >= t:
-                    return True
-        return False
+    def new_in(self, text: str) -> list[str]:
+        """`text`'s statements the prompt does not already say, in their order."""
+        return [s for s in statements(text) if not self.says(s)]
+
+    def says(self, statement: str) -> bool:
+        want = judgement.content_words(statement)
+        hits: dict[int, int] = {}
+        for w in want:
+            for n in self._by_word.get(w, ()):
+                hits[n] = hits.get(n, 0) + 1
+        least = max(1, math.ceil(judgement.SOME_WORDS * len(want)))
+        return any(judgement.says(self._sentences[n], statement) for n, c in hits.items() if c >= least)
+
+
+_MARKUP = re.compile(r"^\s*(?:#+\s*|[-*]\s+|\d+\.\s+|>\s*)?(?:\[[^\]]*\]\s*)?")
+
+
+def statements(text: str) -> list[str]:
+    """The sentences a text states, line by line, less list marks, headings and a leading "[date]"."""
+    out: list[str] = []
+    for line in text.splitlines():
+        line = _MARKUP.sub("", line).strip()
+        if line and not line.startswith("<!--"):
+            out += [s for s in faithfulness.sentences(line) if faithfulness.statement_like(s)]
+    return out
+
+
+def own_value_asked(query: str, text: str) -> bool:
+    """Whether the question names a value this item states ("Which day did slippage hit 6.8%?"): an archived
+    source keeps what only it holds, its own value, even after a summary whose range says it."""
+    asked = {w.value for w in judgement.read(query) if w.value is not None}
+    return bool(asked & {w.value for w in judgement.read(text) if w.value is not None})
 
 
 _DATED = re.compile(r"^\s*[-*]\s+(\d{4}-\d{2}-\d{2})")

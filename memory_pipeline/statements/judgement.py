@@ -397,6 +397,12 @@ def _shared(wa: Sequence[Word], wb: Sequence[Word]) -> float:
     return min(both / len(ca), both / len(cb))
 
 
+def content_words(text: str) -> set[str]:
+    """The words that carry what `text` is about (names, and words neither function nor contrast words), as the
+    judgement compares them."""
+    return set(_content(read(text)))
+
+
 def share_of(sentence: str, statement: str) -> float:
     """The share of `statement`'s content words `sentence` has."""
     want = set(_content(read(statement)))

@@ -6,8 +6,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memory_pipeline.context.packing import Kept, cut_entries, fence, matching_sentences, words
+from memory_pipeline.context.packing import (
+    Carried,
+    cut_entries,
+    fence,
+    matching_sentences,
+    own_value_asked,
+    statements,
+)
 from memory_pipeline.context.timeframe import annotate, resolve
+from memory_pipeline.statements.judgement import says
 
 TODAY = date(2023, 7, 12)  # a Wednesday
 
@@ -79,24 +87,36 @@ def test_matching_sentences_keep_order_and_fit() -> None:
     assert matching_sentences(text, "penguins", 200) == ""
 
 
-def test_near_duplicates_by_word_overlap() -> None:
-    kept = Kept()
-    kept.add("Set a price alert on TIA at 5.99")
-    assert kept.near_duplicate("set a price alert on TIA at 5.99!")
-    assert not kept.near_duplicate("Set a price alert on LINK at 17.15")
-    assert not Kept().near_duplicate("anything") and not kept.near_duplicate("")
+def test_what_the_prompt_already_carries_by_the_judgement_not_by_word_overlap() -> None:
+    carried = Carried()
+    carried.add("- [2026-10-19] Set a price alert on TIA at 5.99.\n- Keep at least 3 replicas of the ledger database.")
+    assert carried.new_in("set a price alert on TIA at 5.99!") == []
+    assert carried.new_in("Set a price alert on LINK at 17.15.") == ["Set a price alert on LINK at 17.15."]
+    # nearly the same words, another statement: a bag of words would have called it the same
+    at_most = "Keep at most 3 replicas of the ledger database."
+    assert carried.new_in(at_most) == [at_most]
+    assert Carried().new_in("Anything stored here is new.") == ["Anything stored here is new."]
 
 
-@given(st.lists(st.lists(st.sampled_from([f"w{i}" for i in range(14)]), max_size=14), min_size=1, max_size=30),
-       st.sampled_from([0.5, 0.75, 0.9, 1.0]))
-def test_kept_by_size_answers_as_a_test_against_every_kept_item(items: list[list[str]], threshold: float) -> None:
-    kept = Kept(threshold)
-    for i, item in enumerate(items):
-        mine = words(" ".join(item))
-        every = any(mine and other and len(mine & other) / len(mine | other) >= threshold
-                    for other in (words(" ".join(x)) for x in items[:i]))  # fmt: skip
-        assert kept.near_duplicate(" ".join(item)) == bool(every)
-        kept.add(" ".join(item))
+def test_a_summary_carries_its_sources_and_what_only_a_source_holds_is_asked_for() -> None:
+    carried = Carried()
+    carried.add("Market order on the thin JTO/USDT book slipped 3.8\u20136.8% against the quote.")
+    source = "Market order on the thin JTO/USDT book slipped 6.1% against the quote."
+    assert carried.new_in(source) == []
+    assert own_value_asked("Which day did the JTO order slip 6.1%?", source)
+    assert not own_value_asked("What slippage do JTO market orders get?", source)
+
+
+@given(st.lists(st.lists(st.sampled_from([f"w{i}" for i in range(14)]), min_size=3, max_size=14), min_size=1,
+                max_size=20))
+def test_carried_answers_as_a_test_against_every_carried_sentence(items: list[list[str]]) -> None:
+    """The word index only saves work: it finds every carried sentence the judgement would say says it."""
+    carried = Carried()
+    texts = [" ".join(item) + "." for item in items]
+    for i, text in enumerate(texts):
+        every = any(says(t, s) for t in statements("\n".join(texts[:i])) for s in statements(text))
+        assert (carried.new_in(text) != statements(text)) == every or not statements(text)
+        carried.add(text)
 
 
 MEMORY_MD = """---
