@@ -200,7 +200,7 @@ def refresh_index(home: Path) -> None:
 def cmd_demo(args: argparse.Namespace) -> int:
     from datetime import UTC, datetime
 
-    from memory_pipeline.sample_data import write_sample_jsonl
+    from memory_pipeline.sample_data import earlier_night, write_sample_jsonl
     from memory_pipeline.store import MemoryStore
     from memory_pipeline.store.importers import import_jsonl
 
@@ -218,6 +218,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     write_sample_jsonl(sample, datetime.now(UTC))
     summary = import_jsonl(MemoryStore(home / "memory.duckdb"), sample)
     print(f"sample workspace: {summary.memories} memories from {sample} into {home / 'memory.duckdb'}")
+    done, archived = earlier_night(json.loads(line) for line in sample.read_text(encoding="utf-8").splitlines())
+    shipped = f"{done} summar{'y' if done == 1 else 'ies'} of an earlier night and the {archived} memories it archived"
+    print(f"  among them {shipped}: `status` counts them with the night's own")
     from memory_pipeline.context.sample import install_sample_knowledge
 
     added = install_sample_knowledge(home)  # topics/, knowledge/identity, projects, people (seed 001 §2.2)
