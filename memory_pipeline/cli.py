@@ -1,4 +1,5 @@
-"""`memory-pipeline …`: the same Dagster jobs the schedules run, from a shell (domains add their commands)."""
+"""The sleep cycle for an AI agent's memory, from a shell: the nightly consolidation, journals, search and context
+(the same Dagster jobs the schedules run). `memory-pipeline COMMAND --help` says more about a command."""
 
 from __future__ import annotations
 
@@ -418,10 +419,13 @@ def cmd_restore(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from memory_pipeline.settings import package_version
+
     parser = argparse.ArgumentParser(prog="memory-pipeline", description=__doc__)
     parser.add_argument(
         "--verbose", action="store_true", help="show Dagster's DEBUG log and library warnings (anywhere on the line)"
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser(
         "demo", help="build the sample workspace and run the nightly consolidation",

@@ -38,6 +38,7 @@ from memory_pipeline.mcp.order import writes_in_order
 from memory_pipeline.search.engine import SearchInputError, search
 from memory_pipeline.search.index import Encode
 from memory_pipeline.search.usage_spool import append_later
+from memory_pipeline.settings import package_version
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -133,16 +134,6 @@ class FlushResponse(BaseModel):
     written: bool = Field(description="false when the same turns were flushed before (nothing written)")
     journal: str = Field(default="", description="the day's journal, rebuilt from the transcripts")
     note: str = ""
-
-
-def package_version() -> str:
-    """This package's installed version (`serverInfo.version`)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("memory_pipeline")
-    except PackageNotFoundError:  # run from a source tree that was never installed
-        return "0+unknown"
 
 
 class MemoryServer(MCPServer):

@@ -208,6 +208,7 @@ def reconstruct(
 ) -> ReconstructResult:
     from memory_pipeline.defs.journals.partitions import daily_partitions, weekly_partitions
     from memory_pipeline.journals.cli.jobs import journal_daily_job, journal_weekly_job
+    from memory_pipeline.operator.quiet import without_dagster_debug
     from memory_pipeline.resources.store import POOL
     from memory_pipeline.settings import console_loggers
 
@@ -223,7 +224,7 @@ def reconstruct(
         run_config = {**run_config, "loggers": console_loggers(quiet_level)}  # DEBUG only with --verbose
 
         def run(keys: list[str]) -> RunOutcome:
-            with dg.execute_job(
+            with without_dagster_debug(), dg.execute_job(  # a step worker's own DEBUG line, too
                 job, instance, run_config=run_config, tags={**tags, **range_tags(keys)}, asset_selection=asset_selection
             ) as result:
                 run_id, ok = result.run_id, result.success
