@@ -315,8 +315,9 @@ def build_server(
         name="flush",
         description="Call before your context window is compacted: the turns about to drop out are kept as a "
         "transcript and their durable decisions, lessons and events go to today's journal and MEMORY.md. "
-        "It answers when that day's journal is rebuilt: expect 10 to 20 seconds (it runs the journal pipeline "
-        "for the day). Calling it again with the same turns writes nothing and answers at once.",
+        "It answers when that day's journal is rebuilt: expect 10 to 20 seconds, up to a minute on a busy "
+        "machine (it runs the journal pipeline for the day). Calling it again with the same turns writes nothing "
+        "and answers at once.",
         # the pre-compaction flush is seed 001 §6.4
         annotations=ToolAnnotations(read_only_hint=False, idempotent_hint=True, open_world_hint=False),
     )
