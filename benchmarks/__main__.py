@@ -1,7 +1,7 @@
 """`python -m benchmarks [clustering|incremental|nightly|embeddings|locomo-retention|screening|distill|fleet|gateway|
 current-facts|current-facts-locomo|abstention|abstention-fit|retention-probes|transcripts|read-start|read-cpu|
-same-statement|summary-faults|statement-pairs|version-pairs|versioner|coding-lines|all] [options]` — results are
-appended to benchmarks/results/runs/<date>.md with the date, the machine, the BLAS kernel and the OPENBLAS_*
+same-statement|summary-faults|statement-pairs|version-pairs|versioner|coding-lines|hooks|all] [options]` — results
+are appended to benchmarks/results/runs/<date>.md with the date, the machine, the BLAS kernel and the OPENBLAS_*
 variables."""
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ NAMES = (
     "version-pairs",
     "versioner",
     "coding-lines",
+    "hooks",
 )
 
 

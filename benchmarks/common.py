@@ -1,5 +1,5 @@
 """What every benchmark shares: the machine header, measuring a call in a fresh process (seconds and peak
-memory), the GEMM rate, and appending results to benchmarks/results/runs/<date>.md."""
+memory), the GEMM rate, appending results to benchmarks/results/runs/<date>.md, and matplotlib when installed."""
 
 from __future__ import annotations
 
@@ -213,6 +213,24 @@ def append_results(title: str, body: str, env: dict[str, str], load_before: str)
     shown = day.relative_to(HERE.parent) if day.is_relative_to(HERE.parent) else day
     sys.stdout.write(text + f"(appended to {shown})\n")
     sys.stdout.flush()
+
+
+NO_MATPLOTLIB = ("plot not drawn: matplotlib is not installed (`pip install matplotlib`, or `bash scripts/setup.sh "
+                 "dev` for the dev extra); the results above are written")
+
+
+def pyplot() -> Any | None:
+    """matplotlib.pyplot (headless), or None with one line saying how to get it: it is in the dev extra only,
+    and a benchmark's results are written before its plot, so a run without it loses nothing but the picture."""
+    try:
+        import matplotlib
+    except ImportError:
+        print(NO_MATPLOTLIB, flush=True)
+        return None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
 
 
 def fmt_s(x: float | None) -> str:

@@ -367,13 +367,12 @@ def read_csv(path: Path) -> list[dict[str, Any]]:
         return list(csv.DictReader(fh))
 
 
-def plot(rows: list[dict[str, Any]], path: Path) -> Path:
-    """One panel per budget: support ratio of `context` vs reduction, a line per linkage (turns, pooled)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+def plot(rows: list[dict[str, Any]], path: Path) -> Path | None:
+    """One panel per budget: support ratio of `context` vs reduction, a line per linkage (turns, pooled); None
+    without matplotlib."""
+    plt = common.pyplot()
+    if plt is None:
+        return None
     fig, axes = plt.subplots(1, len(BUDGETS), figsize=(4.2 * len(BUDGETS), 4), sharey=True)
     for ax, budget in zip(axes, BUDGETS, strict=True):
         for link in LINKAGES:
@@ -470,12 +469,13 @@ def main(argv: list[str]) -> None:
     rows = curve_rows(points)
     args.inputs = sorted({p["input"] for p in points})
     write_csv(rows, args.out)
-    plot(rows, args.out.with_suffix(".png"))
     chosen = choose(rows)
     print(chosen[1])
     section = results_section(rows, chosen, args, time.perf_counter() - started)
     common.append_results("locomo-e2e: LoCoMo through the product's read path", section, env, load_before)
-    print(f"written {args.out} and {args.out.with_suffix('.png')} at {datetime.now(UTC):%Y-%m-%d %H:%M} UTC")
+    png = plot(rows, args.out.with_suffix(".png"))  # last: the results are kept without matplotlib
+    drawn = f" and {png}" if png else ""
+    print(f"written {args.out}{drawn} at {datetime.now(UTC):%Y-%m-%d %H:%M} UTC")
 
 
 if __name__ == "__main__":

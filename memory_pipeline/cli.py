@@ -1,4 +1,5 @@
-"""`memory-pipeline …`: the same Dagster jobs the schedules run, from a shell (domains add their commands)."""
+"""The sleep cycle for an AI agent's memory, from a shell: the nightly consolidation, journals, search and context
+(the same Dagster jobs the schedules run). `memory-pipeline COMMAND --help` says more about a command."""
 
 from __future__ import annotations
 
@@ -200,7 +201,7 @@ def refresh_index(home: Path) -> None:
 def cmd_demo(args: argparse.Namespace) -> int:
     from datetime import UTC, datetime
 
-    from memory_pipeline.sample_data import write_sample_jsonl
+    from memory_pipeline.sample_data import earlier_night, write_sample_jsonl
     from memory_pipeline.store import MemoryStore
     from memory_pipeline.store.importers import import_jsonl
 
@@ -218,6 +219,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     write_sample_jsonl(sample, datetime.now(UTC))
     summary = import_jsonl(MemoryStore(home / "memory.duckdb"), sample)
     print(f"sample workspace: {summary.memories} memories from {sample} into {home / 'memory.duckdb'}")
+    done, archived = earlier_night(json.loads(line) for line in sample.read_text(encoding="utf-8").splitlines())
+    shipped = f"{done} summar{'y' if done == 1 else 'ies'} of an earlier night and the {archived} memories it archived"
+    print(f"  among them {shipped}: `status` counts them with the night's own")
     from memory_pipeline.context.sample import install_sample_knowledge
 
     added = install_sample_knowledge(home)  # topics/, knowledge/identity, projects, people (seed 001 §2.2)
@@ -415,10 +419,13 @@ def cmd_restore(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from memory_pipeline.settings import package_version
+
     parser = argparse.ArgumentParser(prog="memory-pipeline", description=__doc__)
     parser.add_argument(
         "--verbose", action="store_true", help="show Dagster's DEBUG log and library warnings (anywhere on the line)"
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser(
         "demo", help="build the sample workspace and run the nightly consolidation",

@@ -187,6 +187,14 @@ def write_sample_jsonl(path: Path, now: datetime, seed: int = DEFAULT_SEED) -> i
     return len(records)
 
 
+def earlier_night(records: Iterable[dict[str, Any]]) -> tuple[int, int]:
+    """The sample's one earlier compression run: (its active summaries, the memories it archived). The demo says
+    so, since `status` counts them with the night's own."""
+    records = list(records)
+    summaries = sum(1 for r in records if r.get("kind") == "summary" and not r.get("archived_at"))
+    return summaries, sum(1 for r in records if r.get("archived_at"))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m memory_pipeline.sample_data OUT.jsonl [--now ISO] [--seed N]``."""
     parser = argparse.ArgumentParser(description="Write the sample memory store as JSONL.")

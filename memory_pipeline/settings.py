@@ -166,6 +166,16 @@ def verbose(environ: dict[str, str] | None = None) -> bool:
     return env.get(VERBOSE_ENV, "").strip().lower() in ("1", "true", "yes")
 
 
+def package_version() -> str:
+    """This package's installed version (`memory-pipeline --version`, the MCP server's `serverInfo.version`)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("memory_pipeline")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "0+unknown"
+
+
 def console_loggers(quiet_level: str = "INFO") -> dict[str, dict]:
     """Run config for Dagster's console logger: `quiet_level` normally, DEBUG with the CLI's --verbose."""
     return {"console": {"config": {"log_level": "DEBUG" if verbose() else quiet_level}}}

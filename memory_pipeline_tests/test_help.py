@@ -130,3 +130,19 @@ def test_as_of_takes_a_date_or_a_timestamp_everywhere(when: str, tmp_path: Path,
     for name in ("run", "compact", "prune"):
         flat = " ".join(helps[name].split())
         assert "2026-11-01" in flat and "2026-11-01T03:30:00Z" in flat, name
+
+
+def test_version_prints_the_installed_package_version(capsys: pytest.CaptureFixture[str]) -> None:
+    from importlib.metadata import version
+
+    with pytest.raises(SystemExit) as stop:
+        main(["--version"])
+    assert stop.value.code == 0
+    assert capsys.readouterr().out == f"memory-pipeline {version('memory_pipeline')}\n"
+
+
+def test_the_top_level_help_speaks_to_users() -> None:
+    """What the tool does, and where to read more: not how the code adds its commands."""
+    text = " ".join(build_parser().format_help().split())
+    assert "--version" in text and "COMMAND --help" in text
+    assert not re.search(r"(?i)\bdomains?\b|\bregisters?\b", text), text

@@ -38,6 +38,7 @@ from memory_pipeline.mcp.order import writes_in_order
 from memory_pipeline.search.engine import SearchInputError, search
 from memory_pipeline.search.index import Encode
 from memory_pipeline.search.usage_spool import append_later
+from memory_pipeline.settings import package_version
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -133,16 +134,6 @@ class FlushResponse(BaseModel):
     written: bool = Field(description="false when the same turns were flushed before (nothing written)")
     journal: str = Field(default="", description="the day's journal, rebuilt from the transcripts")
     note: str = ""
-
-
-def package_version() -> str:
-    """This package's installed version (`serverInfo.version`)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("memory_pipeline")
-    except PackageNotFoundError:  # run from a source tree that was never installed
-        return "0+unknown"
 
 
 class MemoryServer(MCPServer):
@@ -324,8 +315,9 @@ def build_server(
         name="flush",
         description="Call before your context window is compacted: the turns about to drop out are kept as a "
         "transcript and their durable decisions, lessons and events go to today's journal and MEMORY.md. "
-        "It answers when that day's journal is rebuilt: expect 10 to 20 seconds (it runs the journal pipeline "
-        "for the day). Calling it again with the same turns writes nothing and answers at once.",
+        "It answers when that day's journal is rebuilt: expect 10 to 20 seconds, up to a minute on a busy "
+        "machine (it runs the journal pipeline for the day). Calling it again with the same turns writes nothing "
+        "and answers at once.",
         # the pre-compaction flush is seed 001 §6.4
         annotations=ToolAnnotations(read_only_hint=False, idempotent_hint=True, open_world_hint=False),
     )

@@ -30,6 +30,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     ui = sub.add_parser("ui", help="start the Dagster UI (dagster dev) on this workspace and print its URL")
     ui.add_argument("--port", type=int, default=3000, help="webserver port (default 3000)")
     ui.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
+    ui.add_argument("--no-sensors", action="store_true",
+                    help="the webserver alone, without Dagster's daemon: no sensor or schedule starts work while "
+                    "the UI is open (runs launched from it wait in the queue until a UI runs without it)")  # fmt: skip
     ui.set_defaults(fn=cmd_ui)
 
 
@@ -41,6 +44,51 @@ def dagster_executable() -> str | None:
 
 def dagster_dev_command(dagster: str, host: str, port: int) -> list[str]:
     return [dagster, "dev", "-w", str(WORKSPACE_YAML), "--host", host, "--port", str(port)]
+
+
+def ui_command(dagster: str, host: str, port: int, sensors: bool) -> list[str]:
+    """`dagster dev` (webserver and daemon: the daemon runs the sensors, schedules and run queue), or without
+    sensors Dagster's webserver alone (`dagster-webserver`, beside `dagster`): nothing runs the sensors."""
+    if sensors:
+        return dagster_dev_command(dagster, host, port)
+    webserver = str(Path(dagster).with_name("dagster-webserver"))
+    return [webserver, "-w", str(WORKSPACE_YAML), "--host", host, "--port", str(port)]
+
+
+def sensors_that_run(defaults: dict[str, bool], stored: dict[str, bool | None]) -> list[str]:
+    """The sensors the daemon runs: each as its code declares it (`defaults`: name → on), unless someone started
+    or stopped it in the UI (`stored`: name → on; None when it follows the code)."""
+    return sorted(name for name, on in defaults.items() if (on if stored.get(name) is None else stored[name]))
+
+
+def sensor_lines(running: list[str], sensors: bool) -> list[str]:
+    """What `ui` says at start about the work the open UI starts by itself."""
+    if not sensors:
+        return ["  sensors      none: the webserver runs without Dagster's daemon (no sensor, schedule or run queue;",
+                "               runs launched from the UI wait until `memory-pipeline ui` runs without --no-sensors)"]
+    if not running:
+        return ["  sensors      none running"]
+    return [f"  sensors      {', '.join(running)} — they start runs when they find work",
+            "               (`memory-pipeline ui --no-sensors` opens the UI without them)"]  # fmt: skip
+
+
+def running_sensors(dagster_home: Path) -> list[str]:
+    """The workspace's code location's sensors that the daemon will run, read from its definitions and the run
+    history's stored sensor states."""
+    import dagster as dg
+    from dagster._core.scheduler.instigation import InstigatorStatus, InstigatorType
+
+    from memory_pipeline import definitions
+
+    repo = definitions.defs().get_repository_def()
+    defaults = {s.name: s.default_status == dg.DefaultSensorStatus.RUNNING for s in repo.sensor_defs}
+    with dg.DagsterInstance.from_config(str(dagster_home)) as instance:
+        states = instance.all_instigator_state(instigator_type=InstigatorType.SENSOR)
+    stored: dict[str, bool | None] = {
+        s.name: None if s.status == InstigatorStatus.DECLARED_IN_CODE else s.status == InstigatorStatus.RUNNING
+        for s in states
+    }
+    return sensors_that_run(defaults, stored)
 
 
 def port_free(host: str, port: int) -> bool:
@@ -79,10 +127,13 @@ def cmd_ui(args: argparse.Namespace) -> int:
         print(f"note: no memory store in {home} yet (`memory-pipeline demo` or `import` creates one)", file=sys.stderr)
     print(home_line(Path(env["DAGSTER_HOME"])), file=sys.stderr, flush=True)
     resolve_left_in_flight(Path(env["DAGSTER_HOME"]))  # by a UI (or CLI) that stopped without ending them
+    sensors = not args.no_sensors
+    running = running_sensors(Path(env["DAGSTER_HOME"])) if sensors else []
     print(f"Dagster UI: {ui_url(args.host, args.port)}", flush=True)
-    print(f"  workspace    {home}\n  Ctrl-C stops it", flush=True)
+    print(f"  workspace    {home}", flush=True)
+    print("\n".join([*sensor_lines(running, sensors), "  Ctrl-C stops it"]), flush=True)
     try:
-        return supervise(dagster_dev_command(dagster, args.host, args.port), env)
+        return supervise(ui_command(dagster, args.host, args.port, sensors), env)
     finally:
         resolve_left_in_flight(Path(env["DAGSTER_HOME"]))  # the runs this UI launched stopped with it
 

@@ -61,3 +61,30 @@ def test_scores_come_from_what_the_read_path_returned(tmp_path: Path) -> None:
     # a budget too small for any memory section returns nothing, and nothing supports the answer
     tiny = e2e._pack([("x", "Biscuit " * 200)], 50)
     assert tiny == ([], [], 0)
+
+
+def test_without_matplotlib_the_results_are_written_and_one_line_says_how_to_get_the_plot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The plot comes last: a run without the dev extra keeps hours of work and says what to install."""
+    import json
+    import sys
+
+    from benchmarks import common
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # `import matplotlib` raises ImportError
+    monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)
+    monkeypatch.setattr(common, "RUNS", tmp_path / "runs")
+    rows = [{"question": 0, "category": 1, "method": m, "budget": b, "support": True, "recall": True, "tokens": 10}
+            for m in e2e.METHODS for b in e2e.BUDGETS]  # fmt: skip
+    point = {"input": "turns", "conversation": "c1", "threshold": 0.82, "linkage": "single", "tokens_before": 100,
+             "tokens_after": 70, "before": rows, "after": rows}  # fmt: skip
+    points = tmp_path / "run.points.json"
+    points.write_text(json.dumps([point]))
+    out = tmp_path / "curve.csv"
+    e2e.main(["--points", str(points), "--out", str(out), "--thresholds", "0.82", "--linkages", "single"])
+    printed = capsys.readouterr().out
+    assert out.is_file() and "0.82" in out.read_text()
+    assert [p.name for p in (tmp_path / "runs").iterdir()] and not out.with_suffix(".png").exists()
+    said = [line for line in printed.splitlines() if "plot not drawn" in line or "pip install" in line]
+    assert len(said) == 1 and "pip install matplotlib" in said[0], printed

@@ -109,3 +109,14 @@ def test_smoke_on_one_locomo_conversation_keeps_the_answers(tmp_path: Path) -> N
     assert row["reduction_pct"] >= 0
     # the benchmark's target, on this conversation: answer support@10 after ≥ 0.95 × before (categories 1–4)
     assert row["c1-4_support@10_ratio"] >= lr.TARGET_RATIO
+
+
+def test_the_plot_without_matplotlib_is_one_line_not_an_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    assert lr.plot([], tmp_path / "curve.png", "title") is None
+    assert not (tmp_path / "curve.png").exists()
+    assert capsys.readouterr().out.count("pip install matplotlib") == 1

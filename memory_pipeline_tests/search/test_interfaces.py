@@ -151,7 +151,7 @@ def test_mcp_schemas_are_titled_for_people_and_flush_states_its_time(workspace: 
             assert not re.search(r"_|[a-z](Arguments|Output)$|[a-z][A-Z]", title), (name, title)
     kind = tools["search"]["inputSchema"]["properties"]["kind"]["description"]
     assert "kinds the workspace holds" in kind and "core" not in kind and "sphere" not in kind
-    assert "10 to 20 seconds" in tools["flush"]["description"]
+    assert "10 to 20 seconds, up to a minute on a busy machine" in tools["flush"]["description"]  # hooks benchmark
 
 
 def test_mcp_resources_read_memory_md_journals_and_identity_files_only(workspace: Path) -> None:

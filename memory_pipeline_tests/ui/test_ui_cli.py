@@ -131,3 +131,56 @@ def test_the_dg_dev_supersession_notice_is_silenced_unless_verbose(
     code = "import warnings; warnings.warn(\"Function `dev_command` is superseded and its usage is discouraged.\")"
     quiet = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert "superseded" not in quiet.stderr
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_ui_names_the_sensors_that_will_start_work_and_how_to_open_it_without_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Read from the definitions: every sensor on by default is named (the rollups and the search index among
+    them), and one stopped in the UI is not."""
+    import dagster as dg
+
+    from memory_pipeline import definitions
+
+    monkeypatch.setenv("MEMORY_PIPELINE_HOME", str(tmp_path / "ws"))
+    monkeypatch.delenv("DAGSTER_HOME", raising=False)
+    seen: list[list[str]] = []
+    monkeypatch.setattr(ui, "supervise", lambda argv, env: seen.append(argv) or 0)
+    on = sorted(s.name for s in definitions.defs().get_repository_def().sensor_defs
+                if s.default_status == dg.DefaultSensorStatus.RUNNING)  # fmt: skip
+    assert {"rollups_sensor", "search_index_sensor", "search_usage_sensor"} <= set(on)
+    operating = (ui.REPO_ROOT / "docs" / "operating.md").read_text(encoding="utf-8")
+    assert all(f"`{name}`" in operating for name in on) and f"{len(on)} sensors are on by default" in (
+        operating.replace("Six", "6")
+    ), "docs/operating.md names the sensors on by default"
+    assert main(["ui", "--port", str(_free_port())]) == 0
+    out = capsys.readouterr().out
+    assert f"sensors      {', '.join(on)} — they start runs" in out
+    assert "memory-pipeline ui --no-sensors" in out
+    assert seen[0][1] == "dev"  # dagster dev: webserver and daemon
+    assert ui.sensors_that_run({"a": True, "b": True, "c": False}, {"a": False, "c": True, "b": None}) == ["b", "c"]
+
+
+def test_ui_no_sensors_starts_the_webserver_without_the_daemon(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("MEMORY_PIPELINE_HOME", str(tmp_path / "ws"))
+    monkeypatch.delenv("DAGSTER_HOME", raising=False)
+    seen: list[list[str]] = []
+    monkeypatch.setattr(ui, "supervise", lambda argv, env: seen.append(argv) or 0)
+    monkeypatch.setattr(ui, "running_sensors", lambda home: pytest.fail("no sensor runs: nothing to read"))
+    port = _free_port()
+    assert main(["ui", "--no-sensors", "--port", str(port)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"Dagster UI: http://127.0.0.1:{port}\n")
+    assert "sensors      none: the webserver runs without Dagster's daemon" in out
+    (argv,) = seen
+    assert Path(argv[0]).name == "dagster-webserver" and Path(argv[0]).is_file()
+    assert argv[1:] == ["-w", str(ui.WORKSPACE_YAML), "--host", "127.0.0.1", "--port", str(port)]
+    assert not any("daemon" in a or a == "dev" for a in argv)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from pathlib import Path
@@ -208,6 +208,7 @@ def reconstruct(
 ) -> ReconstructResult:
     from memory_pipeline.defs.journals.partitions import daily_partitions, weekly_partitions
     from memory_pipeline.journals.cli.jobs import journal_daily_job, journal_weekly_job
+    from memory_pipeline.operator.quiet import without_dagster_debug
     from memory_pipeline.resources.store import POOL
     from memory_pipeline.settings import console_loggers
 
@@ -220,10 +221,12 @@ def reconstruct(
     out = ReconstructResult()
 
     def launch(job: dg.ReconstructableJob, run_config: dict, asset_selection: list | None) -> Callable:
+        # step workers (the multiprocess executor) print a DEBUG line of their own; in process, none to filter
+        workers = without_dagster_debug if "execution" not in run_config else nullcontext
         run_config = {**run_config, "loggers": console_loggers(quiet_level)}  # DEBUG only with --verbose
 
         def run(keys: list[str]) -> RunOutcome:
-            with dg.execute_job(
+            with workers(), dg.execute_job(
                 job, instance, run_config=run_config, tags={**tags, **range_tags(keys)}, asset_selection=asset_selection
             ) as result:
                 run_id, ok = result.run_id, result.success

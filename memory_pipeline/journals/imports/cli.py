@@ -309,7 +309,8 @@ def _journals(home: Path, days: list[date], args: argparse.Namespace, rebuild: b
                   "journals)", flush=True)  # fmt: skip
             runs += [(w, w + timedelta(days=6), False) for w in weeks]
         for start, end, daily in runs:
-            result = reconstruct(instance, start, end, multiprocess=not args.in_process, daily=daily)
+            result = reconstruct(instance, start, end, multiprocess=not args.in_process, daily=daily,
+                                 quiet_level="WARNING")  # Dagster's INFO and DEBUG lines with --verbose only
             failed += len(result.failed) + len(result.rejected)
             for key in result.failed:
                 print(f"failed: {key}: {result.errors.get(key, '')}", file=sys.stderr)
