@@ -50,7 +50,7 @@ def _present_first(rows: list[Any]) -> list[Member]:
     texts = versions.present_first([
         versions.Dated(r.id, r.content, r.created_at, _time(r.valid_until), _text(r.superseded_by)) for r in rows
     ])
-    return [Member(r.id, texts[r.id], float(r.importance)) for r in rows]
+    return [Member(r.id, texts[r.id], float(r.importance), str(r.created_at)[:10]) for r in rows]
 
 
 def _time(value: Any) -> datetime | None:

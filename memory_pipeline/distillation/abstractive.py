@@ -187,8 +187,10 @@ def _strip_suffix(text: str) -> str:
     return re.sub(r"([km%x]|bn)$", "", text, flags=re.IGNORECASE) if text[-1:] == "%" else text
 
 
-def render(fam: Family) -> tuple[str, set[float]]:
-    """The family as one sentence, and the values its ranges/lists state (for the fact check)."""
+def render(fam: Family, days: Sequence[str] = ()) -> tuple[str, set[float]]:
+    """The family as one sentence, and the values its ranges state (for the fact check). A range says what it is:
+    "(3 reports, 2026-10-30 to 2026-12-04)" — values from several reports, never one moment's (`days`: each
+    member's day, when known)."""
     sk = skeleton(fam)
     values: dict[tuple[str, int], dict[float, str]] = {}
     for p in fam.pieces:
@@ -219,8 +221,18 @@ def render(fam: Family) -> tuple[str, set[float]]:
         prefix = "$" if tok.startswith("$") and not written.startswith("$") else ""
         out.append(sk.text[cursor:start] + prefix + written)
         cursor = end
-    text = "".join(out) + sk.text[cursor:]
-    return as_statement(text), stated
+    text = as_statement("".join(out) + sk.text[cursor:])
+    if out:
+        text = text[:-1] + f" ({_reports(fam, days)})" + text[-1]
+    return text, stated
+
+
+def _reports(fam: Family, days: Sequence[str]) -> str:
+    known = sorted({days[m] for m in fam.members if m < len(days) and days[m]})
+    n = len(fam.members)
+    if not known:
+        return f"{n} reports"
+    return f"{n} reports, {known[0]}" + (f" to {known[-1]}" if known[-1] != known[0] else "")
 
 
 def as_statement(sentence: str) -> str:

@@ -50,6 +50,7 @@ class Member:
     id: str
     content: str
     importance: float
+    day: str = ""  # the day it was written (YYYY-MM-DD), when known: values over several days say which
 
 
 @dataclass
@@ -285,7 +286,8 @@ class OfflineDistiller:
         families = ab.merge_rewordings([f for f in ab.group(pieces) if f.words], near)
         # a family whose folded sentence its own sentences do not support (a sign, a clock time, values of two
         # statements) is written as its most typical sentence, verbatim, instead
-        texts = [_supported(f, ab.render(f)[0], near) for f in families]
+        days = [m.day for m in members]
+        texts = [_supported(f, ab.render(f, days)[0], near) for f in families]
         costs = [estimate_tokens(t) + (estimate_tokens(f.pieces[0].label + ":") if f.pieces[0].label else 0) + 1
                  for t, f in zip(texts, families, strict=True)]  # fmt: skip
         fam_facts = [f.facts() for f in families]

@@ -123,3 +123,13 @@ def test_the_frame_says_how_many_memories_and_their_days_not_a_pattern() -> None
     text = distill(texts)
     assert text.endswith(" [16 memories, 2026-10-16 to 2026-11-21]"), text
     assert "Pattern" not in text
+
+
+def test_a_range_says_it_is_several_reports_and_over_which_days() -> None:
+    minutes = (16, 48, 31, 22, 40, 27)
+    texts = [f"The full pytest suite took {m} minutes on the main branch of the ingest service." for m in minutes]
+    members = [Member(f"m{i}", t, 0.5, f"2026-11-{10 + i:02d}") for i, t in enumerate(texts)]
+    body = OfflineDistiller().distill(members, "t", SPAN).abstraction.split(" [")[0]
+    assert body == ("The full pytest suite took 16\u201348 minutes on the main branch of the ingest service "
+                    "(6 reports, 2026-11-10 to 2026-11-15)."), body
+    assert not faithfulness.check(texts, body)
