@@ -14,6 +14,7 @@ be said in their own words, as is a negation of it. Pure and deterministic: no m
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -137,7 +138,7 @@ def merge_rewordings(families: list[Family], near: judgement.Near | None = None)
             if head.label != sk.label or not sk.nums or {n.unit for n in sk.nums} != {n.unit for n in head.nums}:
                 continue
             verdict = judgement.judge(head.text, sk.text, near)
-            if verdict.same or (verdict.relation is judgement.Relation.OTHER_VALUE and _numbers_only(head, sk)):
+            if verdict.same or (verdict.relation is judgement.Relation.OTHER_VALUE and _may_fold(head, sk)):
                 kept.pieces.extend(fam.pieces)
                 break
         else:
@@ -145,9 +146,17 @@ def merge_rewordings(families: list[Family], near: judgement.Near | None = None)
     return out
 
 
-def _numbers_only(a: Piece, b: Piece) -> bool:
-    """The same names: what differs between the two is a number."""
-    return {e.lower() for e in a.ents} == {e.lower() for e in b.ents}
+def _may_fold(a: Piece, b: Piece) -> bool:
+    """Another value of one slot folds when it is a number (a range), or a name in reports of events ("Fixed in
+    PR #600" / "Fixed in PR #783": a list of the events); a name in a state or an instruction ("to eu-west-1
+    first" / "to us-east-1 first") is another statement, said in its own words."""
+    same_names = {e.lower() for e in a.ents} == {e.lower() for e in b.ents}
+    return same_names or (observed(a.text) and observed(b.text))
+
+
+def observed(text: str) -> bool:
+    """A report of something that happened (a past tense, a time word), not a state or an instruction."""
+    return _OBSERVATION.search(text) is not None
 
 
 def _values_may_fold(p: Piece, head: Piece) -> bool:
@@ -157,7 +166,7 @@ def _values_may_fold(p: Piece, head: Piece) -> bool:
     verdict = judgement.judge(p.text, head.text)
     if verdict.same:
         return True
-    return verdict.relation is judgement.Relation.OTHER_VALUE and _numbers_only(p, head)
+    return verdict.relation is judgement.Relation.OTHER_VALUE and _may_fold(p, head)
 
 
 def _slots(p: Piece) -> list[tuple[str, int]]:
@@ -196,7 +205,7 @@ def render(fam: Family, days: Sequence[str] = ()) -> tuple[str, set[float]]:
     for p in fam.pieces:
         for slot, n in zip(_slots(p), p.nums, strict=True):
             values.setdefault(slot, {}).setdefault(n.value, n.text)
-    state = not any(_OBSERVATION.search(p.text) for p in fam.pieces)
+    state = not any(observed(p.text) for p in fam.pieces)
     stated: set[float] = set()
     text = sk.text
     # numbers: rebuild the skeleton left to right, each number replaced by its slot's range or list
@@ -221,10 +230,49 @@ def render(fam: Family, days: Sequence[str] = ()) -> tuple[str, set[float]]:
         prefix = "$" if tok.startswith("$") and not written.startswith("$") else ""
         out.append(sk.text[cursor:start] + prefix + written)
         cursor = end
-    text = as_statement("".join(out) + sk.text[cursor:])
-    if out:
+    text = "".join(out) + sk.text[cursor:]
+    listed = not state and (text := _list_names(fam, sk, text)) != "".join(out) + sk.text[cursor:]
+    text = as_statement(text)
+    if out or listed:
         text = text[:-1] + f" ({_reports(fam, days)})" + text[-1]
     return text, stated
+
+
+# days and months are when a report happened, not a party to it: "since Saturday" and "since Sunday" are two reports
+_TIMES = frozenset("""monday tuesday wednesday thursday friday saturday sunday january february march april may june
+    july august september october november december""".split())
+
+
+def _list_names(fam: Family, sk: Piece, text: str) -> str:
+    """In reports of events, names that differ at one place (difflib on the masked words) become the list of
+    the events: "Fixed in PR #600 and #783". Never "or": that would be a statement no source made; never a day
+    or a month ("since Saturday and Sunday" says neither report)."""
+    sk_words = sk.text.split()
+    listed: dict[int, list[str]] = {}
+    names = {e.lower() for p in fam.pieces for e in p.ents}
+
+    def key(w: str) -> str:  # a name as itself ("#600" is no number), other words masked
+        return w.lower().strip(".,;:!?") if w.lower().strip(".,;:!?") in names else mask(w)
+
+    for p in fam.pieces:
+        if p is sk:
+            continue
+        words = p.text.split()
+        matcher = difflib.SequenceMatcher(a=[key(w) for w in sk_words], b=[key(w) for w in words], autojunk=False)
+        for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+            if tag == "replace" and i2 - i1 == 1 and j2 - j1 == 1:
+                a, b = sk_words[i1].strip(".,;:!?"), words[j1].strip(".,;:!?")
+                if a.lower() in names and b.lower() in names and a != b and not {a.lower(), b.lower()} & _TIMES:
+                    listed.setdefault(i1, [a])
+                    if b not in listed[i1]:
+                        listed[i1].append(b)
+    words = text.split()
+    if not listed or len(words) != len(sk_words):  # positions match word for word only without ranges
+        return text
+    for i, items in listed.items():
+        tail = words[i][len(words[i].rstrip(".,;:!?")) :]
+        words[i] = (", ".join(items[:-1]) + " and " + items[-1]) + tail
+    return " ".join(words)
 
 
 def _reports(fam: Family, days: Sequence[str]) -> str:

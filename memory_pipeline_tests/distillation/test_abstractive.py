@@ -67,7 +67,7 @@ def test_an_entity_only_one_member_mentions_survives() -> None:
     assert fact_rejection(texts, text) is None
 
 
-def test_names_that_differ_in_one_place_are_two_statements_never_a_list() -> None:
+def test_days_that_differ_in_one_place_are_two_statements_never_a_list() -> None:
     texts = [f"Whale wallets have added BTC every day since {d}." for d in ("Sunday", "Saturday", "Sunday")]
     body = distill(texts * 2).split(" [")[0]
     assert body == (
@@ -133,3 +133,17 @@ def test_a_range_says_it_is_several_reports_and_over_which_days() -> None:
     assert body == ("The full pytest suite took 16\u201348 minutes on the main branch of the ingest service "
                     "(6 reports, 2026-11-10 to 2026-11-15)."), body
     assert not faithfulness.check(texts, body)
+
+
+def test_events_that_differ_by_a_name_are_listed_with_and_never_or() -> None:
+    texts = [f"Fixed in PR #{n} with a page-size-1 pagination test and a regression check." for n in (667, 600, 783)]
+    members = [Member(f"m{i}", t, 0.5, f"2026-11-1{i}") for i, t in enumerate(texts * 2)]
+    body = OfflineDistiller().distill(members, "t", SPAN).abstraction.split(" [")[0]
+    assert body == ("Fixed in PR #667, #600 and #783 with a page-size-1 pagination test and a regression check "
+                    "(6 reports, 2026-11-10 to 2026-11-15)."), body
+    # an instruction that differs by a name is two instructions: never fused, never listed
+    texts = ["Deploy the ledger service to eu-west-1 first, then roll out the rest of the fleet by region."] * 4 + [
+        "Deploy the ledger service to us-east-1 first, then roll out the rest of the fleet by region."
+    ]
+    body = distill(texts)
+    assert " or " not in body and " and us-east-1" not in body and "eu-west-1 and" not in body
