@@ -1,6 +1,7 @@
 """`python -m benchmarks [clustering|incremental|nightly|embeddings|locomo-retention|screening|distill|fleet|gateway|
 current-facts|current-facts-locomo|abstention|abstention-fit|retention-probes|transcripts|read-start|read-cpu|
-statement-pairs|version-pairs|versioner|coding-lines|journal-lines|all] [options]` — results are appended to
+statement-pairs|version-pairs|versioner|coding-lines|journal-lines|
+import-journals|all] [options]` — results are appended to
 benchmarks/results/runs/<date>.md with the date, the machine, the BLAS kernel and the OPENBLAS_* variables."""
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ NAMES = (
     "versioner",
     "coding-lines",
     "journal-lines",
+    "import-journals",
 )
 
 
