@@ -16,22 +16,31 @@ from datetime import datetime
 
 from memory_pipeline.journals.flush import LEGACY_TAG
 from memory_pipeline.journals.prose import is_proposal, prose_lines
+from memory_pipeline.journals.statement_quality import is_explicit_choice, statement, subject_of
 from memory_pipeline.journals.transcript import Transcript, Turn
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
 _NUMBERED = re.compile(r"^\s*(\d+)[.)]\s+(.*)$")
-# A decision said as one: a `Decided:`/`Decision:` label or a verb of choosing. `we will`, `we'll` and `let's go
-# with` are not among them: in a coding session they open plans and proposals far more often than decisions.
+# A decision said as one: a `Decided:`/`Decision:` (`Decision for the cache:`) label or a verb of choosing. A
+# sentence opening with `we will`, `we'll` or `let's go with` is one only when a choice follows (`we will use …`,
+# `statement_quality.is_explicit_choice`): in a coding session those words open plans far more often.
 _DECISION = re.compile(
-    r"\b(?:decided|decision)\s*:|\b(we decided|decided to|decided against|going with|agreed to|agreed on|we chose|"
+    r"\b(?:decided|decision)\s*:|^(?:final\s+)?decision\s+(?:for|on|about)\s[^:]{3,60}:|"
+    r"^(?:let'?s go with|we will|we'll|we are going to|we're going to)\s|"
+    r"\b(we decided|decided to|decided against|going with|agreed to|agreed on|we chose|"
     r"chose to|settled on|opted for|i've decided|i decided)\b",
     re.IGNORECASE,
 )
-_EXPLICIT_DECISION = re.compile(r"^(?:final\s+)?(?:decided|decision)\s*:|\b(?:we|i)(?:'ve| have)? decided\b", re.I)
+_EXPLICIT_DECISION = re.compile(
+    r"^(?:final\s+)?(?:decided|decision)\s*:|^(?:final\s+)?decision\s+(?:for|on|about)\s[^:]{3,60}:|"
+    r"\b(?:we|i)(?:'ve| have)? decided\b",
+    re.I,
+)
+_WE_WILL = re.compile(r"^(?:let'?s go with|we will|we'll|we are going to|we're going to)\s", re.IGNORECASE)
 _LESSON_LABEL = re.compile(r"^(?:lesson learned|lesson|note to self|takeaway)\b[^:.]{0,24}:", re.IGNORECASE)
 _LESSON = re.compile(
     r"\b(?:lesson learned|lesson|note to self|takeaway)\b[^:.]{0,24}:|\b(lesson learned|learned that|i learned|"
-    r"always|never|turns out|in hindsight|the mistake was)\b",
+    r"always|never|turns out|in hindsight|the mistake was|remember that)\b",
     re.IGNORECASE,
 )
 _TRAIT = re.compile(
@@ -72,15 +81,27 @@ class Extractor:
         return f"extract:{self.name}@{self.version}"
 
 
-def _sentences(turn: Turn) -> Iterator[str]:
-    """The turn's prose sentences: code, tables, help text, tool output and markup left out (`prose_lines`)."""
+def _heading(line: str) -> bool:
+    """A markdown heading, a line in bold alone, or a lead-in ending with a colon (`For the thumbnailer:`)."""
+    return line.startswith("#") or (line.startswith(("**", "__")) and line.rstrip(":").endswith(("**", "__"))) or (
+        line.endswith(":") and len(line.split()) <= 10
+    )
+
+
+def _sentences(turn: Turn) -> Iterator[tuple[str, str | None]]:
+    """The turn's prose sentences — code, tables, help text, tool output, markup and the instructions the host
+    injects left out (`prose_lines`) — each with the subject of the nearest heading or lead-in above it."""
+    subject = None
     for line in prose_lines(turn.text):
         if _NUMBERED.match(line):
+            continue
+        if _heading(line):
+            subject = subject_of(line)
             continue
         for sentence in _SENTENCE.split(line):
             sentence = " ".join(sentence.split())
             if sentence:
-                yield sentence
+                yield sentence, subject
 
 
 def _speaker_turns(t: Transcript) -> Iterator[Turn]:
@@ -88,10 +109,12 @@ def _speaker_turns(t: Transcript) -> Iterator[Turn]:
 
 
 def not_a_decision(sentence: str) -> bool:
-    """A proposal or a plan ("Let's start with …", "I'll run …") unless labelled `Decided:`, or a lesson so
-    labelled."""
+    """A proposal or a plan ("Let's start with …", "I'll run …", "We will look at …") unless labelled `Decided:`
+    or a choice (`we will use …`, `let's go with …`), or a lesson so labelled."""
     if _EXPLICIT_DECISION.search(sentence):
         return False
+    if _WE_WILL.match(sentence):
+        return not is_explicit_choice(sentence)
     return is_proposal(sentence) or bool(_LESSON_LABEL.match(sentence))
 
 
@@ -101,15 +124,18 @@ def not_a_lesson(sentence: str) -> bool:
 
 
 def _pattern_extractor(
-    pattern: re.Pattern[str], limit: int, min_words: int = 4, skip: Callable[[str], bool] = lambda s: False
+    kind: str, pattern: re.Pattern[str], limit: int, min_words: int = 4, skip: Callable[[str], bool] = lambda s: False
 ) -> Callable[[Transcript], list[Candidate]]:
     def find(t: Transcript) -> list[Candidate]:
         found: dict[str, Candidate] = {}
         for turn in _speaker_turns(t):
-            for s in _sentences(turn):
+            for s, subject in _sentences(turn):
                 if s.endswith("?") or not pattern.search(s) or len(s.split()) < min_words or skip(s):
                     continue
-                core = _LABEL.sub("", s)
+                kept = statement(s, kind, subject)  # the statement gate: None when it cannot stand alone
+                if kept is None:
+                    continue
+                core = _LABEL.sub("", kept)
                 core = core[:1].upper() + core[1:]
                 content = core if turn.role in ("user", "agent") else f"{turn.role}: {core}"
                 found.setdefault(content, Candidate(content, turn.at or t.started, turn.line, turn.ref))
@@ -128,8 +154,8 @@ def find_people(t: Transcript) -> list[Candidate]:
     scored: list[tuple[int, int, Candidate]] = []
     for turn in _speaker_turns(t):
         named_speaker = turn.role in firsts or turn.role in names
-        for s in _sentences(turn):
-            if s.endswith("?") or len(s.split()) < 5 or not _TRAIT.search(s):
+        for s, _ in _sentences(turn):
+            if s.endswith("?") or len(s.split()) < 5 or not _TRAIT.search(s) or statement(s, "person") is None:
                 continue
             words = set(re.findall(r"[A-Z][a-z]+", s))
             if words & firsts and not named_speaker:
@@ -162,7 +188,8 @@ def find_procedures(t: Transcript) -> list[Candidate]:
                 j += 1
             if head and len(steps) >= 2:
                 body = "; ".join(f"{n}. {s}" for n, s in enumerate(steps, 1))
-                out.append(Candidate(f"How to {head.group(1)}: {body}.", turn.at or t.started, turn.line, turn.ref))
+                if (kept := statement(f"How to {head.group(1)}: {body}.", "procedure")) is not None:
+                    out.append(Candidate(kept, turn.at or t.started, turn.line, turn.ref))
                 i = j
             else:
                 i += 1
@@ -174,7 +201,7 @@ def find_facts(t: Transcript) -> list[Candidate]:
     scored: list[tuple[int, int, Candidate]] = []
     seen: set[str] = set()
     for turn in _speaker_turns(t):
-        for s in _sentences(turn):
+        for s, _ in _sentences(turn):
             words = s.split()
             if (
                 s.endswith("?")
@@ -190,8 +217,8 @@ def find_facts(t: Transcript) -> list[Candidate]:
             proper = len(re.findall(r"(?<!^)(?<![.!?] )\b[A-Z][A-Za-z0-9]+", s))
             score = (2 if re.search(r"\d", s) else 0) + min(2, proper)
             score += 1 if 6 <= len(words) <= 30 else 0
-            if score >= 3:
-                content = s if turn.role in ("user", "agent") else f"{turn.role}: {s}"
+            if score >= 3 and (kept := statement(s, "fact")) is not None:
+                content = kept if turn.role in ("user", "agent") else f"{turn.role}: {kept}"
                 scored.append((-score, len(scored), Candidate(content, turn.at or t.started, turn.line, turn.ref)))
     return [c for _, _, c in sorted(scored)[:4]]
 
@@ -199,14 +226,14 @@ def find_facts(t: Transcript) -> list[Candidate]:
 EXTRACTORS: dict[str, Extractor] = {
     e.name: e
     for e in (
-        Extractor("decisions", "2", "decision", 1.6, "Decisions made in the session (who chose what, and why).",
-                  _pattern_extractor(_DECISION, 6, min_words=6, skip=not_a_decision)),
-        Extractor("lessons", "2", "lesson", 1.5, "Lessons learned, rules of thumb, mistakes not to repeat.",
-                  _pattern_extractor(_LESSON, 6, skip=not_a_lesson)),
-        Extractor("people", "2", "person", 1.2, "What the session says about people: preferences, roles, events.",
+        Extractor("decisions", "3", "decision", 1.6, "Decisions made in the session (who chose what, and why).",
+                  _pattern_extractor("decision", _DECISION, 6, min_words=6, skip=not_a_decision)),
+        Extractor("lessons", "3", "lesson", 1.5, "Lessons learned, rules of thumb, mistakes not to repeat.",
+                  _pattern_extractor("lesson", _LESSON, 6, skip=not_a_lesson)),
+        Extractor("people", "3", "person", 1.2, "What the session says about people: preferences, roles, events.",
                   find_people),
-        Extractor("procedures", "1", "procedure", 1.4, "How-to steps written down in the session.", find_procedures),
-        Extractor("facts", "2", "fact", 1.0, "Factual statements worth keeping, by sentence score.", find_facts),
+        Extractor("procedures", "2", "procedure", 1.4, "How-to steps written down in the session.", find_procedures),
+        Extractor("facts", "3", "fact", 1.0, "Factual statements worth keeping, by sentence score.", find_facts),
     )
 }
 

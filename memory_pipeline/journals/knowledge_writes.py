@@ -96,7 +96,7 @@ def rollup_week(home: Path, key: str, days: list[date], path: Path, log: Any) ->
     memory_text = _workspace_text(home, path, log) if path.exists() else None
     existing = knowledge.parse_memory_md(memory_text) if memory_text is not None else []
     merged = knowledge.merge_memory(existing, knowledge.week_entries(found), days[-1])
-    text = knowledge.memory_md_text(merged, max([days[-1], *(e.day for s in merged.values() for e in s)]))
+    text = knowledge.memory_md_text(merged, updated_on([d for d, _ in found], merged, days[-1]))
     changed = knowledge.write_atomic(path, text)
     if changed:
         year, week, _ = days[-1].isocalendar()  # the ISO week of the week's Saturday
@@ -104,6 +104,13 @@ def rollup_week(home: Path, key: str, days: list[date], path: Path, log: Any) ->
         commit_knowledge(home, template(change), tag=f"memory/weekly/{year}-W{week:02d}", log=log,
                          paths=change.files)  # fmt: skip
     return WeekRollup(path, text, changed, len(found), {s: len(merged[s]) for s in knowledge.SECTIONS})
+
+
+def updated_on(journal_days: list[date], merged: dict[str, list[knowledge.Entry]], week_end: date) -> date:
+    """MEMORY.md's `updated:` date: the latest day its journals and entries come from — never the week's Saturday
+    when the sessions stopped before it, never a day still to come."""
+    latest = max([*journal_days, *(e.day for entries in merged.values() for e in entries)], default=None)
+    return latest if latest is not None else min(week_end, date.today())
 
 
 def archive_journals(home: Path, today: date, retention_days: int, log: Any) -> list[Path]:

@@ -5,7 +5,8 @@ The decisions prompt is the seed's, word for word (`DecisionExtractor.extract`);
 extractors without writing their prompts, so theirs follow the same template (what to extract, the fields of
 each item, "Output JSON array. If no …, output [].", the transcript cut at 6000 characters). The model only
 proposes: a reply must be the JSON array asked for, every item with its required fields non-empty and within
-the length limits. Anything else — an API error, the cost cap, a reply cut at max_tokens, prose, a missing
+the length limits; an item that does not read as a statement on its own is left out, as the offline extractors'
+are (`statement_quality`). Anything else — an API error, the cost cap, a reply cut at max_tokens, prose, a missing
 field — raises `LLMExtractionFailed`, and the asset falls back to the offline extractor for that session,
 reason reported. No Dagster here.
 """
@@ -21,11 +22,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from memory_pipeline.journals.extractors import EXTRACTORS, Candidate, Extractor
+from memory_pipeline.journals.statement_quality import statement
 from memory_pipeline.journals.transcript import Transcript, render
 
 # Version of each LLM extractor: its memories' `source` is `extract:<name>@<this>`. Bump one when its prompt,
 # fields or validation change (a prompt change is an algorithm change: seed 001 §8.3).
-LLM_VERSIONS: dict[str, str] = {name: "llm-1" for name in EXTRACTORS}
+LLM_VERSIONS: dict[str, str] = {name: "llm-2" for name in EXTRACTORS}
 
 TRANSCRIPT_MAX_CHARS = 6000  # the seed's `transcript[:6000]`
 MAX_TOKENS = 500  # the seed's `max_tokens=500`
@@ -231,7 +233,9 @@ def parse_reply(name: str, reply: str, t: Transcript) -> list[Candidate]:
             raise LLMExtractionFailed(f"{name} item {i} is a {type(item).__name__}, not an object")
         fields = {k: _field(name, i, item, k, True) for k in spec.required}
         fields |= {k: _field(name, i, item, k, False) for k in spec.optional}
-        content = spec.content(fields)
+        content = statement(spec.content(fields), EXTRACTORS[name].kind)  # the gate every extractor's lines pass
+        if content is None:
+            continue
         at, line, ref = _anchor(t, str(fields[spec.anchor]))
         found.setdefault(content, Candidate(content, at, line, ref))
     return list(found.values())

@@ -27,6 +27,7 @@ def _rules() -> dict[str, Any]:
     data = json.loads(_DATA.read_text(encoding="utf-8"))
     return {
         "fence": re.compile(data["fence"]),
+        "injected": [(re.compile(a, re.IGNORECASE), re.compile(b, re.IGNORECASE)) for a, b in data["injected_blocks"]],
         "block_starts": [re.compile(p, re.IGNORECASE) for p in data["block_starts"]],
         "help_start": re.compile(data["help_start"], re.IGNORECASE),
         "noise": [re.compile(p) for p in data["noise_lines"]],
@@ -54,15 +55,30 @@ def is_noise_line(line: str) -> bool:
 def prose_lines(text: str) -> Iterator[str]:
     """The lines of a turn's text that are prose, stripped, in order.
 
-    Left out: fenced blocks (``` or ~~~, to their closing fence or the turn's end); indented code (four spaces or
+    Left out: what the host injects (a `<system-reminder>` with CLAUDE.md, AGENTS.md instructions,
+    `<environment_context>`: to its closing tag or the turn's end); fenced blocks (``` or ~~~, to their closing
+    fence or the turn's end); indented code (four spaces or
     a tab, list items excepted); a traceback or a `Tool result:`/`Output:` block, to the next blank line; after a
     `usage:` or an `Options:` heading, every indented line of the turn; and any line `is_noise_line` names.
     """
     rules = _rules()
     in_fence = in_block = in_help = False
+    injected: re.Pattern[str] | None = None  # the closing line of the injected block being skipped
     for raw in text.split("\n"):
         raw = raw[1:] if raw.startswith("\\") else raw  # the transcript's escape of `#`, `>`, `<!--` lines
         stripped = raw.strip().lstrip("\\")
+        if injected is None:
+            opened = next(((close, start.match(stripped)) for start, close in rules["injected"]
+                           if start.match(stripped)), None)  # fmt: skip
+            if opened is not None:
+                close, start = opened
+                injected = None if close.search(stripped[start.end() :]) else close
+                continue
+        elif injected.search(stripped):
+            injected = None
+            continue
+        if injected is not None:
+            continue
         if rules["fence"].match(stripped):
             in_fence = not in_fence
             continue

@@ -76,7 +76,7 @@ def test_reconstruct_one_day_one_extractor_in_process(tmp_path: Path, monkeypatc
                  "--in-process", "--no-weekly"]) == 0
     journals, memories = _state(home)
     assert list(journals) == ["2026-09-15.md"]
-    assert {m[3] for m in memories} == {"extract:decisions@2"}
+    assert {m[3] for m in memories} == {"extract:decisions@3"}
 
 
 def test_a_failing_day_splits_the_range_around_it() -> None:

@@ -67,7 +67,7 @@ def test_a_branch_reconstruction_leaves_main_byte_identical_and_adopt_brings_it_
     """The retention line's scores are 0 here (the sample is not LoCoMo's conversation); the retention test
     below checks the scoring itself."""
     assert main(["reconstruct", *DAYS]) == 0  # main: all extractors, git on
-    assert "tagged memory/extract/decisions@2+facts@2+lessons@2+people@2+procedures@1" in capsys.readouterr().out
+    assert "tagged memory/extract/decisions@3+facts@3+lessons@3+people@3+procedures@2" in capsys.readouterr().out
     log = git(home, "log", "--reverse", "--format=%B%x00").split("\x00")
     assert log[0].strip().startswith("conversation: ") and "new transcript(s)\n\nFiles:\n- raw/conversations/" in log[0]
     [journal] = [m.strip() for m in log if m.strip().startswith("extract: journal 2026-09-15")]
@@ -88,28 +88,28 @@ def test_a_branch_reconstruction_leaves_main_byte_identical_and_adopt_brings_it_
     assert "retention comparison skipped: no --questions FILE" in out
     assert "(message by template)" in out
     tip = git(home, "log", "-1", "--format=%B", "extract/dec")
-    assert tip.startswith("extract: decisions@2 over 2026-09-15..2026-09-15\n")
-    assert "Extractors: decisions@2" in tip and "Range: 2026-09-15..2026-09-15" in tip
+    assert tip.startswith("extract: decisions@3 over 2026-09-15..2026-09-15\n")
+    assert "Extractors: decisions@3" in tip and "Range: 2026-09-15..2026-09-15" in tip
     branch_journal = git(home, "show", "extract/dec:knowledge/journal/2026-09-15.md")
     assert branch_journal != before["knowledge/journal/2026-09-15.md"].decode()
-    assert sources(home / ".branches" / "dec") == {"extract:decisions@2"}  # the branch's own store
+    assert sources(home / ".branches" / "dec") == {"extract:decisions@3"}  # the branch's own store
 
     # the same branch again with another extractor: a fresh store, so only that extractor's memories
     questions = _locomo(home.parent)
     assert main(["reconstruct", "--branch", "dec", "--extractor", "facts", "--questions", str(questions), *DAYS]) == 0
     assert "retention (answer support@10, 2 question(s)): main 0.0 %, branch 0.0 %" in capsys.readouterr().out
-    assert sources(home / ".branches" / "dec") == {"extract:facts@2"} and snapshot(home) == before
+    assert sources(home / ".branches" / "dec") == {"extract:facts@3"} and snapshot(home) == before
     subject = git(home, "log", "-1", "--format=%s", "extract/dec").strip()
-    assert subject == "extract: facts@2 over 2026-09-15..2026-09-15"
+    assert subject == "extract: facts@3 over 2026-09-15..2026-09-15"
     assert git(home, "show", "extract/dec:knowledge/journal/2026-09-15.md") != branch_journal
     branch_journal = git(home, "show", "extract/dec:knowledge/journal/2026-09-15.md")
 
     assert main(["reconstruct", "--adopt", "dec"]) == 0
     out = capsys.readouterr().out
     assert (home / "knowledge" / "journal" / "2026-09-15.md").read_text() == branch_journal
-    assert "tagged memory/extract/facts@2" in out
-    assert "memory/extract/facts@2" in git(home, "tag", "--list", "memory/extract/*").split()
-    assert git(home, "log", "-1", "--format=%s").startswith("extract: adopt extract/dec (facts@2)")
+    assert "tagged memory/extract/facts@3" in out
+    assert "memory/extract/facts@3" in git(home, "tag", "--list", "memory/extract/*").split()
+    assert git(home, "log", "-1", "--format=%s").startswith("extract: adopt extract/dec (facts@3)")
     assert git(home, "branch", "--list", "extract/dec") == "" and not (home / ".branches" / "dec").exists()
     assert (home / "memory.duckdb").read_bytes() == before["memory.duckdb"]  # the store is main's (see notes)
 
@@ -136,9 +136,9 @@ def test_an_extractor_change_tags_memory_extract(home: Path) -> None:
     assert branches.tag_extractors(home, "decisions@1") is None  # same set: no new tag
     (home / "knowledge" / "a.md").write_text("- b\n")
     assert commit_knowledge(home, "memory: b", tag=None, paths=["knowledge/a.md"])
-    assert branches.tag_extractors(home, "decisions@2") == "memory/extract/decisions@2"  # a version bump
-    assert branches.last_extract_tag(home) == "memory/extract/decisions@2"
-    assert git(home, "rev-parse", "memory/extract/decisions@2^{commit}") == git(home, "rev-parse", "HEAD")
+    assert branches.tag_extractors(home, "decisions@3") == "memory/extract/decisions@3"  # a version bump
+    assert branches.last_extract_tag(home) == "memory/extract/decisions@3"
+    assert git(home, "rev-parse", "memory/extract/decisions@3^{commit}") == git(home, "rev-parse", "HEAD")
     assert git(home, "rev-parse", "memory/extract/decisions@1^{commit}") == git(home, "rev-parse", "HEAD~1")
 
 

@@ -52,12 +52,12 @@ def test_coding_session_noise_is_not_a_memory(text: str) -> None:
 
 
 KEPT = [
-    ("Decided: exponential backoff, 6 tries, capped at 60 s between attempts.", "decision",
-     "Decided: exponential backoff, 6 tries, capped at 60 s between attempts."),
+    ("## Webhook retries\n\nDecided: exponential backoff, 6 tries, capped at 60 s between attempts.", "decision",
+     "Webhook retries: exponential backoff, 6 tries, capped at 60 s between attempts."),
     ("Decision: feature flags live in config/flags.toml, not in environment variables.", "decision",
      "Feature flags live in config/flags.toml, not in environment variables."),
     ("Decided: migrations run in a separate job before the deploy, never at app startup.", "decision",
-     "Decided: migrations run in a separate job before the deploy, never at app startup."),
+     "Migrations run in a separate job before the deploy, never at app startup."),
     ("We decided against Redis for the rate limiter; the token bucket stays in Postgres.", "decision",
      "We decided against Redis for the rate limiter; the token bucket stays in Postgres."),
     ("Lesson: always run the migration against a copy of production data before merging.", "lesson",
@@ -76,8 +76,8 @@ def test_decisions_lessons_and_facts_are_kept_as_what_they_are(text: str, kind: 
 
 def test_prose_around_noise_is_still_read() -> None:
     text = ("I ran the suite:\n\n```\n$ pytest -q\n12 passed\n```\n\n| a | b |\n|---|---|\n\n"
-            "Decided: exponential backoff, 6 tries, capped at 60 s between attempts.")
-    assert kept(text) == {"decision": ["Decided: exponential backoff, 6 tries, capped at 60 s between attempts."]}
+            "Decided: the webhook worker retries 6 times, capped at 60 s between attempts.")
+    assert kept(text) == {"decision": ["The webhook worker retries 6 times, capped at 60 s between attempts."]}
     assert list(prose_lines("- Decided: keep it\n    - nested item\n    code = 1")) == ["- Decided: keep it",
                                                                                   "- nested item"]
 
@@ -105,6 +105,8 @@ def retry(fn, tries=6):
     return fn()
 ```
 
+**Webhook retry policy**
+
 Decided: exponential backoff, 6 tries, capped at 60 s between attempts.
 
 Lesson learned: the provider's sandbox never sends Retry-After, so the tests must fake it.
@@ -127,6 +129,6 @@ def test_a_claude_code_reply_through_the_import_keeps_its_decision_and_lesson_on
     t = parse_transcript(path.read_text(encoding="utf-8"), path)
     found = {e.kind: [c.content for c in e.find(t)] for e in EXTRACTORS.values()}
     assert {kind: contents for kind, contents in found.items() if contents} == {
-        "decision": ["Decided: exponential backoff, 6 tries, capped at 60 s between attempts."],
-        "lesson": ["The provider's sandbox never sends Retry-After, so the tests must fake it."],
+        "decision": ["Webhook retry policy: exponential backoff, 6 tries, capped at 60 s between attempts."],
+        "lesson": ["Webhook retry policy: the provider's sandbox never sends Retry-After, so the tests must fake it."],
     }

@@ -149,14 +149,14 @@ def test_good_replies_become_memories_with_the_llm_source(home: Path, fake: tupl
     api, url = fake
     first = materialize(home, url)
     mems = rows(home, MEMORIES)
-    assert {m[3] for m in mems} == {f"extract:{n}@llm-1" for n in EXTRACTORS} and {m[2] for m in mems} == {"active"}
+    assert {m[3] for m in mems} == {f"extract:{n}@llm-2" for n in EXTRACTORS} and {m[2] for m in mems} == {"active"}
     assert {m[4] for m in mems} == set(SESSIONS)
     for name in EXTRACTORS:
         m = meta(first, name)
-        assert m["mode"].value == "llm" and m["version"].value == "llm-1" and m["source"].value.endswith("@llm-1")
+        assert m["mode"].value == "llm" and m["version"].value == "llm-2" and m["source"].value.endswith("@llm-2")
         assert m["fallback_sessions"].value == 0 and m["llm_calls"].value == 2
         assert m["distiller"].value == "anthropic:claude-haiku-4-5"
-    procedure = next(m[1] for m in mems if m[3] == "extract:procedures@llm-1")
+    procedure = next(m[1] for m in mems if m[3] == "extract:procedures@llm-2")
     assert procedure.startswith("How to follow up: 1. ") and "; 2. " in procedure
     # each memory is dated by the turn it quotes, not the session's start
     turns = home / "parquet" / "sessions" / DAY / "turns.parquet"
@@ -190,9 +190,9 @@ def test_bad_json_or_an_api_error_falls_back_offline_for_that_session(
     fell_back = {(SESSIONS[0], "decisions"), (SESSIONS[1], "people"), (SESSIONS[0], "facts")}
     for sid in SESSIONS:
         for name in EXTRACTORS:
-            wrong = f"{name}@llm-1" if (sid, name) in fell_back else f"{name}@{EXTRACTORS[name].version}"
+            wrong = f"{name}@llm-2" if (sid, name) in fell_back else f"{name}@{EXTRACTORS[name].version}"
             assert (sid, wrong) not in by, (sid, name)
-    assert (SESSIONS[0], "decisions@2") in by  # the offline decisions of that session (its people: none offline)
+    assert (SESSIONS[0], "decisions@3") in by  # the offline decisions of that session (its people: none offline)
     fallbacks = {n: meta(result, n)["fallbacks"].value for n in EXTRACTORS}
     assert set(fallbacks["decisions"]) == {SESSIONS[0]} and "LLM call failed" in fallbacks["decisions"][SESSIONS[0]]
     assert "500" in fallbacks["decisions"][SESSIONS[0]]
@@ -208,7 +208,7 @@ def test_bad_json_or_an_api_error_falls_back_offline_for_that_session(
     again = materialize(home, url, assets=[sessions, session_memories])
     assert all(meta(again, n)["fallback_sessions"].value == 0 for n in EXTRACTORS)
     active = {m[3] for m in rows(home, MEMORIES) if m[2] == "active"}
-    assert active == {f"extract:{n}@llm-1" for n in EXTRACTORS}
+    assert active == {f"extract:{n}@llm-2" for n in EXTRACTORS}
     assert meta(again, "decisions")["superseded"].value >= 1 and meta(again, "lessons")["inserted"].value == 0
 
 
@@ -231,7 +231,7 @@ def test_switching_mode_replaces_exactly_that_extractors_memories(
     neighbour = rows(home, f"SELECT * FROM memories WHERE session_id NOT IN {SESSIONS} ORDER BY id")
     others = rows(home, "SELECT * FROM memories WHERE source NOT LIKE 'extract:decisions@%' ORDER BY id")
     mine = f"session_id IN {SESSIONS}"
-    offline_ids = {r[0] for r in rows(home, f"SELECT id FROM memories WHERE source = 'extract:decisions@2' AND {mine}")}
+    offline_ids = {r[0] for r in rows(home, f"SELECT id FROM memories WHERE source = 'extract:decisions@3' AND {mine}")}
     assert neighbour and offline_ids
 
     switched = materialize(home, url, assets=[sessions, session_memories], selection=ONLY_DECISIONS)
@@ -240,9 +240,9 @@ def test_switching_mode_replaces_exactly_that_extractors_memories(
     ]
     assert rows(home, "SELECT * FROM memories WHERE source NOT LIKE 'extract:decisions@%' ORDER BY id") == others
     assert rows(home, f"SELECT * FROM memories WHERE session_id NOT IN {SESSIONS} ORDER BY id") == neighbour
-    state = dict(rows(home, f"SELECT id, lifecycle FROM memories WHERE source = 'extract:decisions@2' AND {mine}"))
+    state = dict(rows(home, f"SELECT id, lifecycle FROM memories WHERE source = 'extract:decisions@3' AND {mine}"))
     assert set(state) == offline_ids and set(state.values()) == {"superseded"}
-    llm_rows = rows(home, "SELECT lifecycle, session_id FROM memories WHERE source = 'extract:decisions@llm-1'")
+    llm_rows = rows(home, "SELECT lifecycle, session_id FROM memories WHERE source = 'extract:decisions@llm-2'")
     assert {r[0] for r in llm_rows} == {"active"} and {r[1] for r in llm_rows} == set(SESSIONS)
     assert meta(switched, "decisions")["superseded"].value == len(offline_ids)
 
@@ -250,7 +250,7 @@ def test_switching_mode_replaces_exactly_that_extractors_memories(
     back = materialize(home, None, assets=[sessions, session_memories], selection=ONLY_DECISIONS)
     assert meta(back, "decisions")["mode"].value == "offline"
     assert meta(back, "decisions")["reactivated"].value == len(offline_ids)
-    assert {r[0] for r in rows(home, "SELECT lifecycle FROM memories WHERE source = 'extract:decisions@llm-1'")} == {
+    assert {r[0] for r in rows(home, "SELECT lifecycle FROM memories WHERE source = 'extract:decisions@llm-2'")} == {
         "superseded"
     }
     assert rows(home, "SELECT * FROM memories WHERE source NOT LIKE 'extract:decisions@%' ORDER BY id") == others
@@ -291,6 +291,18 @@ def test_replies_that_break_the_shape_are_rejected(name: str, reply: str, proble
         lx.parse_reply(name, reply, T)
 
 
+def test_llm_items_pass_the_same_statement_gate_as_the_offline_extractors() -> None:
+    reply = json.dumps([
+        {"lesson": "**Template Structure (lines 185-292, inline in render/1):**"},
+        {"lesson": "But `mount_computers` is never called for that branch which means the assign doesn't exist."},
+        {"lesson": "Updated `export_development_history.py` to always produce a file."},
+        {"lesson": "DuckDB holds one write lock per process, so two CLI commands cannot write at once."},
+    ])  # fmt: skip
+    got = lx.parse_reply("lessons", reply, T)
+    assert [c.content for c in got] == ["DuckDB holds one write lock per process, so two CLI commands cannot write "
+                                        "at once."]  # fmt: skip
+
+
 def test_good_replies_parse_and_anchor_to_their_turn() -> None:
     assert lx.parse_reply("decisions", "[]", T) == []
     got = lx.parse_reply(
@@ -310,5 +322,5 @@ def test_good_replies_parse_and_anchor_to_their_turn() -> None:
     assert (unmatched[0].at, unmatched[0].turn_line, unmatched[0].ref) == (T.started, 0, None)
     steps = lx.parse_reply("procedures", '[{"procedure": "To deploy:", "steps": ["Build.", "Ship it"]}]', T)
     assert steps[0].content == "How to deploy: 1. Build; 2. Ship it."
-    many = json.dumps([{"fact": f"Fact number {i} about the billing service."} for i in range(20)])
+    many = json.dumps([{"fact": f"The billing service runs {i} workers in region {i}."} for i in range(20)])
     assert len(lx.parse_reply("facts", many, T)) == lx.MAX_ITEMS

@@ -67,7 +67,7 @@ def test_a_partition_materialised_twice_is_idempotent(home: Path) -> None:
     sess = rows(home, "SELECT session_id, day, path, turn_count, text, salience, frontmatter FROM sessions")
     assert len(sess) == 2 and mems and {m[2] for m in mems} == {"active"}
     assert sess[0][2].startswith(f"raw/conversations/{DAY.replace('-', '/')}/") and sess[0][5] is not None
-    assert {"extract:decisions@2", "extract:people@2"} <= {m[3] for m in mems} <= {
+    assert {"extract:decisions@3", "extract:people@3"} <= {m[3] for m in mems} <= {
         e.source for e in extractors.EXTRACTORS.values()
     }
     text = first.decode()
@@ -119,14 +119,14 @@ def test_a_broken_transcript_is_listed_and_the_check_warns(home: Path) -> None:
 def test_an_extractor_version_bump_replaces_only_its_own_memories(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert materialize(home).success
     by_source = dict(rows(home, "SELECT source, list(id ORDER BY id) FROM memories GROUP BY source"))
-    old_decisions = by_source.pop("extract:decisions@2")
+    old_decisions = by_source.pop("extract:decisions@3")
     # a summary already archived one decision: it must survive the re-extraction as it is
     archived_id = old_decisions[0]
     with MemoryStore(home / "memory.duckdb").connect() as con:
         con.execute("UPDATE memories SET lifecycle = 'archived', archived_by = 'sum_1', importance = 0.5 WHERE id = ?",
                     [archived_id])
-    others = rows(home, f"SELECT {MEMORY_COLUMNS} FROM memories WHERE source <> 'extract:decisions@2' ORDER BY id")
-    bumped = dataclasses.replace(extractors.EXTRACTORS["decisions"], version="3")
+    others = rows(home, f"SELECT {MEMORY_COLUMNS} FROM memories WHERE source <> 'extract:decisions@3' ORDER BY id")
+    bumped = dataclasses.replace(extractors.EXTRACTORS["decisions"], version="4")
     monkeypatch.setitem(extractors.EXTRACTORS, "decisions", bumped)
     result = materialize(
         home, assets=[sessions, session_memories], selection=[EXTRACTOR_KEYS["decisions"]]
@@ -134,9 +134,9 @@ def test_an_extractor_version_bump_replaces_only_its_own_memories(home: Path, mo
     assert result.success
     assert rows(home, f"SELECT {MEMORY_COLUMNS} FROM memories WHERE source NOT LIKE 'extract:decisions@%' "
                       "ORDER BY id") == others
-    old = dict(rows(home, "SELECT id, lifecycle FROM memories WHERE source = 'extract:decisions@2'"))
+    old = dict(rows(home, "SELECT id, lifecycle FROM memories WHERE source = 'extract:decisions@3'"))
     assert old.pop(archived_id) == "archived" and set(old.values()) == {"superseded"}
-    new = rows(home, "SELECT lifecycle FROM memories WHERE source = 'extract:decisions@3'")
+    new = rows(home, "SELECT lifecycle FROM memories WHERE source = 'extract:decisions@4'")
     assert len(new) == len(old_decisions) and {r[0] for r in new} == {"active"}
     check = next(c for c in result.get_asset_check_evaluations() if c.check_name == LINEAGE_CHECK)
     assert check.asset_key == EXTRACTOR_KEYS["decisions"] and not check.passed
@@ -159,7 +159,7 @@ def test_extractor_asset_code_versions_are_their_versions() -> None:
         k: version_for(n, llm_configured()) for n, k in EXTRACTOR_KEYS.items()
     }
     # the LLM versions are distinct, and chosen exactly when the code location's `llm` resource will use Claude
-    assert {version_for(n, True) for n in EXTRACTOR_KEYS} == {"llm-1"}
+    assert {version_for(n, True) for n in EXTRACTOR_KEYS} == {"llm-2"}
     offline = {n: e.version for n, e in extractors.EXTRACTORS.items()}
     assert {n: version_for(n, False) for n in EXTRACTOR_KEYS} == offline
     assert llm_configured({"ANTHROPIC_API_KEY": "k"}) and llm_configured({"MEMORY_PIPELINE_LLM": "anthropic"})

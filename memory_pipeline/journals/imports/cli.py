@@ -86,6 +86,20 @@ def runs_of_days(days: list[date]) -> list[tuple[date, date]]:
     return out
 
 
+def bridged(spans: list[tuple[date, date]], has_transcripts: Callable[[date], bool]) -> list[tuple[date, date]]:
+    """Ranges joined across gaps whose days hold no transcript: such a day costs a run nothing (no session, no
+    journal), while each run more costs seconds. A gap day with transcripts keeps its ranges apart: rebuilding it
+    would extract its sessions again (with Claude, at a price)."""
+    out: list[tuple[date, date]] = []
+    for start, end in spans:
+        gap = [out[-1][1] + timedelta(days=i) for i in range(1, (start - out[-1][1]).days)] if out else []
+        if out and not any(has_transcripts(d) for d in gap):
+            out[-1] = (out[-1][0], end)
+        else:
+            out.append((start, end))
+    return out
+
+
 def summary(report: ImportReport) -> str:
     new = sum(1 for w in report.written if w.new)
     updated = len(report.written) - new
@@ -285,12 +299,14 @@ def _journals(home: Path, days: list[date], args: argparse.Namespace, rebuild: b
     from memory_pipeline.defs.journals.partitions import daily_partitions, weekly_partitions
     from memory_pipeline.journals.cli.reconstruct import reconstruct
     from memory_pipeline.journals.freshness import week_start
+    from memory_pipeline.journals.transcript import day_folder
     from memory_pipeline.operator.instance import cli_instance, dagster_home, home_line, recover_dead_cli_runs, say
 
     failed = 0
     with cli_instance(home, announce=False) as instance:  # said below, once there is a run to launch
         valid = set(daily_partitions.get_partition_keys(dynamic_partitions_store=instance))
-        behind = sorted(set(stale_journal_days(instance, home / "raw" / "conversations", valid)) - set(days))
+        raw = home / "raw" / "conversations"
+        behind = sorted(set(stale_journal_days(instance, raw, valid)) - set(days))
         spans = runs_of_days([*days, *behind])
         covered = {week_start(start + timedelta(days=i)) for start, end in spans for i in range((end - start).days + 1)}
         valid_weeks = set(weekly_partitions.get_partition_keys(dynamic_partitions_store=instance))
@@ -299,7 +315,6 @@ def _journals(home: Path, days: list[date], args: argparse.Namespace, rebuild: b
             return False
         say(home_line(dagster_home(home)))
         recover_dead_cli_runs(instance, home)
-        runs = [(start, end, True) for start, end in spans]
         if spans:
             shown = ", ".join(str(a) if a == b else f"{a}..{b}" for a, b in spans)
             more = f" ({len(behind)} day(s) whose journal is older than its transcripts)" if behind else ""
@@ -307,9 +322,15 @@ def _journals(home: Path, days: list[date], args: argparse.Namespace, rebuild: b
         if weeks:
             print(f"rolling up MEMORY.md for the week(s) of {', '.join(map(str, weeks))} (older than their "
                   "journals)", flush=True)  # fmt: skip
-            runs += [(w, w + timedelta(days=6), False) for w in weeks]
-        for start, end, daily in runs:
-            result = reconstruct(instance, start, end, multiprocess=not args.in_process, daily=daily,
+        # the days first, one run per range (ranges joined across days without transcripts), then every week
+        # they touch and every week behind in one weekly run: not a daily and a weekly run per day
+        days_to_run = bridged(spans, lambda d: any(day_folder(raw, d).glob("*.md")))
+        runs = [(start, end, True, False) for start, end in days_to_run]
+        week_firsts = sorted({*covered, *weeks})
+        if week_firsts:
+            runs.append((week_firsts[0], week_firsts[-1] + timedelta(days=6), False, True))
+        for start, end, daily, weekly in runs:
+            result = reconstruct(instance, start, end, multiprocess=not args.in_process, daily=daily, weekly=weekly,
                                  quiet_level="WARNING")  # Dagster's INFO and DEBUG lines with --verbose only
             failed += len(result.failed) + len(result.rejected)
             for key in result.failed:
