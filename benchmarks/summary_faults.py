@@ -46,10 +46,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     env, load_before = common.machine(), common.load_average()
     encode = Embedder().encode
     found = clusters(args.home)
+    from memory_pipeline.tokens import estimate_tokens
+
     kinds: dict[str, int] = {}
     faulty = 0
     shown = 0
+    tokens = [0, 0]  # the summaries', their sources'
     for c in found:
+        tokens[0] += estimate_tokens(c["stored"])
+        tokens[1] += sum(estimate_tokens(m[1]) for m in c["members"])
         got = faults([m[1] for m in c["members"]], c["stored"], encode)
         if any(got.values()):
             faulty += 1
@@ -63,8 +68,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             kinds[kind] = kinds.get(kind, 0) + (1 if items else 0)
     label = args.label or args.home.name
     text = f"### Summaries with a fault, `{label}` ({len(found)} summaries)\n\n" + common.table(
-        ["workspace", "summaries", "with a fault", *kinds],
-        [[label, len(found), faulty, *kinds.values()]],
+        ["workspace", "summaries", "with a fault", *kinds, "summary tokens ÷ source tokens"],
+        [[label, len(found), faulty, *kinds.values(), f"{tokens[0] / max(tokens[1], 1):.1%}"]],
     )
     if args.record:
         common.append_results("summary-faults", text, env, load_before)

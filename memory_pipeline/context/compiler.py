@@ -26,6 +26,7 @@ from memory_pipeline.context.files import NotRegularFile, read_regular_text
 from memory_pipeline.context.gate import Gate, GateDecision
 from memory_pipeline.context.packing import (
     Carried,
+    asked_in_its_words,
     cut_entries,
     fence,
     matching_sentences,
@@ -327,7 +328,7 @@ def compile_context(
     # take, and for more while they all fit and it has more, so a large budget is filled rather than left empty.
     if search is not None:
         query = " ".join([message, *(" ".join(by_name[d.topic].keywords) for d in active)]).strip()
-        _knowledge(b, _as_the_message_decides(search, message), query, included_paths, read or ReadPath.load(),
+        _knowledge(b, _as_the_message_decides(search, message), query, message, included_paths, read or ReadPath.load(),
                    search_k)  # fmt: skip
 
     # P4: history, newest first until one does not fit; printed oldest first.
@@ -384,7 +385,8 @@ def _fit_slot(label: str, text: str, tokens: int, message: str, slot: str) -> tu
                  "message first, then the newest")  # fmt: skip
 
 
-def _knowledge(b: _Budget, search: Search, query: str, included_paths: set[str], read: ReadPath, search_k: int) -> None:
+def _knowledge(b: _Budget, search: Search, query: str, message: str, included_paths: set[str], read: ReadPath,
+               search_k: int) -> None:  # fmt: skip
     """P3: whole items (or the query's sentences of one that does not fit), dated by their facts, each once.
 
     Search is asked once for as many hits as the budget left should take (at least `search_k`), and again
@@ -415,7 +417,7 @@ def _knowledge(b: _Budget, search: Search, query: str, included_paths: set[str],
             why = f"{k.kind}, ranked by search"
             stated = statements(k.text)
             new = carried.new_in(k.text) if stated else []
-            if len(new) < len(stated) and not _asks_its_own(query, k):
+            if len(new) < len(stated) and not _asks_its_own(message, k):
                 if not new:
                     b.skip(3, label, "says what the prompt already carries", **where)
                     continue
@@ -447,10 +449,12 @@ def _knowledge(b: _Budget, search: Search, query: str, included_paths: set[str],
 _WHEN = re.compile(r"\bwhen\b|\bwhat (?:day|date|time)\b|\bwhich (?:day|date)\b|\bhow long ago\b", re.IGNORECASE)
 
 
-def _asks_its_own(query: str, k: Knowledge) -> bool:
+def _asks_its_own(message: str, k: Knowledge) -> bool:
     """Whether the question asks for what only this item holds though the prompt says its statements: a value
-    it states (its own, not a summary's range), or its day (a "when" question, an item dated by one day)."""
-    return own_value_asked(query, k.text) or bool(_WHEN.search(query) and k.date and _ONE_DAY.fullmatch(k.date))
+    it states (its own, not a summary's range), its day (a "when" question, an item dated by one day), or the
+    item itself (every word the question asks with is the item's: a report asked after in its own words)."""
+    return own_value_asked(message, k.text) or bool(_WHEN.search(message) and k.date and _ONE_DAY.fullmatch(k.date)) \
+        or asked_in_its_words(message, k.text)
 
 
 def _hits_for(tokens: int, per_item: float, least: int) -> int:

@@ -79,7 +79,9 @@ class Carried:
     """The statements the prompt already carries (its files, the knowledge packed so far), and which statements
     of an item it does not: the one judgement of "the same statement" (`statements.judgement.says`, by its
     words — the read path has no model to spare per sentence), asked only of carried sentences that share
-    enough of a statement's content words to say it (an index of their words)."""
+    enough of a statement's content words to say it (an index of their words). A range over reports carries each
+    report ("slipped 6.1%" under "slipped 3.8–6.8% (6 reports, …)"): the compiler keeps the report only when the
+    question asks for what only it holds."""
 
     def __init__(self) -> None:
         self._sentences: list[str] = []
@@ -117,6 +119,16 @@ def statements(text: str) -> list[str]:
         if line and not line.startswith("<!--"):
             out += [s for s in faithfulness.sentences(line) if faithfulness.statement_like(s)]
     return out
+
+
+MIN_ASKED = 3  # content words a question must have to be read as asking after one item in its own words
+
+
+def asked_in_its_words(message: str, text: str) -> bool:
+    """Whether every content word of the question is the item's (at least MIN_ASKED): a report asked after in
+    its own words ("JTO market order slipped against the quote"), whose value the summary's range does not give."""
+    asked = judgement.content_words(message)
+    return len(asked) >= MIN_ASKED and asked <= judgement.content_words(text)
 
 
 def own_value_asked(query: str, text: str) -> bool:

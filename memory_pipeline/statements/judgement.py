@@ -412,10 +412,11 @@ def share_of(sentence: str, statement: str) -> float:
 # ---- does a (perhaps longer) sentence say a statement? ----
 
 
-def says(sentence: str, statement: str, near: Near | float | None = None) -> bool:
+def says(sentence: str, statement: str, near: Near | float | None = None, ranges: bool = True) -> bool:
     """Whether a reader of `sentence` knows `statement`: they are the same statement, or `sentence` holds it —
-    every value it states (a range over reports of it counts), every name, no word that sets them apart, and its
-    words (or, where some are there, MiniLM's verdict)."""
+    every value it states (a range over reports of it counts, unless `ranges` is False: then only the value
+    itself does), every name, no word that sets them apart, and its words (or, where some are there, MiniLM's
+    verdict)."""
     ws, wt = read_pair(sentence, statement)
     verdict = judge(sentence, statement, near)
     if verdict.same:
@@ -425,9 +426,9 @@ def says(sentence: str, statement: str, near: Near | float | None = None) -> boo
     if not {w.key for w in wt if w.kind == "name"} <= {w.key for w in ws if w.kind == "name"}:
         return False
     for v in (w for w in wt if w.kind == "value"):
-        if not any(_holds(x, v) for x in ws if x.kind == "value"):
+        if not any(_holds(x, v) if ranges else x.value == v.value for x in ws if x.kind == "value"):
             return False
-    if verdict.relation is Relation.OTHER_VALUE and not _ranges(ws):
+    if verdict.relation is Relation.OTHER_VALUE and not (ranges and _ranges(ws)):
         return False
     share = share_of(sentence, statement)
     if share >= SAME_WORDS:

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from memory_pipeline.context.packing import (
     Carried,
+    asked_in_its_words,
     cut_entries,
     fence,
     matching_sentences,
@@ -100,9 +101,13 @@ def test_what_the_prompt_already_carries_by_the_judgement_not_by_word_overlap() 
 
 def test_a_summary_carries_its_sources_and_what_only_a_source_holds_is_asked_for() -> None:
     carried = Carried()
-    carried.add("Market order on the thin JTO/USDT book slipped 3.8\u20136.8% against the quote.")
+    carried.add("Market order on the thin JTO/USDT book slipped 3.8\u20136.8% against the quote (6 reports).")
     source = "Market order on the thin JTO/USDT book slipped 6.1% against the quote."
     assert carried.new_in(source) == []
+    assert own_value_asked("Which day did the JTO order slip 6.1%?", source)
+    assert not own_value_asked("What slippage do JTO market orders get?", source)
+    assert asked_in_its_words("JTO/USDT market order slipped against the quote", source)
+    assert not asked_in_its_words("What slippage do JTO market orders get?", source)
     assert own_value_asked("Which day did the JTO order slip 6.1%?", source)
     assert not own_value_asked("What slippage do JTO market orders get?", source)
 
