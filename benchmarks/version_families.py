@@ -100,7 +100,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                      f"{c.get('says_change_current', 0)} of {c.get('says_change_families', 0)}",
                      f"{c.get('shares_words_current', 0)} of {c.get('shares_words_families', 0)}",
                      f"{c.get('as_of_right', 0)} of {c.get('as_of', 0)}",
-                     f"{c.get('false', 0)} ({c.get('look_alike_or_unrelated', 0)} families, {args.notes:,} notes)"))  # fmt: skip
+                     f"{c.get('false', 0)} ({c.get('look_alike_or_unrelated', 0)} families, {args.notes:,} notes)",
+                     ))  # fmt: skip
         if args.show:
             print("\n".join(f"  {split}: {w}" for w in r["wrong"]))
     body = ("### Version families: current value first, as-of, false supersessions (words alone)\n\n"
