@@ -46,18 +46,19 @@ def score(data: dict[str, Any], notes: int) -> dict[str, Any]:
     from memory_pipeline.search import search
 
     try:
-        from memory_pipeline.search.named import checked
-    except ImportError:  # the code before the rule: the engine's match as it is
+        from memory_pipeline.search import named
 
-        def checked(query: str, hits: Any) -> Any:
-            return hits
+        checked = named.checked
+    except ImportError:  # the code before the rule: the engine's match as it is
+        checked = None
 
     out: dict[str, Any] = {s: {"never": 0, "never_confident": 0, "stored": 0, "stored_confident": 0, "wrong": []}
                            for s in SPLITS}  # fmt: skip
     with tempfile.TemporaryDirectory() as tmp:
         ws = _workspace(Path(tmp), data["memories"], notes)
         for q in data["questions"]:
-            hits = checked(q["q"], search(q["q"], 5, home=ws))
+            hits = search(q["q"], 5, home=ws)
+            hits = checked(q["q"], hits) if checked is not None else hits
             confident = bool(hits) and getattr(hits, "match", "confident") == "confident"
             row = out[q["split"]]
             key = "stored" if q["stored"] else "never"
