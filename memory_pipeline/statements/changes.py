@@ -115,11 +115,9 @@ def _read(clause: str, elsewhere: str) -> _Read:
 
 
 def _clauses(text: str) -> list[str]:
-    out = []
-    for part in _CLAUSES.split(text.strip()):
-        left, colon, right = part.partition(": ")
-        out += [right] if colon and says_change(right) and not says_change(left) else [part]
-    return [c.strip().rstrip(".!") for c in out if c.strip()]
+    """A note's clauses; a heading before a colon stays with its clause ("The tea people put the price up: £14
+    monthly from now on" is the tea's price, not a monthly amount)."""
+    return [c.strip().rstrip(".!") for c in _CLAUSES.split(text.strip()) if c.strip()]
 
 
 def supersedes(older: str, newer: str) -> str | None:
