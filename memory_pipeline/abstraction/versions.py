@@ -1,11 +1,15 @@
 """Versions of one fact (the night's Versioner): which memories a later value of the same fact supersedes.
 
-Two rules, in order. Statements are grouped by what they are about once their values are masked
+Three rules, in order, none of which supersedes a look-alike: two statements a qualifier sets apart ("front" /
+"back door code", "staging" / "production host", "per trade" / "per day"; `statements.changes.kept_apart`, the one
+judgement's DIFFERENT) are two facts. Statements are grouped by what they are about once their values are masked
 (`statements.values.fact_key`); within a group, in the order they were stated, a memory is superseded by the first later
 statement of another value. Then a fact restated in other words: statements read as attribute and typed value
 (`statements.attributes`), candidates found through an index of their attribute words over the whole store (not a
 night's clusters), a memory neither rule has superseded is superseded by the first later one the attribute rule
-calls its version. A value stated again is a new statement: "$80, then $95, then $80 again" leaves the last
+calls its version. Then a newer memory that says the value changed ("Standup moved to 10", "Marcus took over as
+on-call lead for payments", "… is no longer allowed"; `statements.changes`) supersedes the older memory whose words
+it names the attribute in. A value stated again is a new statement: "$80, then $95, then $80 again" leaves the last
 current. A supersession an operator undid is never made again. Pure: rows in, a plan out."""
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from memory_pipeline.distillation.distill import REPLACED
-from memory_pipeline.statements import attributes
+from memory_pipeline.statements import attributes, changes
 from memory_pipeline.statements.values import FactKey, fact_key, stated_values, versions_of
 from memory_pipeline.store.validity import FactRow, Supersession
 from memory_pipeline.verification.faithfulness import CachedEncoder, Encode
@@ -65,7 +69,33 @@ def plan(
     claimed = [(row, claims) for row in rows if (claims := attributes.claims(row.content))]
     out.facts_read = len({row.id for row, _ in claimed} | {row.id for g in keyed.values() for row, _ in g})
     out.supersessions += _reworded(claimed, {s.memory_id for s in out.supersessions}, undone, encode)
+    out.supersessions += _said_changed(rows, {s.memory_id for s in out.supersessions}, undone)
     return out
+
+
+def _said_changed(
+    rows: Sequence[FactRow], done: AbstractSet[str], undone: AbstractSet[tuple[str, str]]
+) -> list[Supersession]:
+    """The change-word rule's supersessions: each newer memory that says a value changed, against the older
+    memories sharing one of its words that no more than `MAX_POSTING` statements have (an inverted index)."""
+    short = [r for r in rows if len(r.content.split()) <= changes.MAX_WORDS]
+    newer = sorted((r for r in short if changes.says_change(r.content)), key=lambda r: (r.stated_at, r.id))
+    if not newer:
+        return []
+    index: dict[str, list[int]] = defaultdict(list)
+    for i, r in enumerate(short):
+        for word in changes.words_of(r.content):
+            index[word].append(i)
+    out: dict[str, Supersession] = {}
+    for n in newer:
+        found = {i for w in changes.words_of(n.content) if len(index[w]) <= MAX_POSTING for i in index[w]}
+        for i in sorted(found, key=lambda i: (short[i].stated_at, short[i].id)):
+            o = short[i]
+            if o.stated_at >= n.stated_at or o.superseded_by is not None or o.id in done or o.id in out:
+                continue
+            if (o.id, n.id) not in undone and (attribute := changes.supersedes(o.content, n.content)) is not None:
+                out[o.id] = Supersession(o.id, n.id, n.stated_at, attribute)
+    return list(out.values())
 
 
 def _reworded(
@@ -91,13 +121,13 @@ def _reworded(
             ((a, ca), (b, cb)) if (a.stated_at, a.id) <= (b.stated_at, b.id) else ((b, cb), (a, ca))
         )
         if older.superseded_by is None and older.id not in done and newer.stated_at > older.stated_at:
-            if changes := attributes.claim_pairs(co, cn):  # one value changed: worth judging
-                ordered.append((older, newer, changes))
+            if pairs := attributes.claim_pairs(co, cn):  # one value changed: worth judging
+                ordered.append((older, newer, pairs))
     near = None
     ask = [
         p
-        for _, _, changes in ordered
-        for a, b, change in changes
+        for _, _, pairs in ordered
+        for a, b, change in pairs
         if attributes.by_words(a, b, change) is None
         for pair in attributes.compared(a, b, change)
         for p in pair
@@ -111,11 +141,11 @@ def _reworded(
             return float(v[0] @ v[1])
 
     out: dict[str, Supersession] = {}
-    for older, newer, changes in sorted(ordered, key=lambda onc: (onc[1].stated_at, onc[1].id)):  # the first later
+    for older, newer, pairs in sorted(ordered, key=lambda onc: (onc[1].stated_at, onc[1].id)):  # the first later
         if older.id in out or (older.id, newer.id) in undone:
             continue
-        found = next((a for a, b, change in changes if attributes.same_attribute(a, b, change, near)), None)
-        if found is not None:
+        found = next((a for a, b, change in pairs if attributes.same_attribute(a, b, change, near)), None)
+        if found is not None and not changes.kept_apart(older.content, newer.content):
             out[older.id] = Supersession(older.id, newer.id, newer.stated_at, " ".join(found.plain))
     return list(out.values())
 
@@ -127,7 +157,8 @@ def _chain(
     for i, (row, key) in enumerate(group):
         if row.superseded_by is not None:
             continue
-        later = next(((r, k) for r, k in group[i + 1 :] if r.stated_at > row.stated_at and versions_of(key, k)), None)
+        later = next(((r, k) for r, k in group[i + 1 :] if r.stated_at > row.stated_at and versions_of(key, k)
+                      and not changes.kept_apart(row.content, r.content)), None)  # fmt: skip
         if later is not None and (row.id, later[0].id) not in undone:
             out.append(Supersession(row.id, later[0].id, later[0].stated_at, name))
     return out

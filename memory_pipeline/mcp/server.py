@@ -276,7 +276,7 @@ def build_server(
     ) -> SearchResponse:
         run = partial(search, query, k, home=home, category=category, kind=kind, tier=tier, since=since,
                       until=until, with_sources=with_sources, embedder=embedder, as_of=as_of)
-        return await anyio.to_thread.run_sync(_search_work, run, home, record_usage)
+        return await anyio.to_thread.run_sync(_search_work, run, home, record_usage, query)
 
     @server.tool(
         name="context",
@@ -337,9 +337,11 @@ def build_server(
     return server
 
 
-def _search_work(run: Callable[[], Hits], home: Path | None, record_usage: bool) -> SearchResponse:
+def _search_work(run: Callable[[], Hits], home: Path | None, record_usage: bool, query: str = "") -> SearchResponse:
+    from memory_pipeline.search.named import checked
+
     try:
-        hits = run()
+        hits = checked(query, run())  # a question naming what no hit names is not answered confidently
     except SearchInputError as exc:
         raise ToolError(str(exc)) from None
     if record_usage:

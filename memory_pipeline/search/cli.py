@@ -65,6 +65,9 @@ def cmd_search(args: argparse.Namespace) -> int:
         )
     except (SearchInputError, SettingsError, StoreError, OSError) as exc:
         return _fail(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+    from memory_pipeline.search.named import checked
+
+    hits = checked(args.query, hits)  # a question naming what no hit names is not answered confidently
     if args.record_usage:
         from memory_pipeline.search.usage_spool import append_now
 

@@ -12,7 +12,7 @@ from memory_pipeline.distillation.distill import VERSION_LINE
 from memory_pipeline.search.documents import store_stamp
 from memory_pipeline.search.hits import Hit, Hits
 from memory_pipeline.search.live import reading_store
-from memory_pipeline.statements import attributes
+from memory_pipeline.statements import attributes, changes
 from memory_pipeline.statements.values import FactKey, fact_key, restates_read, statement, versions_of
 from memory_pipeline.store.validity import Validities, superseded, undone_pairs
 from memory_pipeline.store.validity_events import mark_at, stated_at
@@ -113,30 +113,39 @@ def _versions_among(hits: list[Hit], rows: dict[str, Validity], undone: Pairs) -
     for group in by_fact.values():
         group.sort(key=lambda t: t[0])
         for i, (_, old, key) in enumerate(group):
-            newer = next(((w, n) for w, n, k in group[i + 1 :] if versions_of(key, k) and (old.id, n.id) not in undone),
-                         None)  # fmt: skip
+            newer = next(((w, n) for w, n, k in group[i + 1 :] if versions_of(key, k) and (old.id, n.id) not in undone
+                          and not changes.kept_apart(old.text or old.snippet, n.text or n.snippet)), None)  # fmt: skip
             if newer is not None and not old.superseded_by:
                 old.superseded_by, old.valid_until = newer[1].id, newer[0]
     _reworded_among(hits[:NEWER_FIRST_WINDOW], rows, undone)
 
 
+def _version(older: str, newer: str) -> bool:
+    """The night's attribute and change-word rules on the words alone, a look-alike never a version."""
+    if attributes.versions(older, newer):
+        return not changes.kept_apart(older, newer)
+    return changes.says_change(newer) and changes.supersedes(older, newer) is not None
+
+
 def _reworded_among(hits: list[Hit], rows: dict[str, Validity], undone: Pairs) -> None:
-    """A fact restated in other words among the top hits (the night's attribute rule, `statements.attributes`, on the
-    words alone — no model at read time): the earlier marked superseded by the first later version."""
+    """A fact restated in other words, or said to have changed, among the top hits (the night's attribute and
+    change-word rules, `statements.attributes` and `statements.changes`, on the words alone — no model at read
+    time): the earlier marked superseded by the first later version."""
     said = [(rows[h.id][0].isoformat(timespec="seconds") if h.id in rows else h.date, h) for h in hits
             if h.source == "store" and h.kind != "summary" and not h.superseded_by
-            and attributes.claims(h.text or h.snippet)]  # fmt: skip
+            and (attributes.claims(h.text or h.snippet) or changes.words_of(h.text or h.snippet))]  # fmt: skip
     said.sort(key=lambda t: t[0])
     for i, (_, old) in enumerate(said):
         newer = next(((w, n) for w, n in said[i + 1 :] if w > said[i][0] and (old.id, n.id) not in undone
-                      and attributes.versions(old.text or old.snippet, n.text or n.snippet)), None)  # fmt: skip
+                      and _version(old.text or old.snippet, n.text or n.snippet)), None)  # fmt: skip
         if newer is not None and not old.superseded_by:
             old.superseded_by, old.valid_until = newer[1].id, newer[0]
 
 
 def _newer_first(hits: list[Hit], rows: dict[str, Validity], undone: Pairs) -> list[Hit]:
     """Two memories among the first NEWER_FIRST_WINDOW that plausibly restate one thing with another value
-    (`statements.values.restates`, worded as they may be): the newer takes the better of their two places. Nothing is
+    (`statements.values.restates`, worded as they may be): the newer takes the better of their two places — never
+    two a qualifier sets apart (`statements.changes.kept_apart`: the front and the back door's codes). Nothing is
     marked: a look-alike only moves. Each text is read once, and only the top of the order, where a reader looks."""
     out = list(hits)
     stated = {h.id: (rows[h.id][0].isoformat() if h.id in rows else h.date) for h in hits[:NEWER_FIRST_WINDOW]}
@@ -147,6 +156,7 @@ def _newer_first(hits: list[Hit], rows: dict[str, Validity], undone: Pairs) -> l
         for j in places[a_pos + 1 :]:
             a, b = out[i], out[j]
             sa, sb = statement(a.text or a.snippet), statement(b.text or b.snippet)
-            if sa and sb and stated[b.id] > stated[a.id] and (a.id, b.id) not in undone and restates_read(sa, sb):
+            if sa and sb and stated[b.id] > stated[a.id] and (a.id, b.id) not in undone and restates_read(sa, sb) \
+                    and not changes.kept_apart(a.text or a.snippet, b.text or b.snippet):
                 out[i], out[j] = b, a
     return out

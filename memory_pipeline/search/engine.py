@@ -154,8 +154,12 @@ def search(
     except SettingsError as exc:
         raise SearchInputError(str(exc)) from None
     then, last = (at.replace(tzinfo=UTC).timestamp() if at else None), _timestamp(until, "until")
+    start = _timestamp(since, "since")
+    if start is not None and last is not None and start > last:
+        raise SearchInputError(f"since {since} is after until {until}: no date is in that range (swap them, or "
+                               "drop one)")  # fmt: skip
     last = then if last is None else min(last, then if then is not None else last)
-    filters = Filters(category, kind, tier, _timestamp(since, "since"), last)
+    filters = Filters(category, kind, tier, start, last)
     now_ts = (now or datetime.now(UTC)).timestamp()
     encode, model = embedder or default_embedder()
     idx, notice, fresh = (view.index, "", view.fresh) if view is not None else index_for(home, encode, model)

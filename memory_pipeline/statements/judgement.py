@@ -244,13 +244,27 @@ def _contrast(a: str, b: str, wa: Sequence[Word], wb: Sequence[Word]) -> str | N
             return f"{cls} differs ({'/'.join(sorted(set(ca) ^ set(cb))).lower()})"
         if cls in one_sided and bool(ca) != bool(cb):
             return f"one adds a {cls} ({'/'.join(sorted(set(ca) | set(cb))).lower()})"
+    if (apart := _qualifiers(wa, wb)) is not None:
+        return f"{'/'.join(sorted(apart[0]))} against {'/'.join(sorted(apart[1]))}"
+    return None
+
+
+def _qualifiers(wa: Sequence[Word], wb: Sequence[Word]) -> tuple[frozenset[str], frozenset[str]] | None:
     la = {w.text.lower() for w in wa} | {w.key for w in wa}
     lb = {w.text.lower() for w in wb} | {w.key for w in wb}
     for group in _lexicon().groups:
         ga, gb = group & la, group & lb
         if ga and gb and ga - gb and gb - ga:
-            return f"{'/'.join(sorted(ga - gb))} against {'/'.join(sorted(gb - ga))}"
+            return frozenset(ga - gb), frozenset(gb - ga)
     return None
+
+
+def qualifiers(a: str, b: str) -> tuple[frozenset[str], frozenset[str]] | None:
+    """The words of one group of look-alikes (`contrasts.json` groups and antonyms) that `a` has and `b` lacks and
+    the other way round ("front" / "back", "staging" / "production", "trade" / "day"), or None: the contrast by
+    which `judge` calls two statements of one shape DIFFERENT, asked by the Versioner, for which two statements set
+    apart by a qualifier are two facts, never two versions of one."""
+    return _qualifiers(*read_pair(a, b))
 
 
 def _swapped_roles(wa: Sequence[Word], wb: Sequence[Word]) -> bool:

@@ -60,6 +60,18 @@ def test_recall_cli_prints_layer_score_and_path(life: tuple[MemoryStore, Path], 
     assert main(["recall", "  "]) == 2
 
 
+def test_recall_says_plainly_when_nothing_matches_well_enough(life: tuple[MemoryStore, Path], monkeypatch,
+                                                              capsys) -> None:  # fmt: skip
+    from memory_pipeline.cli import main
+
+    _, home = life
+    monkeypatch.setenv("MEMORY_PIPELINE_HOME", str(home))
+    assert main(["recall", BROAD, "--threshold", "0.99"]) == 0
+    out = capsys.readouterr().out
+    assert "Nothing in memory matches this well enough (best match 0." in out and "answers need 0.99)" in out
+    assert "threshold" not in out
+
+
 def _client(fake: FakeAnthropicAPI):
     return LLMResource(api_key=TEST_KEY, mode="anthropic").make_client(http_client=fake.http_client())
 

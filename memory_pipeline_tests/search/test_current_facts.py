@@ -173,3 +173,50 @@ def test_a_fact_restated_in_other_words_is_told_apart_before_any_night(tmp_path:
     clear_cache()
     hits = {h.id: h for h in search("how many CI runners do we run", 3, home=ws, embedder=EMBED, floor=0.0)}
     assert hits["c1"].superseded_by == "c2" and not hits["c2"].superseded_by and not hits["c3"].superseded_by
+
+
+def _night_over(tmp_path: Path, texts: list[tuple[str, str, int]]) -> Path:
+    """A store of `texts`, the night's version plan applied, the index built."""
+    from memory_pipeline.abstraction.versions import plan
+    from memory_pipeline.store.validity import fact_rows
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    lines = [{"id": i, "content": t, "created_at": (T0 + timedelta(days=d)).isoformat()} for i, t, d in texts]
+    (tmp_path / "m.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    store = MemoryStore(ws / "memory.duckdb")
+    import_jsonl(store, tmp_path / "m.jsonl")
+    with store.transaction() as con:
+        apply(con, plan(fact_rows(con)).supersessions, "test-run", T0 + timedelta(days=90))
+    build_index(ws, *EMBED)
+    clear_cache()
+    return ws
+
+
+LOOK_ALIKES = [("front", "The front door code is 4711.", 0), ("back", "The back door code is 9022.", 30),
+               ("stg", "The staging database host is db-stage-1.", 1),
+               ("prod", "The production database host is db-prod-3.", 31),
+               ("trade", "Max leverage per trade is 5x.", 2), ("day", "Max leverage per day is 3x.", 32)]  # fmt: skip
+
+
+@pytest.mark.parametrize(("question", "answer", "other"), [
+    ("What is the front door code?", "4711", "9022"),
+    ("What is the production database host?", "db-prod-3", "db-stage-1"),
+    ("What is the max leverage per trade?", "5x", "3x"),
+])  # fmt: skip
+def test_a_question_naming_one_qualifier_is_never_answered_with_the_others_value(
+    tmp_path: Path, question: str, answer: str, other: str
+) -> None:
+    ws = _night_over(tmp_path, LOOK_ALIKES)
+    hits = search(question, 1, home=ws, embedder=EMBED, floor=0.0)
+    assert answer in hits[0].text and other not in hits[0].text
+    assert not any(h.superseded_by for h in search(question, 6, home=ws, embedder=EMBED, floor=0.0))
+
+
+def test_a_note_that_says_the_value_changed_is_what_holds_now_and_as_of_reads_the_older(tmp_path: Path) -> None:
+    ws = _night_over(tmp_path, [("s1", "Daily standup is at 9:30.", 0), ("s2", "Standup moved to 10.", 30),
+                                ("n1", "The garden hose is in the shed.", 3)])  # fmt: skip
+    now = {h.id: h for h in search("when is the standup", 3, home=ws, embedder=EMBED, floor=0.0)}
+    assert list(now)[0] == "s2" and now["s1"].superseded_by == "s2"
+    then = search("when is the standup", 1, home=ws, embedder=EMBED, floor=0.0, as_of=T0 + timedelta(days=10))
+    assert [h.id for h in then] == ["s1"]

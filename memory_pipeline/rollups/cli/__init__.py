@@ -88,8 +88,12 @@ def cmd_recall(args: argparse.Namespace) -> int:
     if result.best is None:
         print(nothing_to_recall(store, parse_as_of(args.as_of)))
         return 1
-    verdict = "cleared" if result.cleared else "below"
-    print(f"answer from {result.layer} (best {result.best.score:.3f}, {verdict} threshold {result.threshold:g})")
+    if result.cleared:
+        print(f"answer from {result.layer}s: best match {result.best.score:.2f} (answers need "
+              f"{result.threshold:g})")  # fmt: skip
+    else:
+        print(f"Nothing in memory matches this well enough (best match {result.best.score:.2f}; answers need "
+              f"{result.threshold:g}). The nearest, for what it is worth:")  # fmt: skip
     for hit in result.hits:
         print(f"{hit.layer:<8} {hit.score:.3f}  {hit.key}  {hit.path}")
         print(f"         {hit.passage[:200]}")

@@ -1,0 +1,70 @@
+"""A newer note that says a value changed supersedes the older value of the attribute it names; a qualifier
+(front / back, staging / production, per trade / per day, iOS / Android) keeps two facts apart in every rule."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+import pytest
+
+from memory_pipeline.abstraction.versions import plan
+from memory_pipeline.statements import changes, judgement
+from memory_pipeline.store.validity import FactRow
+
+SAID_CHANGED = [
+    ("Daily standup is at 9:30.", "Standup moved to 10."),
+    ("Our VPN endpoint is vpn1.example.com.", "We switched the VPN over to vpn2."),
+    ("Tom lives in Berlin.", "Tom moved to Lisbon."),
+    ("Remote work on Fridays is allowed.", "Remote work on Fridays is no longer allowed."),
+    ("The prod cluster runs Kubernetes 1.29.", "Upgraded the prod cluster to Kubernetes 1.30."),
+    ("Booked a dentist check-up for October 14 at 8:40.",
+     "Dentist called: the check-up moved to October 21, same time."),
+    ("Priya leads the on-call rotation for the payments team.",
+     "Marcus took over as on-call lead for payments; Priya moved to the data team."),
+    ("The team's code editor is VS Code.", "From now on the team's code editor is Zed."),
+]  # fmt: skip
+LOOK_ALIKES = [
+    ("The front door code is 4711.", "The back door code is 9022."),
+    ("The staging database host is db-stage-1.", "The production database host is db-prod-3."),
+    ("Max leverage per trade is 5x.", "Max leverage per day is 3x."),
+    ("The iOS app build number is 412.", "The Android app build number is 398."),
+    ("Tom moved to Lisbon.", "Sara moved to Lisbon."),
+    ("Tom lives in Berlin.", "Sara moved to Lisbon."),
+    ("The staging Grafana runs on graf-stg-2.", "We switched the production Grafana to graf-prd-5."),
+    ("Alice's bill is $80.", "Bob's bill is now $95."),
+    ("Carlos leads the design review on Mondays.", "Emma took over the garden club newsletter."),
+]
+
+
+def _plan(older: str, newer: str) -> list[tuple[str, str]]:
+    t = datetime(2026, 8, 1)
+    rows = [FactRow("old", older, t, None), FactRow("new", newer, t + timedelta(days=30), None)]
+    return [(s.memory_id, s.superseded_by) for s in plan(rows).supersessions]
+
+
+@pytest.mark.parametrize(("older", "newer"), SAID_CHANGED)
+def test_a_note_that_says_the_value_changed_supersedes_the_older_value(older: str, newer: str) -> None:
+    assert changes.supersedes(older, newer) is not None
+    assert _plan(older, newer) == [("old", "new")]
+
+
+@pytest.mark.parametrize(("older", "newer"), LOOK_ALIKES)
+def test_a_look_alike_or_another_subject_never_supersedes(older: str, newer: str) -> None:
+    assert changes.supersedes(older, newer) is None
+    assert _plan(older, newer) == []
+
+
+def test_the_one_judgement_decides_what_a_qualifier_keeps_apart() -> None:
+    verdict = judgement.judge("The front door code is 4711.", "The back door code is 9022.")
+    assert verdict.relation is judgement.Relation.DIFFERENT
+    assert judgement.qualifiers("The front door code is 4711.", "The back door code is 9022.") == (
+        frozenset({"front"}), frozenset({"back"}))  # fmt: skip
+    assert changes.kept_apart("The front door code is 4711.", "The back door code is 9022.")
+    # a contrast word said after the change words is the new value, not a qualifier
+    assert not changes.kept_apart("The guest Wi-Fi is on.", "The guest Wi-Fi is now off.")
+
+
+def test_the_change_words_are_data() -> None:
+    assert changes.says_change("We switched the VPN over to vpn2.")
+    assert changes.says_change("Remote work is no longer allowed.")
+    assert not changes.says_change("The VPN endpoint is vpn1.example.com.")
