@@ -1,8 +1,8 @@
 """`python -m benchmarks [clustering|incremental|nightly|embeddings|locomo-retention|screening|distill|fleet|gateway|
 current-facts|current-facts-locomo|abstention|abstention-fit|retention-probes|transcripts|read-start|read-cpu|
-same-statement|summary-faults|statement-pairs|version-pairs|versioner|version-families|named-questions|coding-lines|
-hooks|journal-lines|import-journals|all] [options]` — results are appended to benchmarks/results/runs/<date>.md with
-the date, the machine, the BLAS kernel and the OPENBLAS_* variables."""
+same-statement|summary-faults|dissent-families|statement-pairs|version-pairs|versioner|version-families|
+named-questions|coding-lines|hooks|journal-lines|import-journals|all] [options]` — results are appended to
+benchmarks/results/runs/<date>.md with the date, the machine, the BLAS kernel and the OPENBLAS_* variables."""
 
 from __future__ import annotations
 
@@ -36,6 +36,7 @@ NAMES = (
     "transcripts",
     "same-statement",
     "summary-faults",
+    "dissent-families",
     "statement-pairs",
     "version-pairs",
     "versioner",
