@@ -147,17 +147,10 @@ def read(text: str) -> tuple[Word, ...]:
             continue
         bare = re.sub(r"['’]s$", "", tok.lstrip("+-\u2212$£€"))
         low = bare.lower()
-        if i + 2 <= len(raw) and f"{low} {raw[i + 1].lower()}" in phrases:
-            if i + 3 <= len(raw) and f"{low} {raw[i + 1].lower()} {raw[i + 2].lower()}" in phrases:
-                out.append(Word(bare, "word", "_".join(r.lower() for r in raw[i : i + 3])))
-                i += 3
-                continue
-            out.append(Word(bare, "word", f"{low}_{raw[i + 1].lower()}"))
-            i += 2
-            continue
-        if i + 3 <= len(raw) and f"{low} {raw[i + 1].lower()} {raw[i + 2].lower()}" in phrases:
-            out.append(Word(bare, "word", "_".join(r.lower() for r in raw[i : i + 3])))
-            i += 3
+        n = next((n for n in (3, 2) if " ".join(r.lower() for r in raw[i : i + n]) in phrases), 0)
+        if n:  # "at most", "no more than", "except for": one word of its class
+            out.append(Word(bare, "word", "_".join(r.lower() for r in raw[i : i + n])))
+            i += n
             continue
         if _is_name(bare, first=not out):
             out.append(Word(bare, "name", low))
@@ -432,6 +425,9 @@ def says(sentence: str, statement: str, near: Near | float | None = None, ranges
     itself does), every name, no word that sets them apart, and its words (or, where some are there, MiniLM's
     verdict)."""
     ws, wt = read_pair(sentence, statement)
+    share = share_of(sentence, statement)
+    if share < SOME_WORDS and [w.key for w in ws] != [w.key for w in wt]:
+        return False  # the cheap test first: most sentences a statement is asked of share few of its words
     verdict = judge(sentence, statement, near)
     if verdict.same:
         return True
@@ -444,11 +440,10 @@ def says(sentence: str, statement: str, near: Near | float | None = None, ranges
             return False
     if verdict.relation is Relation.OTHER_VALUE and not (ranges and _ranges(ws)):
         return False
-    share = share_of(sentence, statement)
     if share >= SAME_WORDS:
         return True
-    cosine = near(sentence, statement) if isinstance(near, Near) and share >= SOME_WORDS else near
-    return share >= SOME_WORDS and cosine is not None and not isinstance(cosine, Near) and cosine >= SAME_COSINE
+    cosine = near(sentence, statement) if isinstance(near, Near) else near
+    return cosine is not None and cosine >= SAME_COSINE
 
 
 def _ranges(words: Sequence[Word]) -> bool:
