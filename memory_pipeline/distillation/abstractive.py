@@ -210,6 +210,7 @@ def render(fam: Family, days: Sequence[str] = ()) -> tuple[str, set[float]]:
     text = sk.text
     # numbers: rebuild the skeleton left to right, each number replaced by its slot's range or list
     out, cursor, k = [], 0, 0
+    folded: tuple[str, int] | None = None  # the first slot written as a range: its latest value and trend
     sk_slots = _slots(sk)
     for tok, start, end in fx.tokens_with_spans(sk.text):
         if k >= len(sk.nums) or (fx.parse_number(tok) is None and not fx._RANGE_TOKEN.match(tok)):
@@ -227,6 +228,7 @@ def render(fam: Family, days: Sequence[str] = ()) -> tuple[str, set[float]]:
             continue
         ordered = [seen[v] for v in sorted(seen)]
         written = f"{_strip_suffix(ordered[0])}\u2013{ordered[-1]}"
+        folded = folded or slot
         prefix = "$" if tok.startswith("$") and not written.startswith("$") else ""
         out.append(sk.text[cursor:start] + prefix + written)
         cursor = end
@@ -234,7 +236,7 @@ def render(fam: Family, days: Sequence[str] = ()) -> tuple[str, set[float]]:
     listed = not state and (text := _list_names(fam, sk, text)) != "".join(out) + sk.text[cursor:]
     text = as_statement(text)
     if out or listed:
-        text = text[:-1] + f" ({_reports(fam, days)})" + text[-1]
+        text = text[:-1] + f" ({_reports(fam, days, folded)})" + text[-1]
     return text, stated
 
 
@@ -275,12 +277,26 @@ def _list_names(fam: Family, sk: Piece, text: str) -> str:
     return " ".join(words)
 
 
-def _reports(fam: Family, days: Sequence[str]) -> str:
+def _reports(fam: Family, days: Sequence[str], slot: tuple[str, int] | None = None) -> str:
+    """What a folded sentence stands for: how many reports, over which days, and — for a range, where the days
+    are known — the latest value and the direction, when the values move one way."""
     known = sorted({days[m] for m in fam.members if m < len(days) and days[m]})
     n = len(fam.members)
     if not known:
         return f"{n} reports"
-    return f"{n} reports, {known[0]}" + (f" to {known[-1]}" if known[-1] != known[0] else "")
+    out = f"{n} reports, {known[0]}" + (f" to {known[-1]}" if known[-1] != known[0] else "")
+    dated = sorted((days[p.member], p.position, n.value, n.text + (f" {n.unit}" if n.unit.isalpha() and len(n.unit) > 2
+                   else "")) for p in fam.pieces if p.member < len(days) and days[p.member]
+                   for s, n in zip(_slots(p), p.nums, strict=True) if s == slot)  # fmt: skip
+    if slot is None or len({d for d, *_ in dated}) < 2:
+        return out
+    out += f", latest {dated[-1][3]}"
+    by_day = [v for _, _, v, _ in dated]
+    if all(a < b for a, b in zip(by_day, by_day[1:], strict=False)):
+        out += ", rising"
+    elif all(a > b for a, b in zip(by_day, by_day[1:], strict=False)):
+        out += ", falling"
+    return out
 
 
 def as_statement(sentence: str) -> str:

@@ -131,7 +131,7 @@ def test_a_range_says_it_is_several_reports_and_over_which_days() -> None:
     members = [Member(f"m{i}", t, 0.5, f"2026-11-{10 + i:02d}") for i, t in enumerate(texts)]
     body = OfflineDistiller().distill(members, "t", SPAN).abstraction.split(" [")[0]
     assert body == ("The full pytest suite took 16\u201348 minutes on the main branch of the ingest service "
-                    "(6 reports, 2026-11-10 to 2026-11-15)."), body
+                    "(6 reports, 2026-11-10 to 2026-11-15, latest 27 minutes)."), body
     assert not faithfulness.check(texts, body)
 
 
@@ -147,3 +147,10 @@ def test_events_that_differ_by_a_name_are_listed_with_and_never_or() -> None:
     ]
     body = distill(texts)
     assert " or " not in body and " and us-east-1" not in body and "eu-west-1 and" not in body
+
+
+def test_a_range_that_moves_one_way_says_which() -> None:
+    texts = [f"The nightly import of the orders table took {m} minutes on db-03." for m in (12, 19, 25, 33, 41)]
+    members = [Member(f"m{i}", t, 0.5, f"2026-11-{10 + i:02d}") for i, t in enumerate(texts)]
+    body = OfflineDistiller().distill(members, "t", SPAN).abstraction.split(" [")[0]
+    assert body.endswith("(5 reports, 2026-11-10 to 2026-11-14, latest 41 minutes, rising)."), body
