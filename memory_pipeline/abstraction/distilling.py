@@ -95,14 +95,13 @@ def judged(
                       or fact_rejection(sources, result.abstraction))  # fmt: skip
         elif sources:
             near = judgement.Near(encode)
+            result.abstraction, _ = faithfulness.said_once(result.abstraction, near)  # one statement said once
             found = faithfulness.check(sources, result.abstraction, near)
             covered = faithfulness.coverage(sources, result.abstraction, encode)
-            twice = faithfulness.repeated(result.abstraction, near)
             outcome.grade = SummaryGrade(cluster.cluster_id, len(covered.said), covered.total, len(found), False,
-                                         covered.missed[:3], len(twice))  # fmt: skip
+                                         covered.missed[:3], len(faithfulness.repeated(result.abstraction, near)))
             reason = (faithfulness.rejection_of(found) or fact_rejection(sources, result.abstraction)
-                      or faithfulness.coverage_reason(covered)
-                      or (f"says one statement twice: {twice[0][:120]!r}" if twice else None))  # fmt: skip
+                      or faithfulness.coverage_reason(covered))  # fmt: skip
         # the seed's validation first (ratio floor, size, ids), then what the verifier found
         result.compression_ratio = round(
             validate_abstraction(

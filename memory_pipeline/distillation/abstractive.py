@@ -235,8 +235,8 @@ def render(fam: Family, days: Sequence[str] = ()) -> tuple[str, set[float]]:
     text = "".join(out) + sk.text[cursor:]
     listed = not state and (text := _list_names(fam, sk, text)) != "".join(out) + sk.text[cursor:]
     text = as_statement(text)
-    if out or listed:
-        text = text[:-1] + f" ({_reports(fam, days, folded)})" + text[-1]
+    if (out or listed) and (said := _reports(fam, days, folded)):
+        text = text[:-1] + f" ({said})" + text[-1]
     return text, stated
 
 
@@ -277,26 +277,36 @@ def _list_names(fam: Family, sk: Piece, text: str) -> str:
     return " ".join(words)
 
 
+_TREND = re.compile(r" ?\((?:(\d+ reports)(?:, [^)]*)?|latest [^)]*)\)")
+
+
+def without_trend(text: str) -> str:
+    """A folded sentence with its reports said short ("(6 reports)"), or with no trend at all where its reports
+    are the whole summary's (its bracket says them): where the whole does not fit a summary."""
+    return _TREND.sub(lambda m: f" ({m.group(1)})" if m.group(1) else "", text)
+
+
 def _reports(fam: Family, days: Sequence[str], slot: tuple[str, int] | None = None) -> str:
-    """What a folded sentence stands for: how many reports, over which days, and — for a range, where the days
-    are known — the latest value and the direction, when the values move one way."""
+    """What a folded sentence stands for: how many reports over which days — unless they are every member of the
+    summary, which its bracket says ("[6 memories, …]") — and, for a range where the days are known, the latest
+    value and the direction, when the values move one way. "" when there is nothing to add."""
     known = sorted({days[m] for m in fam.members if m < len(days) and days[m]})
     n = len(fam.members)
     if not known:
         return f"{n} reports"
-    out = f"{n} reports, {known[0]}" + (f" to {known[-1]}" if known[-1] != known[0] else "")
-    dated = sorted((days[p.member], p.position, n.value, n.text + (f" {n.unit}" if n.unit.isalpha() and len(n.unit) > 2
-                   else "")) for p in fam.pieces if p.member < len(days) and days[p.member]
-                   for s, n in zip(_slots(p), p.nums, strict=True) if s == slot)  # fmt: skip
-    if slot is None or len({d for d, *_ in dated}) < 2:
-        return out
-    out += f", latest {dated[-1][3]}"
-    by_day = [v for _, _, v, _ in dated]
-    if all(a < b for a, b in zip(by_day, by_day[1:], strict=False)):
-        out += ", rising"
-    elif all(a > b for a, b in zip(by_day, by_day[1:], strict=False)):
-        out += ", falling"
-    return out
+    every = sorted(d for d in days if d)
+    parts = []
+    if not (n == len(days) and known[0] == every[0] and known[-1] == every[-1]):
+        parts.append(f"{n} reports, {known[0]}" + (f" to {known[-1]}" if known[-1] != known[0] else ""))
+    dated = sorted((days[p.member], p.position, n.value, n.text + (f" {n.unit}" if n.unit.isalpha() and not
+                    n.text.lower().endswith(n.unit) else "")) for p in fam.pieces if p.member < len(days)
+                   and days[p.member] for s, n in zip(_slots(p), p.nums, strict=True) if s == slot)  # fmt: skip
+    if slot is not None and len({d for d, *_ in dated}) >= 2:
+        by_day = [v for _, _, v, _ in dated]
+        trend = ", rising" if all(a < b for a, b in zip(by_day, by_day[1:], strict=False)) else (
+            ", falling" if all(a > b for a, b in zip(by_day, by_day[1:], strict=False)) else "")  # fmt: skip
+        parts.append(f"latest {dated[-1][3]}{trend}")
+    return ", ".join(parts)
 
 
 def as_statement(sentence: str) -> str:

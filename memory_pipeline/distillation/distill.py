@@ -288,6 +288,7 @@ class OfflineDistiller:
         # statements) is written as its most typical sentence, verbatim, instead
         days = [m.day for m in members]
         texts = [_supported(f, ab.render(f, days)[0], near) for f in families]
+        texts = [t if estimate_tokens(t) < hard else ab.without_trend(t) for t in texts]  # a range's reports said short
         costs = [estimate_tokens(t) + (estimate_tokens(f.pieces[0].label + ":") if f.pieces[0].label else 0) + 1
                  for t, f in zip(texts, families, strict=True)]  # fmt: skip
         fam_facts = [f.facts() for f in families]

@@ -213,7 +213,7 @@ def _close(a: float, b: float) -> bool:
 # What the night writes after a distillation ("[3 memories, 2026-10-01 to 2026-10-02]"; before 2026-12 "[Pattern
 # seen 3 times, …]"), not a claim: its dates would read as a range holding every small number.
 # what the night writes around what its sources said: the summary's bracket, and a range's reports
-FRAME = re.compile(r"\[(?:Pattern seen \d+ times?|\d+ memories), [^\]]*\]\.?|\(\d+ reports(?:, [^)]*)?\)")
+FRAME = re.compile(r"\[(?:Pattern seen \d+ times?|\d+ memories), [^\]]*\]\.?|\((?:\d+ reports|latest )[^)]*\)")
 
 
 def frame(members: int, first_day: str, last_day: str) -> str:

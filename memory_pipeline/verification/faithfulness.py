@@ -141,14 +141,23 @@ def _has_word(text: str, word: str) -> bool:
 
 def repeated(abstraction: str, near: Near | None = None) -> list[str]:
     """The abstraction's sentences that say again what an earlier one of its sentences said, in any words."""
-    out: list[str] = []
+    return said_once(abstraction, near)[1]
+
+
+def said_once(abstraction: str, near: Near | None = None) -> tuple[str, list[str]]:
+    """The abstraction with each sentence that says again what an earlier one said taken out (a distiller, Claude
+    included, that words one statement twice: nothing is lost, the later wording goes), and those sentences."""
     kept: list[str] = []
-    for s in sentences(abstraction):
-        if statement_like(s) and any(judgement.judge(k, s, near).same for k in kept):
-            out.append(s)
-        else:
-            kept.append(s)
-    return out
+    said: list[str] = []
+    twice: list[str] = []
+    for raw in _SENTENCE.split(abstraction.strip()):
+        s = _FRAME.sub(" ", raw).strip()
+        if s and statement_like(s) and any(judgement.judge(k, s, near).same for k in said):
+            twice.append(s)
+            continue
+        kept.append(raw)
+        said += [s] if s else []
+    return (" ".join(kept) if twice else abstraction), twice
 
 
 def rejection_of(found: Sequence[Unfaithful]) -> str | None:

@@ -390,7 +390,7 @@ def test_flushed_turns_become_journal_lines_without_a_doubled_label_or_a_role_na
     from datetime import date
 
     journal = journal_text(date(2026, 11, 20), [done.session_id], items)
-    assert "- Decided: we will move the nightly backup to 02:00 UTC from now on." in journal, journal
+    assert "- Decided: We will move the nightly backup to 02:00 UTC from now on." in journal, journal
     assert "- Lesson: Always check the disk quota before the backup starts." in journal, journal
     assert "Decided: Decided:" not in journal and "assistant:" not in journal, journal
     assert write_flush(tmp_path / "raw", turns).written is False  # the same turns are still the same flush

@@ -162,3 +162,16 @@ def test_a_night_whose_every_distillation_was_refused_passes_and_says_so() -> No
     assert verdict == "PASS" and "the verifier refused all 3" in str(reason)
     assert decide_verdict(0, 0, tried=3, found=3, scanned=20, refused=2)[0] == "FAIL"  # one failed otherwise
     assert decide_verdict(0, 1, tried=3, found=3, scanned=20, refused=3)[0] == "FAIL"  # errors
+
+
+def test_a_statement_worded_twice_is_said_once_and_nothing_else_goes() -> None:
+    from memory_pipeline.statements.judgement import Near
+    from memory_pipeline.verification.faithfulness import said_once
+
+    text = ("Reach Jonas on Telegram, not by email. Jonas replied on Telegram within minutes. "
+            "Reach Jonas on Telegram, not by email. [4 memories, 2026-11-05 to 2026-11-14]")  # fmt: skip
+    once, taken = said_once(text, Near(None))
+    assert once == ("Reach Jonas on Telegram, not by email. Jonas replied on Telegram within minutes. "
+                    "[4 memories, 2026-11-05 to 2026-11-14]")  # fmt: skip
+    assert taken == ["Reach Jonas on Telegram, not by email."]
+    assert said_once(once)[1] == []
