@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import re
 import sqlite3
 import subprocess
 from collections.abc import Callable
@@ -208,3 +209,47 @@ def test_no_workspace_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     assert printed.strip().splitlines() == [f"error: no workspace at {tmp_path / 'missing'}: set "
                                             "MEMORY_PIPELINE_HOME to a workspace folder"]  # fmt: skip
 
+
+
+def test_a_workspace_fed_every_shape_through_every_entry_point_scans_clean(
+    workspace: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The CI check that what redaction writes is what the doctor reads as clean: every secret shape of the
+    hostile tests through `import`, MCP `remember` and `forget`, `flush`, and Claude Code and Codex sessions
+    (`transcripts import`, committed to the knowledge history, its runs recorded in DAGSTER_HOME)."""
+    from memory_pipeline_tests.hostile.test_secret_shapes import SHAPES
+    from memory_pipeline_tests.hostile.test_secrets_on_the_way_in import CLAUDE, CODEX, SID
+    from memory_pipeline_tests.hostile.test_transcript_import_cases import rollout, said
+    from memory_pipeline_tests.writes.conftest import mcp_calls
+
+    home, dagster = workspace
+    src = home.parent / "src"
+    src.mkdir()
+    (src / "rows.jsonl").write_text("".join(json.dumps({"id": i, "content": t, "tags": [f"k={k}"],
+                                                        "created_at": "2026-11-01T10:00:00Z"}) + "\n"
+                                            for i, t, k in SHAPES))  # fmt: skip
+    assert main(["import", str(src / "rows.jsonl")]) == 0
+    calls = [("remember", {"text": t, "id": f"r-{i}"}) for i, t, _ in SHAPES]
+    answers = mcp_calls(home, *calls, ("forget", {"id": "r-npm-token", "reason": SHAPES[0][1]}))
+    assert [a.is_error for a in answers] == [False] * len(answers)
+    (src / "turns.json").write_text(json.dumps([{"role": "user", "content": t} for _, t, _ in SHAPES]))
+    assert main(["flush", str(src / "turns.json")]) == 0
+    sessions = src / "sessions"
+    sessions.mkdir()
+    (sessions / f"{SID}.jsonl").write_text(CLAUDE)
+    (sessions / "rollout-codex.jsonl").write_bytes(CODEX)
+    items: list[dict[str, object]] = [said("user", "Why does the deploy fail?")]
+    for n, (_, text, _) in enumerate(SHAPES):
+        items += [{"type": "function_call", "name": "shell", "call_id": f"c{n}",
+                   "arguments": json.dumps({"command": ["bash", "-lc", text]})},
+                  {"type": "function_call_output", "call_id": f"c{n}", "output": json.dumps({"output": text})}]
+    items.append(said("assistant", "Decided: rotate every credential above."))
+    (sessions / "rollout-shapes.jsonl").write_bytes(rollout("0199e0d2-dddd-7a30-b5e4-2f8d9c6a1e57", *items))
+    assert main(["transcripts", "import", str(sessions)]) == 0
+    capsys.readouterr()
+    assert (home / ".git").is_dir() and (home / "raw").is_dir()
+    code, printed = _doctor(capsys)
+    assert code == 0, printed
+    read = re.fullmatch(r"no secrets found \(read (\d+) files, (\d+) rows, (\d+) commits\)", printed.splitlines()[-1])
+    assert read is not None and all(int(n) > 0 for n in read.groups()), printed
+    assert any(dagster.rglob("*.db")), "the runs were recorded in DAGSTER_HOME"
