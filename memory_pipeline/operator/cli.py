@@ -1,4 +1,5 @@
-"""`memory-pipeline ui`: the Dagster UI on this workspace, with the run history the CLI records."""
+"""`memory-pipeline ui`: the Dagster UI on this workspace, with the run history the CLI records; `doctor`'s
+command (operator/doctor.py)."""
 
 from __future__ import annotations
 
@@ -34,6 +35,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                     help="the webserver alone, without Dagster's daemon: no sensor or schedule starts work while "
                     "the UI is open (runs launched from it wait in the queue until a UI runs without it)")  # fmt: skip
     ui.set_defaults(fn=cmd_ui)
+    from memory_pipeline.operator import doctor
+
+    doctor.register(sub)
 
 
 def dagster_executable() -> str | None:

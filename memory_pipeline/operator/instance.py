@@ -73,14 +73,19 @@ def cli_instance(home: Path, *, announce: bool = True) -> Iterator[Any]:
 
 def dagster_home(home: Path) -> Path:
     """A persistent instance beside the workspace, so run history survives `dagster dev` restarts."""
-    if os.environ.get("DAGSTER_HOME"):
-        dagster_home = Path(os.environ["DAGSTER_HOME"]).expanduser().resolve()
-    else:
-        dagster_home = home.resolve().parent / "dagster_home"
+    dagster_home = dagster_home_path(home)
     os.environ["DAGSTER_HOME"] = str(dagster_home)  # absolute: the same instance from any directory
     dagster_home.mkdir(parents=True, exist_ok=True)
     sync_config(dagster_home / "dagster.yaml", REPO_ROOT / "dagster.yaml")
     return dagster_home
+
+
+def dagster_home_path(home: Path) -> Path:
+    """Where the run history of `home` lies ($DAGSTER_HOME, else `dagster_home` beside the workspace), without
+    creating it."""
+    if os.environ.get("DAGSTER_HOME"):
+        return Path(os.environ["DAGSTER_HOME"]).expanduser().resolve()
+    return home.resolve().parent / "dagster_home"
 
 
 def sync_config(config: Path, template: Path) -> None:
