@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 from memory_pipeline.search.confidence import WEAK, weak_line
 from memory_pipeline.search.hits import Hit, Hits
-from memory_pipeline.statements import judgement
+from memory_pipeline.statements import facts, judgement
 
 TOP = 3  # the hits read for the names: an answer is read off the first few
 PREFIX = 4  # letters of a stem that opens another word for the two to be one ("prod" / "production")
@@ -74,16 +74,20 @@ def names(question: str) -> list[str]:
 def _modifiers(question: str, top: str, hits: Sequence[str]) -> list[str]:
     """The word before a noun the top hit qualifies with another word the question never uses ("passport" of
     "passport number" / "phone number"), where no hit names it."""
-    q = [w for w in _words(question) if w not in _GRAMMAR]
-    t = [w for w in _words(top) if w not in _GRAMMAR]
+    q, t = _words(question), _words(top)
     out = []
-    for w1, w2 in zip(q, q[1:], strict=False):
-        if w1 in _ASKING or _said(w1, hits):
+    for w1, w2 in zip(q, q[1:], strict=False):  # words next to each other as asked: "passport number"
+        if w1 in _ASKING or _function(w1) or _function(w2) or _said(w1, hits):
             continue
-        before = {t[i - 1] for i in range(1, len(t)) if t[i] == w2}
+        before = {t[i - 1] for i in range(1, len(t)) if t[i] == w2 and not _function(t[i - 1])}
         if before and not any(_said(b, [question]) for b in before):
             out.append(w1)
     return out
+
+
+def _function(word: str) -> bool:
+    """A word of grammar, not one that qualifies a noun ("about", "the", "with")."""
+    return word in _GRAMMAR or word in facts.STOP_WORDS
 
 
 def unnamed(question: str, hits: Sequence[Hit]) -> list[str]:

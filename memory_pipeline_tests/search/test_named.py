@@ -93,3 +93,12 @@ def test_an_empty_date_range_is_refused_in_one_line(home: Path, monkeypatch: pyt
     assert main(["search", "door code", "--since", "2026-10-01", "--until", "2026-09-01"]) == 2
     err = capsys.readouterr().err
     assert "is after until" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_word_of_grammar_is_never_taken_for_a_qualifier() -> None:
+    from memory_pipeline.search.named import _modifiers
+
+    top = "We will move the status page certificate to automatic renewal, because manual renewals were missed twice."
+    assert _modifiers("what did we decide about the status page certificate?", top, [top]) == []
+    phone = "Dan's phone number is 555-0134."
+    assert _modifiers("What is Dan's passport number?", phone, [phone]) == ["passport"]
