@@ -150,7 +150,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Show how many sessions the workspace has and how many are assigned to the hierarchy, how "
         "many Cores and Spheres are built and where, and the rollup counters.",
     ).set_defaults(fn=cmd_status)  # fmt: skip
-    rec = sub.add_parser("recall", help="tiered recall: Spheres, then Cores, then sessions")
+    rec = sub.add_parser(
+        "recall", help="tiered recall: Spheres, then Cores, then sessions, refereed by the same search as `search`",
+        description="Ask the Spheres, then the Cores, then the sessions, stopping at the first layer whose best match "
+        "reaches the threshold; the same hybrid search as `search` runs too, and its first hit answers instead when "
+        "it is more relevant (search's own measure) than the layer's answer, or when no layer reaches the threshold.",
+    )
     rec.add_argument("query", help="what to recall, in words")
     rec.add_argument("--threshold", type=float, default=None,
                      help="cosine a layer's best must reach (default: calibrated for the MiniLM embedder)")
