@@ -1,7 +1,7 @@
 """`python -m benchmarks [clustering|incremental|nightly|embeddings|locomo-retention|screening|distill|fleet|gateway|
 current-facts|current-facts-locomo|abstention|abstention-fit|retention-probes|transcripts|read-start|read-cpu|
 same-statement|summary-faults|dissent-families|statement-pairs|version-pairs|versioner|version-families|
-named-questions|coding-lines|hooks|journal-lines|import-journals|all] [options]` — results are appended to
+named-questions|coding-lines|hooks|journal-lines|import-journals|recall|all] [options]` — results are appended to
 benchmarks/results/runs/<date>.md with the date, the machine, the BLAS kernel and the OPENBLAS_* variables."""
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ NAMES = (
     "hooks",
     "journal-lines",
     "import-journals",
+    "recall",
 )
 
 

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from memory_pipeline.search.index import BuildStats, IndexMissing, delete_index
     from memory_pipeline.search.live import ReadView, reading_store, refresh_index
     from memory_pipeline.search.overlay import ViewUnavailable, query_texts, read_view, store_rows, with_rows
+    from memory_pipeline.search.relevance import FileScore, file_scores
     from memory_pipeline.search.scoring import Ranking, load_ranking
 
 _WHERE = {
@@ -27,10 +28,11 @@ _WHERE = {
     "refresh_index": "live", "Ranking": "scoring", "load_ranking": "scoring", "current_first": "current",
     "ReadView": "live", "ViewUnavailable": "overlay", "read_view": "overlay", "store_rows": "overlay",
     "with_rows": "overlay", "query_texts": "overlay", "store_stamp": "documents", "WEAK": "confidence",
-    "weak_line": "confidence", "index_holds": "index",
+    "weak_line": "confidence", "index_holds": "index", "file_scores": "relevance", "FileScore": "relevance",
 }  # fmt: skip
 __all__ = [
     "BuildStats",
+    "FileScore",
     "Hit",
     "Hits",
     "IndexMissing",
@@ -42,6 +44,7 @@ __all__ = [
     "build_index",
     "current_first",
     "delete_index",
+    "file_scores",
     "index_holds",
     "load_ranking",
     "query_texts",

@@ -42,6 +42,7 @@ from memory_pipeline.search.live import (
 from memory_pipeline.search.live import (
     default_embedder as default_embedder,
 )
+from memory_pipeline.search.relevance import floor_scale as scale_of_floor
 from memory_pipeline.search.scoring import (
     Ranking,
     age_days,
@@ -250,10 +251,7 @@ def _search_index(
         if df:
             idf[t] = float(np.log(1.0 + (n_all - df + 0.5) / (df + 0.5)))
     ceiling = bm25_ceiling(list(idf.values()))
-    # the floor's share of BM25: a query word no document holds counts in its ceiling at the highest idf a word
-    # can have, so a question about something never stored is not judged by its commonest words alone
-    unseen = sum(1 for t in q_tokens if t not in idf) if r.unseen_words else 0
-    floor_scale = ceiling / (ceiling + unseen * float(np.log(1.0 + (n_all + 0.5) / 0.5)))
+    floor_scale = scale_of_floor(idx, q_tokens, idf, n_all, r)  # the floor's share of BM25
     outside = float(linear(np.array([bm_out / ceiling * floor_scale]), np.array([cos_out[0]]), r)[0])
     content = content_words(query) if r.focus_gate or combined_on(r.combined_gate) else set()
     shares = {t: idf_share(idf[t], n_all) if t in idf else 0.0 for t in q_tokens if t in content}

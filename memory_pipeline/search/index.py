@@ -277,6 +277,14 @@ class LoadedIndex:
                 found.update({str(k): (s, int(r)) for k, r in zip(names, rows, strict=True)})
         return found
 
+    def chunks_of(self, paths: Sequence[str]) -> dict[str, tuple[int, int]]:
+        """Live (segment, row) of every chunk of these files, by chunk key (a read path's `locate(column="path")`)."""
+        found: dict[str, tuple[int, int]] = {}
+        for s, seg in enumerate(self.segments):
+            alive = self.alive[s]
+            found.update({k: (s, r) for k, r in seg.file_rows(list(paths)).items() if alive is None or alive[r]})
+        return found
+
     def live_docs(self) -> Iterator[Doc]:
         """Every live document with its text (merges, tests, small workspaces: not the query path)."""
         from memory_pipeline.search.documents import table_docs

@@ -1,6 +1,6 @@
-"""The read path imports what it reads: `search`, `context` and the MCP server answer without Dagster, the night's
-code or the LLM SDK loaded, and once the index is built without pandas either (each import is tenths of a second to
-seconds of CPU on every call: a hook, a script, an agent's turn)."""
+"""The read path imports what it reads: `search`, `context`, `recall` and the MCP server answer without Dagster, the
+night's code or the LLM SDK loaded, and once the index is built without pandas either (each import is tenths of a
+second to seconds of CPU on every call: a hook, a script, an agent's turn)."""
 
 from __future__ import annotations
 
@@ -60,7 +60,8 @@ def _loaded(home: Path, body: str, argv: list[str]) -> list[str]:
 
 @pytest.mark.parametrize(("body", "argv"), [(CLI, ["search", "retro time"]),
                                             (CLI, ["context", "When is the retro?", "--budget", "500"]),
-                                            (MCP, [])], ids=["search", "context", "mcp"])  # fmt: skip
+                                            (CLI, ["recall", "When is the retro?"]),
+                                            (MCP, [])], ids=["search", "context", "recall", "mcp"])  # fmt: skip
 def test_a_read_answers_without_the_night(home: Path, body: str, argv: list[str]) -> None:
     first = _loaded(home, body, argv)  # the first reader may build the index (Arrow from lists loads pandas)
     assert [m for m in first if m.split(".")[0] != "pandas"] == [], f"imported {first[:8]}"

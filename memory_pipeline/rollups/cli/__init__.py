@@ -67,36 +67,73 @@ def nothing_to_recall(store: Any, as_of: Any) -> str:
     return f"nothing to recall: none of the workspace's {count:,} session(s), Cores or Spheres matches"
 
 
+def _found(store: Any, home: Any, hits: Any) -> list[Any]:
+    """Search's hits as recall's: a transcript is its session, a Core or Sphere file its id; `score` = relevance."""
+    from pathlib import Path
+
+    from memory_pipeline.rollups.recall import Hit
+
+    files = [h.id for h in hits if h.source == "file" and h.kind == "transcript"]
+    with store.connect() as con:
+        sids = dict(con.execute("SELECT path, session_id FROM sessions WHERE list_contains(?, path)", [files])
+                    .fetchall()) if files else {}  # fmt: skip
+    layers = {"transcript": "session", "core": "core", "sphere": "sphere"}
+    out = []
+    for h in hits:
+        path = str(home / h.id) if h.source == "file" else ""
+        key = sids.get(h.id, Path(h.id).stem) if h.kind in layers and h.source == "file" else h.id
+        out.append(Hit(layers.get(h.kind, h.kind) if h.source == "file" else h.kind, key,
+                       round(float(h.parts.get("relevance", h.score)), 4), path, h.text or h.snippet,
+                       round(float(h.parts.get("relevance", h.score)), 4)))  # fmt: skip
+    return out
+
+
 def cmd_recall(args: argparse.Namespace) -> int:
-    from memory_pipeline.context.timeframe import parse_as_of
     from memory_pipeline.operator.instance import open_store as _store
-    from memory_pipeline.resources import EmbedderResource
-    from memory_pipeline.rollups.recall import DEFAULT_THRESHOLD, recall
+    from memory_pipeline.rollups.recall import DEFAULT_THRESHOLD, recall, referee
+    from memory_pipeline.search import file_scores, search
+    from memory_pipeline.search.engine import default_embedder
+    from memory_pipeline.search.named import checked
+    from memory_pipeline.settings import SettingsError, parse_as_of
+    from memory_pipeline.store import StoreError
 
     home = workspace_home()
     store = _store(home)
-    embedder = EmbedderResource.from_env()  # text to text only: encode_text works with imported vectors too
     try:
-        result = recall(store, home, args.query, embedder.encode_text, top_k=args.top_k,
+        as_of = parse_as_of(args.as_of)
+        embedder = default_embedder()  # the index's model: its stored vectors and the query's are comparable
+        found = search(args.query, args.top_k, home=home, as_of=as_of, embedder=embedder)
+
+        def stored(paths: Any) -> dict[str, tuple[float, float]]:
+            return {p: (s.cosine, s.relevance) for p, s in file_scores(home, args.query, paths, embedder).items()}
+
+        result = recall(store, home, args.query, embedder[0], top_k=args.top_k,
                         threshold=DEFAULT_THRESHOLD if args.threshold is None else args.threshold,
-                        as_of=parse_as_of(args.as_of))  # fmt: skip
-    except ValueError as exc:
-        print(str(exc), file=sys.stderr)
+                        as_of=as_of, stored=stored)  # fmt: skip
+        result = referee(result, _found(store, home, checked(args.query, found)), args.top_k)
+    except (ValueError, SettingsError, StoreError, OSError) as exc:  # SearchInputError is a ValueError
+        print(str(exc).splitlines()[0] if str(exc) else type(exc).__name__, file=sys.stderr)
         return 2
     for layer, score in result.searched:
-        print(f"searched {layer:<8} best {'—' if score is None else f'{score:.3f}'}")
+        shown = "—" if score is None else f"{score:.3f}"
+        print(f"searched {layer:<8} best {shown}" + (" (relevance, as `search` ranks)" if layer == "search" else ""))
     if result.best is None:
-        print(nothing_to_recall(store, parse_as_of(args.as_of)))
+        print(nothing_to_recall(store, as_of))
         return 1
-    if result.cleared:
+    if result.layer == "search":
+        tier = result.tier
+        against = (f"{tier.relevance or 0.0:.2f} for the {tier.layer}s' answer by the same measure" if tier
+                   else f"no layer reached {result.threshold:g}")  # fmt: skip
+        print(f"answer from search: relevance {result.best.score:.2f}, over {against}")
+    elif result.cleared:
         print(f"answer from {result.layer}s: best match {result.best.score:.2f} (answers need "
               f"{result.threshold:g})")  # fmt: skip
     else:
         print(f"Nothing in memory matches this well enough (best match {result.best.score:.2f}; answers need "
               f"{result.threshold:g}). The nearest, for what it is worth:")  # fmt: skip
     for hit in result.hits:
-        print(f"{hit.layer:<8} {hit.score:.3f}  {hit.key}  {hit.path}")
-        print(f"         {hit.passage[:200]}")
+        print(f"{hit.layer:<8} {hit.score:.3f}  {hit.key}  {hit.path}".rstrip())
+        print(f"         {' '.join(hit.passage.split())[:200]}")
     return 0
 
 
@@ -113,7 +150,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Show how many sessions the workspace has and how many are assigned to the hierarchy, how "
         "many Cores and Spheres are built and where, and the rollup counters.",
     ).set_defaults(fn=cmd_status)  # fmt: skip
-    rec = sub.add_parser("recall", help="tiered recall: Spheres, then Cores, then sessions")
+    rec = sub.add_parser(
+        "recall", help="tiered recall: Spheres, then Cores, then sessions, refereed by the same search as `search`",
+        description="Ask the Spheres, then the Cores, then the sessions, stopping at the first layer whose best match "
+        "reaches the threshold; the same hybrid search as `search` runs too, and its first hit answers instead when "
+        "it is more relevant (search's own measure) than the layer's answer, or when no layer reaches the threshold.",
+    )
     rec.add_argument("query", help="what to recall, in words")
     rec.add_argument("--threshold", type=float, default=None,
                      help="cosine a layer's best must reach (default: calibrated for the MiniLM embedder)")
