@@ -2,7 +2,9 @@
 values one of its sentences puts together were stated together — by one source, or by sources that are the
 same statement (the same words, only the numbers differ: "pytest took 16 minutes" reported three times), where
 a range is honest. A range or list built from different events ("Sharpe 0.17–1.87" over three strategies), a
-value with its sign lost (−0.09 written 0.09), or a clock time torn into numbers ("02–03:00–30") is not.
+value with its sign lost (−0.09 written 0.09), a clock time torn into numbers ("02–03:00–30"), two statements
+fused into one no source made ("to eu-west-1 or us-east-1 first") or several reports told as one moment ("up
+2.3–2.8% today") is not. Whether two sentences are one statement is the one judgement, `statements.judgement`.
 
 Pure and shared: the night's judge rejects an unfaithful distillation from any distiller (offline or Claude),
 the offline distiller folds values only where this allows, and the night's grade counts what it finds.
