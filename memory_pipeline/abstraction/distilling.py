@@ -79,8 +79,9 @@ def judged(
 ) -> ClusterOutcome:
     """The cluster's outcome: its distillation with the validated compression ratio, or skipped and why. Every
     distiller's text is held to its `sources` (what the distiller was given): a value no source states, values
-    of different statements put together, statements or facts left out reject it, and the cluster stays as it
-    is. The outcome carries the distillation's grade (`abstraction.grade`) either way."""
+    of different statements put together, two statements fused, any statement or fact left out reject it, and
+    the cluster stays as it is; a sentence that says again what an earlier one said is taken out first. The
+    outcome carries the distillation's grade (`abstraction.grade`) either way."""
     from memory_pipeline.llm import runs as llm_runs
 
     outcome = ClusterOutcome(cluster)

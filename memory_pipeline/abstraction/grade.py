@@ -87,7 +87,7 @@ class NightGrade:
 
     @property
     def repeated(self) -> int:
-        """Sentences said twice in what the night would commit (the judge refuses them, so 0 unless it was off)."""
+        """Sentences said twice in what the night would commit (the judge takes them out, so 0 unless it was off)."""
         return sum(s.repeated for s in self.kept)
 
     @property
