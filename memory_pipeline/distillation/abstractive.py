@@ -130,12 +130,19 @@ def merge_rewordings(families: list[Family], near: judgement.Near | None = None)
     """Families that are one statement in other words, with other numbers ("slipped 3.8% against the quote" /
     "lost 5.8% to slippage on the pair"), made one: one quantity is one statement, its values one range. The
     judgement decides, MiniLM where the words leave it open; names, a contrast or another unit keep them apart."""
+    heads = [skeleton(f) for f in families]
+
+    def may_be_one(a: Piece, b: Piece) -> bool:  # the cheap tests first: the judgement is asked only after them
+        return (a.label == b.label and bool(a.nums) and {n.unit for n in a.nums} == {n.unit for n in b.nums}
+                and max(judgement.share_of(a.text, b.text), judgement.share_of(b.text, a.text)) >= judgement.SOME_WORDS)
+
+    if near is not None:  # the sentences the model may be asked about, embedded in one batch
+        near.prepare([(a.text, b.text) for i, a in enumerate(heads) for b in heads[:i] if may_be_one(a, b)])
     out: list[Family] = []
-    for fam in families:
-        sk = skeleton(fam)
+    for fam, sk in zip(families, heads, strict=True):
         for kept in out:
             head = skeleton(kept)
-            if head.label != sk.label or not sk.nums or {n.unit for n in sk.nums} != {n.unit for n in head.nums}:
+            if not may_be_one(head, sk):
                 continue
             verdict = judgement.judge(head.text, sk.text, near)
             if verdict.same or (verdict.relation is judgement.Relation.OTHER_VALUE and _may_fold(head, sk)):

@@ -201,7 +201,8 @@ def _content(words: Sequence[Word]) -> list[str]:
     ]
 
 
-def _tags(words: Sequence[Word]) -> dict[str, Counter[str]]:
+@lru_cache(maxsize=1 << 16)
+def _tags(words: tuple[Word, ...]) -> dict[str, Counter[str]]:
     """The contrast tags the words carry, by class ('over' and the like only before a number)."""
     tags = _lexicon().tags
     out: dict[str, Counter[str]] = {}
@@ -216,6 +217,7 @@ def _tags(words: Sequence[Word]) -> dict[str, Counter[str]]:
     return out
 
 
+@lru_cache(maxsize=1 << 16)
 def _negations(text: str) -> int:
     return len(fx.NEGATION.findall(text))
 
@@ -223,7 +225,7 @@ def _negations(text: str) -> int:
 # ---- the judgement ----
 
 
-def _contrast(a: str, b: str, wa: Sequence[Word], wb: Sequence[Word]) -> str | None:
+def _contrast(a: str, b: str, wa: tuple[Word, ...], wb: tuple[Word, ...]) -> str | None:
     """What sets two statements apart whatever else they share: a negation, a word of one class against
     another of it ('at most' / 'at least', 'before' / 'after', 'must' / 'may'), a one-sided restriction or
     comparison, or two words of one group of look-alikes ('staging' / 'production', 'front' / 'back')."""
@@ -242,14 +244,32 @@ def _contrast(a: str, b: str, wa: Sequence[Word], wb: Sequence[Word]) -> str | N
     return None
 
 
-def _qualifiers(wa: Sequence[Word], wb: Sequence[Word]) -> tuple[frozenset[str], frozenset[str]] | None:
-    la = {w.text.lower() for w in wa} | {w.key for w in wa}
-    lb = {w.text.lower() for w in wb} | {w.key for w in wb}
-    for group in _lexicon().groups:
-        ga, gb = group & la, group & lb
-        if ga and gb and ga - gb and gb - ga:
-            return frozenset(ga - gb), frozenset(gb - ga)
+def _qualifiers(wa: tuple[Word, ...], wb: tuple[Word, ...]) -> tuple[frozenset[str], frozenset[str]] | None:
+    ga, gb = _grouped(wa), _grouped(wb)
+    for g in sorted(ga.keys() & gb.keys()):
+        if ga[g] - gb[g] and gb[g] - ga[g]:
+            return ga[g] - gb[g], gb[g] - ga[g]
     return None
+
+
+@lru_cache(maxsize=1 << 16)
+def _grouped(words: tuple[Word, ...]) -> dict[int, frozenset[str]]:
+    """The words of each group of look-alikes the statement has, by the group's place in the list."""
+    index = _group_index()
+    found: dict[int, set[str]] = {}
+    for w in {w.text.lower() for w in words} | {w.key for w in words}:
+        for g in index.get(w, ()):
+            found.setdefault(g, set()).add(w)
+    return {g: frozenset(ws) for g, ws in found.items()}
+
+
+@lru_cache(maxsize=1)
+def _group_index() -> dict[str, tuple[int, ...]]:
+    index: dict[str, list[int]] = {}
+    for g, group in enumerate(_lexicon().groups):
+        for w in group:
+            index.setdefault(w, []).append(g)
+    return {w: tuple(gs) for w, gs in index.items()}
 
 
 def qualifiers(a: str, b: str) -> tuple[frozenset[str], frozenset[str]] | None:
@@ -404,16 +424,17 @@ def _shared(wa: Sequence[Word], wb: Sequence[Word]) -> float:
     return min(both / len(ca), both / len(cb))
 
 
-def content_words(text: str) -> set[str]:
+@lru_cache(maxsize=1 << 16)
+def content_words(text: str) -> frozenset[str]:
     """The words that carry what `text` is about (names, and words neither function nor contrast words), as the
     judgement compares them."""
-    return set(_content(read(text)))
+    return frozenset(_content(read(text)))
 
 
 def share_of(sentence: str, statement: str) -> float:
     """The share of `statement`'s content words `sentence` has."""
-    want = set(_content(read(statement)))
-    return len(want & set(_content(read(sentence)))) / len(want) if want else 0.0
+    want = content_words(statement)
+    return len(want & content_words(sentence)) / len(want) if want else 0.0
 
 
 # ---- does a (perhaps longer) sentence say a statement? ----
@@ -498,6 +519,6 @@ class Near:
 
 
 def _open(a: str, b: str) -> bool:
-    """Whether the words may leave the verdict on `a` and `b` to the model (a cheap over-estimate)."""
-    share = share_of(a, b)
-    return SOME_WORDS <= share < 1.0 or SOME_WORDS <= share_of(b, a) < 1.0
+    """Whether the words may leave the verdict on `a` and `b` to the model: some but not most of either's content
+    words in the other (a close wording with one word replaced asks the model too, one pair at a time)."""
+    return SOME_WORDS <= share_of(a, b) < SAME_WORDS or SOME_WORDS <= share_of(b, a) < SAME_WORDS

@@ -154,7 +154,8 @@ def said_once(abstraction: str, near: Near | None = None) -> tuple[str, list[str
     twice: list[str] = []
     for raw in _SENTENCE.split(abstraction.strip()):
         s = _FRAME.sub(" ", raw).strip()
-        if s and statement_like(s) and any(judgement.judge(k, s, near).same for k in said):
+        if s and statement_like(s) and any(judgement.share_of(k, s) >= judgement.SOME_WORDS
+                                           and judgement.judge(k, s, near).same for k in said):  # fmt: skip
             twice.append(s)
             continue
         kept.append(raw)
