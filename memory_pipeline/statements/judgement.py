@@ -322,9 +322,36 @@ def _promote(words: tuple[Word, ...], names: set[str]) -> tuple[Word, ...]:
     return (Word(words[0].text, "name", words[0].text.lower()), *words[1:])
 
 
+class _Open(Exception):
+    """The words leave the verdict to the model."""
+
+
+_WORDS = object()  # ask the words alone: `_cosine` raises `_Open` where the model would be asked
+
+
+def _cosine(near: object, a: str, b: str) -> float | None:
+    if near is _WORDS:
+        raise _Open
+    return near(a, b) if isinstance(near, Near) else near  # type: ignore[return-value]
+
+
+@lru_cache(maxsize=1 << 17)
+def _by_words(a: str, b: str) -> Verdict | None:
+    """The verdict the words give, or None where only the model can (cached: the night asks a pair many times)."""
+    try:
+        return _judge(a, b, _WORDS)
+    except _Open:
+        return None
+
+
 def judge(a: str, b: str, near: Near | float | None = None) -> Verdict:
     """Whether `a` and `b` say the same thing (see the module's docstring). `near` is MiniLM's cosine of the
     two, or a `Near` that gives it, asked only when the words leave the verdict open."""
+    verdict = _by_words(a, b)
+    return verdict if verdict is not None else _judge(a, b, near)
+
+
+def _judge(a: str, b: str, near: object) -> Verdict:
     wa, wb = read_pair(a, b)
     if [w.key for w in wa] == [w.key for w in wb] and [w.value for w in wa] == [w.value for w in wb]:
         return Verdict(Relation.SAME, "the same words")
@@ -339,7 +366,7 @@ def judge(a: str, b: str, near: Near | float | None = None) -> Verdict:
 
 
 def _by_spans(a: str, b: str, wa: Sequence[Word], wb: Sequence[Word],
-              ops: Sequence[tuple[str, int, int, int, int]], near: Near | float | None) -> Verdict:  # fmt: skip
+              ops: Sequence[tuple[str, int, int, int, int]], near: object) -> Verdict:  # fmt: skip
     """Close wordings, span by span: values at one place compared, a value or name replaced by another is
     another value of its slot; a content word added or replaced says something else (unless MiniLM finds a
     synonym)."""
@@ -375,10 +402,8 @@ def _by_spans(a: str, b: str, wa: Sequence[Word], wb: Sequence[Word],
             reworded.append(f"{_show(xs)} / {_show(ys)}")
     if len(slots) > 1:
         return Verdict(Relation.DIFFERENT, f"more than one slot differs ({'; '.join(slots[:3])})")
-    if reworded:
-        cosine = near(a, b) if isinstance(near, Near) else near
-        if cosine is None or cosine < SYNONYM_COSINE or len(reworded) > 1:
-            return Verdict(Relation.DIFFERENT, f"reworded: {reworded[0]}")
+    if reworded and (len(reworded) > 1 or (cosine := _cosine(near, a, b)) is None or cosine < SYNONYM_COSINE):
+        return Verdict(Relation.DIFFERENT, f"reworded: {reworded[0]}")
     if slots:
         return Verdict(Relation.OTHER_VALUE, slots[0])
     return Verdict(Relation.SAME, "reworded" if reworded else "the same wording")
@@ -388,7 +413,7 @@ def _show(words: Sequence[Word]) -> str:
     return " ".join(w.text for w in words)
 
 
-def _by_whole(a: str, b: str, wa: Sequence[Word], wb: Sequence[Word], near: Near | float | None) -> Verdict:
+def _by_whole(a: str, b: str, wa: Sequence[Word], wb: Sequence[Word], near: object) -> Verdict:
     """Loose wordings: the same names, values that pair up, and most content words (or MiniLM's verdict)."""
     na = {w.key for w in wa if w.kind == "name"}
     nb = {w.key for w in wb if w.kind == "name"}
@@ -406,10 +431,9 @@ def _by_whole(a: str, b: str, wa: Sequence[Word], wb: Sequence[Word], near: Near
         elif rel:
             return Verdict(Relation.DIFFERENT, rel)
     share = _shared(wa, wb)
-    if share < SAME_WORDS:
-        cosine = near(a, b) if isinstance(near, Near) else near
-        if share < SOME_WORDS or cosine is None or cosine < SAME_COSINE:
-            return Verdict(Relation.DIFFERENT, f"other words ({share:.2f} shared)")
+    if share < SOME_WORDS or (share < SAME_WORDS and ((cosine := _cosine(near, a, b)) is None
+                                                      or cosine < SAME_COSINE)):  # fmt: skip
+        return Verdict(Relation.DIFFERENT, f"other words ({share:.2f} shared)")
     if other > 1:
         return Verdict(Relation.DIFFERENT, "more than one value differs")
     return Verdict(Relation.OTHER_VALUE if other else Relation.SAME, "reworded")
