@@ -247,11 +247,6 @@ def render(fam: Family, days: Sequence[str] = ()) -> tuple[str, set[float]]:
     return text, stated
 
 
-# days and months are when a report happened, not a party to it: "since Saturday" and "since Sunday" are two reports
-_TIMES = frozenset("""monday tuesday wednesday thursday friday saturday sunday january february march april may june
-    july august september october november december""".split())
-
-
 def _list_names(fam: Family, sk: Piece, text: str) -> str:
     """In reports of events, names that differ at one place (difflib on the masked words) become the list of
     the events: "Fixed in PR #600 and #783". Never "or": that would be a statement no source made; never a day
@@ -271,7 +266,7 @@ def _list_names(fam: Family, sk: Piece, text: str) -> str:
         for tag, i1, i2, j1, j2 in matcher.get_opcodes():
             if tag == "replace" and i2 - i1 == 1 and j2 - j1 == 1:
                 a, b = sk_words[i1].strip(".,;:!?"), words[j1].strip(".,;:!?")
-                if a.lower() in names and b.lower() in names and a != b and not {a.lower(), b.lower()} & _TIMES:
+                if a.lower() in names and b.lower() in names and a != b and not {a.lower(), b.lower()} & judgement.DAYS:
                     listed.setdefault(i1, [a])
                     if b not in listed[i1]:
                         listed[i1].append(b)

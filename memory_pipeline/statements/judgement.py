@@ -67,7 +67,8 @@ _VALUE = re.compile(
     r"(?P<sign>[+\-\u2212])?(?P<cur>[$£€])?(?P<num>\d+(?:,\d{3})*(?:\.\d+)?|\d{1,2}:\d{2})"
     r"(?:[\u2013-](?P<hi>\d+(?:,\d{3})*(?:\.\d+)?))?(?P<unit>%|[a-zA-Z]{1,7})?"
 )
-_DAYS = frozenset(
+# days and months: when something happened, read as the name in a slot (never a party to it)
+DAYS = frozenset(
     """monday tuesday wednesday thursday friday saturday sunday january february march april may
     june july august september october november december jan feb mar apr jun jul aug sep sept oct nov dec""".split()
 )
@@ -171,7 +172,7 @@ def stem(word: str) -> str:
 
 def _is_name(word: str, first: bool) -> bool:
     low = word.lower()
-    if low in _DAYS and low != "may" or word.startswith(("@", "#")):
+    if low in DAYS and low != "may" or word.startswith(("@", "#")):
         return True
     if any(c.isdigit() for c in word) and any(c.isalpha() for c in word):
         return True
