@@ -134,15 +134,17 @@ def fleet_fixture(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
             import dagster as dg
 
             with dg.DagsterInstance.get() as instance:
+                # these tests are about the nights: the search indexes' automation (a run per agent after each
+                # night, test_fleet_readme's walk waits for them) is stopped as an operator would, to keep the
+                # two cores for the nights -- before the workers and the daemon start, so the CLI's own load of
+                # the location does not race theirs for the two cores
+                stopped = subprocess.run([str(stack.BIN / "dagster"), "sensor", "stop", "fleet_automation", "-w",
+                                          str(home / stack.WORKSPACE_YAML)], env=env, capture_output=True,
+                                         text=True, timeout=600)
+                assert stopped.returncode == 0, f"dagster sensor stop failed: {stopped.stderr[-3000:]}"
                 procs.start("worker-1", stack.worker_command("w1", 1))
                 procs.start("worker-2", stack.worker_command("w2", 1))
                 procs.start("daemon", stack.daemon_command(home))
-                # these tests are about the nights: the search indexes' automation (a run per agent after each
-                # night, test_fleet_readme's walk waits for them) is stopped as an operator would, to keep the
-                # two cores for the nights
-                subprocess.run([str(stack.BIN / "dagster"), "sensor", "stop", "fleet_automation", "-w",
-                                str(home / stack.WORKSPACE_YAML)], env=env, check=True, capture_output=True,
-                               timeout=300)
                 yield Fleet(root, home, procs, env, instance, holds)
         finally:
             left = procs.close()

@@ -227,3 +227,27 @@ def test_the_command_line_imports_no_dagster_on_the_webserver_path() -> None:
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('dagster', 'dagster_graphql')))")
     shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert shown.stdout.strip() == "[]", shown.stdout
+
+
+def test_the_location_loads_for_its_instance_after_other_instances_were_left_out_of_order(
+    root: Path, instance: dg.DagsterInstance, tmp_path: Path
+) -> None:
+    """A long-lived process (a test worker, the gateway) may have left two instances in another order than it
+    entered them, so its current definitions-state storage is a dropped instance's: the location still loads, on
+    the instance it was given (Dagster's own error was "undefined DagsterInstance weakref")."""
+    import gc
+
+    from memory_pipeline.fleet.cli import launch
+
+    (tmp_path / "first").mkdir()
+    (tmp_path / "second").mkdir()
+    first = dg.DagsterInstance.local_temp(str(tmp_path / "first"))
+    second = dg.DagsterInstance.local_temp(str(tmp_path / "second"))
+    first.__enter__()
+    second.__enter__()
+    first.__exit__(None, None, None)
+    second.__exit__(None, None, None)  # leaves `first`'s storage current, and `first` is gone
+    del first, second
+    gc.collect()
+    with launch._location(instance) as (_context, _location, repository):
+        assert repository.has_job("agent_night")

@@ -90,6 +90,7 @@ def location_origin(socket: Path | None) -> Any:
 @contextmanager
 def _location(instance: dg.DagsterInstance, socket: Path | None = None) -> Iterator[tuple[Any, Any, Any]]:
     """The fleet's code location under the daemon's name for it: (request context, location, repository)."""
+    from dagster._core.storage.defs_state.base import set_defs_state_storage
     from dagster._core.workspace.context import WorkspaceProcessContext
     from dagster._core.workspace.load_target import WorkspaceLoadTarget
 
@@ -99,7 +100,10 @@ def _location(instance: dg.DagsterInstance, socket: Path | None = None) -> Itera
         def create_origins(self) -> list[Any]:
             return [origin]
 
-    with WorkspaceProcessContext(instance, Target()) as process:
+    # the location's definitions read their state through the instance that loads them: set it here, not
+    # through whichever instance this process entered last (one that may be gone, in a long-lived process)
+    with set_defs_state_storage(instance.defs_state_storage), \
+            WorkspaceProcessContext(instance, Target()) as process:
         context = process.create_request_context()
         errors = context.get_code_location_error(LOCATION)
         if errors is not None:
