@@ -7,8 +7,9 @@ What counts as a secret:
   PyPI, passwords in URLs, …): its regex rules, run over the whole text;
 - the shapes it misses, in `redaction_rules.json` with where each comes from (gitleaks' rules mostly): Google,
   Hugging Face and fine-grained GitHub keys, npm tokens, whole JWTs, Discord webhooks, Azure SAS signatures,
-  `redis://:pw@`, Authorization headers, passwords given to mysql, sshpass and docker, `.env` and `.netrc`
-  lines, a sentence that states a password; each runs only near one of its keywords;
+  `redis://:pw@`, Authorization headers, passwords given to mysql, sshpass and docker or echoed into a
+  `--password-stdin` login, `.env` and `.netrc` lines, a sentence that states a password; each runs only near one
+  of its keywords; a match runs to the end of its word (no tail of a longer token is left);
 - a private key block, BEGIN to END (detect-secrets flags only its first line);
 - the value assigned to a name that says it is secret (`*_KEY`, `*_SECRET`, `*TOKEN*`, `PASSWORD`, …) in a shell,
   env, JSON, YAML or Python assignment: always for passwords and secrets, and for keys and tokens when the value
@@ -278,6 +279,19 @@ def unescaped(text: str) -> tuple[str, list[int]] | None:
     return "".join(parts), where
 
 
+def _whole(text: str, found: Found) -> Found:
+    """`found` to the end of its word: a rule that knows a token's length (a fine-grained GitHub token's 82
+    characters) must not leave the rest of a longer one after the marker."""
+    end = found.end
+    while end < len(text) and _word(text[end]) and _word(text[end - 1]):
+        end += 1
+    return found if end == found.end else Found(found.start, end, found.kind)
+
+
+def _word(char: str) -> bool:
+    return char.isalnum() or char == "_"
+
+
 def find(text: str) -> list[Found]:
     """Every secret in `text` — as written, and with its JSON escapes decoded (twice at most: JSON in JSON in
     JSON), each decoded finding placed back on the original characters — overlapping findings merged (the
@@ -292,7 +306,7 @@ def find(text: str) -> list[Found]:
         where = inner if where is None else [where[i] for i in inner]
         found += [Found(where[f.start], where[f.end], f.kind) for f in _found(view)]
     merged: list[Found] = []
-    for f in sorted(found, key=lambda f: (f.start, -f.end)):
+    for f in sorted((_whole(text, f) for f in found), key=lambda f: (f.start, -f.end)):
         if merged and f.start < merged[-1].end:
             last = merged[-1]
             merged[-1] = Found(last.start, max(last.end, f.end), last.kind)

@@ -62,6 +62,11 @@ SHAPES = [
      "Hx8-qq2Lm"),
     ("json-escaped-client-secret", json.dumps({"arguments": json.dumps({"client_secret": "cs-Zq81mXw"})}),
      "cs-Zq81mXw"),
+    ("prose-password-colon", "ssh password for db-01: Qw3rty!Uiop", "Qw3rty!Uiop"),
+    ("password-piped-to-stdin", "echo 'Sup3rS3cret' | docker login --password-stdin -u me registry.io",
+     "Sup3rS3cret"),
+    # a token longer than its rule's shape is redacted to its end, not up to the shape's length
+    ("github-pat-longer", f"cloned with {FINE_PAT}Xq7Zw yesterday", "Xq7Zw"),
 ]  # fmt: skip
 
 PROSE = [
