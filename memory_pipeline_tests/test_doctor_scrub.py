@@ -51,6 +51,7 @@ def plant_everything(home: Path, dagster: Path) -> None:
     ops.write_text(f"# ops\nnpm publishes with {NPM}\nask ops first\n")
     _git(home, "add", "knowledge/ops.md")
     _git(home, "commit", "-q", "-m", "knowledge: ops")
+    assert main(["search", "--rebuild", "CI token"]) == 0  # a search index built while the store held the secret
 
 
 def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
@@ -94,13 +95,16 @@ def test_scrub_rewrites_every_place_keeps_the_rest_and_leaves_no_copy(
     plant_everything(home, dagster)
     ids_before = _store_rows(home / "memory.duckdb", "SELECT id FROM memories ORDER BY id")
     history = _history(home)
-    assert _run(capsys)[0] == 1
+    capsys.readouterr()
+    code, printed = _run(capsys)
+    assert code == 1 and "index/ " in printed.splitlines()[-2], printed
 
     code, printed = _run(capsys, "--scrub")
 
     assert code == 0, printed
     assert printed.splitlines()[-1].startswith("no secrets found (read "), printed
     assert "scrubbed memory.duckdb: 2 secrets" in printed and "scrubbed .git: " in printed
+    assert "rebuilt the search index (index/) from the scrubbed workspace" in printed.splitlines()
     assert all(secret[:12] not in printed for secret in SECRETS)
     # the store: the same rows and ids, the marker where the secret was, the rest of the text as it was
     assert _store_rows(home / "memory.duckdb", "SELECT id FROM memories ORDER BY id") == ids_before
@@ -134,7 +138,10 @@ def test_scrub_rewrites_every_place_keeps_the_rest_and_leaves_no_copy(
     objects = _every_object(home)
     listing = _out(home, "rev-list", "--all", "--objects").split()
     assert listing and all(secret.encode() not in objects for secret in SECRETS)
-    # no file keeps a copy, not even in a database's free space
+    # the rebuilt index finds the memory, with the marker; no file keeps a copy, not even in a database's free space
+    capsys.readouterr()
+    assert main(["search", "CI token"]) == 0
+    assert "the CI token is [redacted GitHub Token]" in capsys.readouterr().out
     for root in (home, dagster):
         assert all(_files_holding(root, secret) == [] for secret in SECRETS), root
 

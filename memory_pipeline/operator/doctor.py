@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import Counter
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -14,6 +15,7 @@ from memory_pipeline.settings import workspace_home
 
 if TYPE_CHECKING:
     from memory_pipeline.operator.secrets_scan import Scan
+    from memory_pipeline.operator.secrets_scrub import Derived
 
 DESCRIPTION = (
     "Check the workspace. --secrets looks for keys, tokens, passwords and private keys with today's redaction "
@@ -31,7 +33,9 @@ SCRUB_HINT = (
 )
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction, derived: Callable[[], Sequence[Derived]] = tuple) -> None:
+    """`derived`: the folders built from the rest of the workspace (the search index) and how to rebuild each,
+    from the CLI that may reach them."""
     doctor = sub.add_parser("doctor", help="check the workspace: --secrets finds secrets stored before a rule "
                             "existed", description=DESCRIPTION)  # fmt: skip
     doctor.add_argument("--secrets", action="store_true", required=True,
@@ -39,7 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     doctor.add_argument("--scrub", action="store_true",
                         help="rewrite every secret found in place, git history included, then scan again; "
                         "refused while a night holds the memory store")  # fmt: skip
-    doctor.set_defaults(fn=cmd_doctor)
+    doctor.set_defaults(fn=cmd_doctor, derived=derived)
 
 
 def summary_line(findings: int, areas: Counter[str], files: int, rows: int, commits: int) -> str:
@@ -58,7 +62,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         print(f"error: no workspace at {home}: set MEMORY_PIPELINE_HOME to a workspace folder", file=sys.stderr)
         return 2
     if args.scrub:
-        return _scrub(home)
+        return _scrub(home, args.derived())
     scan = scan_workspace(home, dagster_home_path(home))
     code = _report(scan)
     if scan.findings:
@@ -77,18 +81,20 @@ def _report(scan: Scan) -> int:
     return 1 if scan.findings else 2 if scan.problems else 0
 
 
-def _scrub(home: Path) -> int:
+def _scrub(home: Path, derived: Sequence[Derived]) -> int:
     import os
 
     from memory_pipeline.operator.secrets_scrub import StoreBusy, scrub_workspace
 
     try:
-        done = scrub_workspace(home, dagster_home_path(home), f"doctor-scrub-{os.getpid()}")
+        done = scrub_workspace(home, dagster_home_path(home), f"doctor-scrub-{os.getpid()}", derived)
     except StoreBusy as busy:
         print(f"error: cannot scrub now: {busy}", file=sys.stderr)
         return 1
     for place, n in sorted(done.scrubbed.items()):
         print(f"scrubbed {place}: {n} secret{'s' if n != 1 else ''}")
+    for what in done.rebuilt:
+        print(f"rebuilt {what} from the scrubbed workspace")
     for line in done.failed:
         print(f"not scrubbed: {line}", file=sys.stderr)
     for line in done.unsafe:

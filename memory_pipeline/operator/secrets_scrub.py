@@ -8,7 +8,9 @@ SQLite file is rewritten in one transaction, then vacuumed; a text or Parquet fi
 synced and renamed over the original; a git repository's history is exported, its blobs and messages redacted,
 imported into a scratch repository and fetched back into every ref at once, then its reflogs expired and its
 unreachable objects pruned. The store is rewritten only under its consolidation lease, so never under a night.
-What cannot be rewritten safely (a pickled step output, another binary file) is named with what the user can do.
+A folder built from the rest (the search index: its files must fit each other) is never rewritten in place but
+rebuilt once the rest is scrubbed, by the function its owner hands in (`Derived`). What cannot be rewritten safely
+(a pickled step output, another binary file) is named with what the user can do.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import shutil
 import sqlite3
 import tempfile
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -38,12 +40,25 @@ class StoreBusy(RuntimeError):
     """A night holds the store (its lease), or another process holds its file: nothing was changed."""
 
 
+@dataclass(frozen=True)
+class Derived:
+    """A folder of the workspace built from the rest of it (the search index): rebuilt, never rewritten."""
+
+    folder: str  # relative to the workspace
+    name: str  # what the user reads
+    rebuild: Callable[[Path], None]  # given the workspace; reads only what is already scrubbed
+
+    def holds(self, place: str) -> bool:
+        return place == self.folder or place.startswith(f"{self.folder}/")
+
+
 @dataclass
 class Scrub:
     """What a scrub rewrote (place → secrets), what failed (one line each), what it cannot rewrite safely, and
     the scan afterwards."""
 
     scrubbed: Counter[str] = field(default_factory=Counter)
+    rebuilt: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
     unsafe: list[str] = field(default_factory=list)
     after: Scan = field(default_factory=Scan)
@@ -315,9 +330,10 @@ def _scrub_place(place: str, path: Path, found: list[Finding]) -> bool:
     return True
 
 
-def scrub_workspace(home: Path, dagster_home: Path | None, holder: str) -> Scrub:
+def scrub_workspace(home: Path, dagster_home: Path | None, holder: str, derived: Sequence[Derived] = ()) -> Scrub:
     """Scan, rewrite every place with a finding (the store under its lease; git histories last, after their
-    working trees), and scan again. Raises StoreBusy, having changed nothing, when a night holds the store."""
+    working trees; `derived` folders rebuilt after everything else), and scan again. Raises StoreBusy, having
+    changed nothing, when a night holds the store."""
     result = Scrub()
     skipped: dict[str, Path] = {}
     with store_lease(home / STORE, holder):
@@ -326,15 +342,24 @@ def scrub_workspace(home: Path, dagster_home: Path | None, holder: str) -> Scrub
         places: dict[str, list[Finding]] = {}
         for f in before.findings:
             places.setdefault(f.place, []).append(f)
+        stale = [d for d in derived if any(d.holds(p) for p in places)]
         for place in sorted(places, key=lambda p: (p.endswith(".git"), p)):
             path = _path(place, home, dagster_home)
             try:
+                if any(d.holds(place) for d in stale):
+                    continue
                 if _scrub_place(place, path, places[place]):
                     result.scrubbed[place] = len(places[place])
                 else:
                     skipped[place] = path
             except Exception as exc:  # noqa: BLE001 — one place failing leaves it whole; the others go on
                 result.failed.append(f"{place}: {scan_.first_line(exc)}")
+        for d in stale:
+            try:
+                d.rebuild(home)
+                result.rebuilt.append(f"{d.name} ({d.folder}/)")
+            except Exception as exc:  # noqa: BLE001 — said, and the scan after shows what it still holds
+                result.failed.append(f"{d.folder}/: {d.name} could not be rebuilt ({scan_.first_line(exc)})")
     result.after = scan_.scan_workspace(home, dagster_home)
     left = {f.place for f in result.after.findings}  # a database's log file is gone once the database is rewritten
     result.unsafe = [_unsafe_line(place) for place in skipped if place in left]
