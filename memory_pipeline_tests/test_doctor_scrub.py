@@ -234,3 +234,33 @@ def test_a_failure_half_way_leaves_each_place_whole_and_a_second_scrub_finishes(
     assert code == 0, printed
     assert printed.splitlines()[-1].startswith("no secrets found")
     assert all(secret.encode() not in _every_object(home) for secret in SECRETS)
+
+
+def test_a_commit_made_while_the_history_is_rewritten_is_kept(
+    workspace: tuple[Path, Path], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,  # noqa: F811
+) -> None:  # fmt: skip
+    """A transcript import that commits while the scrub rewrites the history: the refs do not move (the new
+    commit stays on its branch) and the next scrub rewrites the history with it."""
+    from memory_pipeline.operator import secrets_scrub
+
+    home, dagster = workspace
+    plant_git(home, dagster)
+
+    def meanwhile(name: str) -> None:
+        if name == "scrub_git":
+            (home / "knowledge" / "late.md").write_text("# late\nwritten during the scrub\n")
+            _git(home, "add", "knowledge/late.md")
+            _git(home, "commit", "-q", "-m", "knowledge: late")
+
+    monkeypatch.setattr(secrets_scrub, "fail_point", meanwhile)
+    code, printed = _run(capsys, "--scrub")
+    assert code == 1 and "not scrubbed: .git: " in printed, printed
+    assert _history(home)[0] == "knowledge: late"
+    monkeypatch.setattr(secrets_scrub, "fail_point", lambda name: None)
+
+    code, printed = _run(capsys, "--scrub")
+
+    assert code == 0, printed
+    assert _history(home) == ["knowledge: late", "knowledge: infra, key moved", "knowledge: infra"]
+    assert GCP.encode() not in _every_object(home)
+    assert _out(home, "for-each-ref", "refs/scrubbed/") == ""

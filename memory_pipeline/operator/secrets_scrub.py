@@ -6,11 +6,11 @@ the job: a database file is copied, its rows rewritten in one transaction, and t
 fresh file that replaces the original (DuckDB keeps old values in its free blocks, the fresh copy does not); a
 SQLite file is rewritten in one transaction, then vacuumed; a text or Parquet file is written beside itself,
 synced and renamed over the original; a git repository's history is exported, its blobs and messages redacted,
-imported into a scratch repository and fetched back into every ref at once, then its reflogs expired and its
-unreachable objects pruned. The store is rewritten only under its consolidation lease, so never under a night.
-A folder built from the rest (the search index: its files must fit each other) is never rewritten in place but
-rebuilt once the rest is scrubbed, by the function its owner hands in (`Derived`). What cannot be rewritten safely
-(a pickled step output, another binary file) is named with what the user can do.
+imported into a scratch repository, fetched back and every ref moved to it in one transaction, then its reflogs
+expired and its unreachable objects pruned. The store is rewritten only under its consolidation lease, so never
+under a night. A folder built from the rest (the search index: its files must fit each other) is never rewritten
+in place but rebuilt once the rest is scrubbed, by the function its owner hands in (`Derived`). What cannot be
+rewritten safely (a pickled step output, another binary file) is named with what the user can do.
 """
 
 from __future__ import annotations
@@ -233,20 +233,37 @@ def redacted_stream(stream: bytes) -> bytes:
     return b"".join(out)
 
 
+NEW_REFS = "refs/scrubbed/"  # where the rewritten history waits until every ref moves to it at once
+
+
+def _refs(repo: Path, under: str = "refs/") -> dict[str, str]:
+    listing = scan_.run_git(repo, "for-each-ref", "--format=%(objectname) %(refname)", under).decode()
+    return {ref: sha for sha, _, ref in (line.partition(" ") for line in listing.splitlines())}
+
+
 def scrub_git(repo: Path) -> None:
     """Every commit whose tree or message holds a secret rewritten (the others keep their ids), every ref moved
-    at once, then the old objects pruned for good."""
+    in one transaction — refused when any moved since the export (a commit made meanwhile is never lost) —
+    then the old objects pruned for good."""
     git = scan_.run_git
     git_dir = Path(os.path.realpath(repo / git(repo, "rev-parse", "--git-common-dir").decode().strip()))
     head_tree = _tree(repo)
+    before = _refs(repo)
     stream = git(repo, "fast-export", "--all", "--signed-tags=strip", "--tag-of-filtered-object=rewrite",
                  "--reencode=no")  # fmt: skip
-    with tempfile.TemporaryDirectory(prefix="scrub-", dir=git_dir) as scratch:
-        git(Path(scratch), "init", "--bare", "-q")
-        git(Path(scratch), "fast-import", "--quiet", "--force", data=redacted_stream(stream))
+    try:
+        with tempfile.TemporaryDirectory(prefix="scrub-", dir=git_dir) as scratch:
+            git(Path(scratch), "init", "--bare", "-q")
+            git(Path(scratch), "fast-import", "--quiet", "--force", data=redacted_stream(stream))
+            git(repo, "fetch", "--no-tags", "--no-write-fetch-head", "--quiet", scratch, f"+refs/*:{NEW_REFS}*")
         fail_point("scrub_git")  # tests: a failure with the new history written but no ref moved
-        git(repo, "fetch", "--atomic", "--force", "--update-head-ok", "--no-tags", "--no-write-fetch-head",
-            "--quiet", scratch, "+refs/*:refs/*")  # fmt: skip
+        moves = [f"update refs/{ref[len(NEW_REFS):]} {sha} {before.get('refs/' + ref[len(NEW_REFS):], '0' * 40)}\n"
+                 for ref, sha in _refs(repo, NEW_REFS).items()]  # fmt: skip
+        git(repo, "update-ref", "--stdin", data=("start\n" + "".join(moves) + "prepare\ncommit\n").encode())
+    finally:
+        drops = "".join(f"delete {ref}\n" for ref in _refs(repo, NEW_REFS))
+        if drops:
+            git(repo, "update-ref", "--stdin", data=drops.encode())
     (git_dir / "ORIG_HEAD").unlink(missing_ok=True)  # may name an old commit
     if head_tree is not None and _tree(repo) != head_tree and git(repo, "rev-parse", "--is-bare-repository") \
             .strip() == b"false":  # fmt: skip
