@@ -264,3 +264,31 @@ def test_a_commit_made_while_the_history_is_rewritten_is_kept(
     assert _history(home) == ["knowledge: late", "knowledge: infra, key moved", "knowledge: infra"]
     assert GCP.encode() not in _every_object(home)
     assert _out(home, "for-each-ref", "refs/scrubbed/") == ""
+
+
+def test_a_file_written_while_it_is_scrubbed_keeps_what_was_written(
+    workspace: tuple[Path, Path], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,  # noqa: F811
+) -> None:  # fmt: skip
+    from memory_pipeline.operator import secrets_scrub
+
+    home, dagster = workspace
+    plant_raw(home, dagster)
+    raw = home / "raw" / "claude" / "s-1.jsonl"
+    late = json.dumps({"role": "user", "content": "a turn written during the scrub"}) + "\n"
+
+    def meanwhile(name: str) -> None:
+        if name == "scrub_replace" and late not in raw.read_text():
+            with raw.open("a") as f:
+                f.write(late)
+            os.utime(raw, ns=(1, 1))  # a clock too coarse to tell would still see another time
+
+    monkeypatch.setattr(secrets_scrub, "fail_point", meanwhile)
+    code, printed = _run(capsys, "--scrub")
+    assert code == 1
+    assert "not scrubbed: raw/claude/s-1.jsonl: s-1.jsonl changed while it was scrubbed: run the scrub again" in printed
+    assert raw.read_text().endswith(late) and PEM_BODY in raw.read_text()
+
+    code, printed = _run(capsys, "--scrub")
+
+    assert code == 0, printed
+    assert raw.read_text().endswith(late) and PEM_BODY not in raw.read_text()

@@ -98,10 +98,16 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
+def stamp(path: Path) -> tuple[int, int]:
+    st = path.stat()
+    return st.st_size, st.st_mtime_ns
+
+
 @contextmanager
-def replacing(path: Path) -> Iterator[Path]:
+def replacing(path: Path, read: tuple[int, int] | None = None) -> Iterator[Path]:
     """A temporary file beside `path` to write the new version to; on success it is synced and renamed over
-    `path` (its permissions kept), on any failure removed: `path` is either all old or all new."""
+    `path` (its permissions kept), on any failure removed: `path` is either all old or all new. `read`: the
+    `stamp` of the version the new one was made from; a file written since is left to the next scrub."""
     tmp = path.with_name(f".{path.name}.scrub.tmp")
     tmp.unlink(missing_ok=True)  # an earlier scrub that died half-way
     try:
@@ -110,6 +116,8 @@ def replacing(path: Path) -> Iterator[Path]:
         with tmp.open("rb+") as f:
             os.fsync(f.fileno())
         fail_point("scrub_replace")  # tests: a failure between the new version written and the rename
+        if read is not None and stamp(path) != read:
+            raise OSError(f"{path.name} changed while it was scrubbed: run the scrub again")
         os.replace(tmp, path)
         _fsync_dir(path.parent)
     finally:
@@ -117,10 +125,11 @@ def replacing(path: Path) -> Iterator[Path]:
 
 
 def scrub_text(path: Path) -> None:
+    read = stamp(path)
     data = path.read_bytes()
     new = redacted_bytes(data)
     if new != data:
-        with replacing(path) as tmp:
+        with replacing(path, read) as tmp:
             tmp.write_bytes(new)
 
 
@@ -128,11 +137,12 @@ def scrub_parquet(path: Path) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    read = stamp(path)
     table = pq.read_table(path)
     columns = set(scan_.parquet_text_columns(table))
     arrays = [pa.array([redacted_value(v) for v in table.column(f.name).to_pylist()], type=f.type)
               if f.name in columns else table.column(f.name) for f in table.schema]  # fmt: skip
-    with replacing(path) as tmp:
+    with replacing(path, read) as tmp:
         pq.write_table(pa.Table.from_arrays(arrays, schema=table.schema), tmp)
 
 
