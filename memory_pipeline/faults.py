@@ -50,7 +50,7 @@ def hold_point(name: str, scope: str = "") -> None:
 # Failure points: MEMORY_PIPELINE_FAIL_AT=<name> makes the write there fail as on a full disk (OSError ENOSPC), so
 # a test can check what a command leaves behind when the disk fills up half-way, without filling a disk.
 FAIL_ENV = "MEMORY_PIPELINE_FAIL_AT"
-FAIL_POINTS = ("agent_add_write",)
+FAIL_POINTS = ("agent_add_write", "scrub_replace", "scrub_database", "scrub_git")
 
 
 def fail_point(name: str) -> None:

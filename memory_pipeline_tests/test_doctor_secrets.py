@@ -174,7 +174,8 @@ def test_a_secret_an_old_version_stored_is_reported_where_it_lies_and_never_show
     assert code == 1, printed
     assert any(all(part in line for part in expected) for line in lines), printed
     assert _leaks(secret, printed) == []
-    assert " secret" in lines[-1] and " found: " in lines[-1]
+    assert " secret" in lines[-2] and " found: " in lines[-2]  # the summary, then how to scrub
+    assert lines[-1].startswith("to rewrite them in place, stop nights and run `memory-pipeline doctor --secrets")
 
 
 def test_every_place_at_once_is_one_line_each_and_a_summary(workspace: tuple[Path, Path],
@@ -186,7 +187,7 @@ def test_every_place_at_once_is_one_line_each_and_a_summary(workspace: tuple[Pat
     for _, _, expected, secret in PLACES:
         assert any(all(part in line for part in expected) for line in printed.splitlines()), expected
         assert _leaks(secret, printed) == []
-    summary = printed.splitlines()[-1]
+    summary = printed.splitlines()[-2]
     for area in ("store", "raw/", "sessions/", "git history", "reports/", "backups/", "DAGSTER_HOME"):
         assert f"{area} " in summary, summary
 

@@ -1,5 +1,5 @@
 """`memory-pipeline ui`: the Dagster UI on this workspace, with the run history the CLI records; `doctor`'s
-command (operator/doctor.py)."""
+command (operator/doctor.py), with what its scrub rebuilds rather than rewrites (the search index)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,12 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memory_pipeline.settings import workspace_home
+
+if TYPE_CHECKING:
+    from memory_pipeline.operator.secrets_scrub import Derived
 
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 WORKSPACE_YAML = REPO_ROOT / "workspace.yaml"
@@ -37,7 +41,27 @@ def register(sub: argparse._SubParsersAction) -> None:
     ui.set_defaults(fn=cmd_ui)
     from memory_pipeline.operator import doctor
 
-    doctor.register(sub)
+    doctor.register(sub, derived=_derived)
+
+
+def _derived() -> list[Derived]:
+    """What `doctor --secrets --scrub` rebuilds rather than rewrites: the search index, whose files must fit each
+    other, built from the store and the workspace's files once they are scrubbed."""
+    from memory_pipeline.operator.secrets_scrub import Derived
+    from memory_pipeline.search.index import index_root
+
+    return [Derived(index_root(Path()).as_posix(), "the search index", _rebuild_search_index)]
+
+
+def _rebuild_search_index(home: Path) -> None:
+    """Every version, segment and kept vector deleted (all made from the old text), then a full build."""
+    from memory_pipeline.search.build import build_index
+    from memory_pipeline.search.index import delete_index
+    from memory_pipeline.search.live import default_embedder
+
+    delete_index(home)
+    encode, model = default_embedder()
+    build_index(home, encode, model, full=True)
 
 
 def dagster_executable() -> str | None:

@@ -108,14 +108,15 @@ def duckdb_text_columns(con: Any) -> dict[str, tuple[list[str], str | None]]:
     return {t: (cols, keys.get(t)) for t, cols in columns.items()}
 
 
-def _q(name: str) -> str:
+def quote_name(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
 def table_rows(con: Any, table: str, columns: list[str], key: str | None) -> Iterator[tuple[Any, Any, tuple]]:
     """(rowid, key value, the text columns' values) for every row of `table`."""
-    key_sql = _q(key) if key else "NULL"
-    cur = con.execute(f"SELECT rowid, {key_sql}, {', '.join(map(_q, columns))} FROM {_q(table)}")  # noqa: S608
+    key_sql = quote_name(key) if key else "NULL"
+    names = ", ".join(map(quote_name, columns))
+    cur = con.execute(f"SELECT rowid, {key_sql}, {names} FROM {quote_name(table)}")  # noqa: S608
     while batch := cur.fetchmany(1000):
         for row in batch:
             yield row[0], row[1], tuple(row[2:])
@@ -138,7 +139,7 @@ def scan_duckdb(path: Path, place: str, scan: Scan) -> None:
     try:
         con = duckdb.connect(str(path), read_only=True)
     except duckdb.Error as exc:
-        scan.problems.append(f"{place}: cannot be read now ({_first_line(exc)})")
+        scan.problems.append(f"{place}: cannot be read now ({first_line(exc)})")
         return
     try:
         _scan_tables(con, duckdb_text_columns(con), place, scan)
@@ -151,7 +152,7 @@ def sqlite_text_columns(con: sqlite3.Connection) -> dict[str, tuple[list[str], s
     out: dict[str, tuple[list[str], str | None]] = {}
     for (table,) in con.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND sql NOT LIKE '%WITHOUT "
                                 "ROWID%' AND name NOT LIKE 'sqlite_%'").fetchall():  # fmt: skip
-        cols = [r[1] for r in con.execute(f"PRAGMA table_info({_q(table)})").fetchall()
+        cols = [r[1] for r in con.execute(f"PRAGMA table_info({quote_name(table)})").fetchall()
                 if not r[2] or any(t in r[2].upper() for t in ("CHAR", "TEXT", "CLOB", "BLOB", "JSON"))]  # fmt: skip
         if cols:
             out[table] = (cols, None)
@@ -166,7 +167,7 @@ def scan_sqlite(path: Path, place: str, scan: Scan) -> None:
         finally:
             con.close()
     except sqlite3.Error as exc:
-        scan.problems.append(f"{place}: cannot be read now ({_first_line(exc)})")
+        scan.problems.append(f"{place}: cannot be read now ({first_line(exc)})")
 
 
 def parquet_text_columns(table: Any) -> list[str]:
@@ -187,7 +188,7 @@ def scan_parquet(path: Path, place: str, scan: Scan) -> None:
     try:
         table = pq.read_table(path)
     except (pa.ArrowException, OSError) as exc:
-        scan.problems.append(f"{place}: cannot be read as Parquet ({_first_line(exc)})")
+        scan.problems.append(f"{place}: cannot be read as Parquet ({first_line(exc)})")
         return
     _scan_arrow_table(table, place, "", scan)
 
@@ -303,7 +304,7 @@ def files_under(root: Path, skip: Path | None = None) -> Iterator[Path]:
 # --- git -----------------------------------------------------------------------------------------------------
 
 
-def _git(repo: Path, *args: str, data: bytes | None = None) -> bytes:
+def run_git(repo: Path, *args: str, data: bytes | None = None) -> bytes:
     done = subprocess.run(["git", "-C", str(repo), *args], input=data, capture_output=True, check=False)
     if done.returncode != 0:
         lines = done.stderr.decode("utf-8", "replace").strip().splitlines()
@@ -320,7 +321,7 @@ def git_repositories(home: Path) -> list[Path]:
     out = []
     for repo in sorted(repos):
         try:
-            common = os.path.realpath(repo / _git(repo, "rev-parse", "--git-common-dir").decode().strip())
+            common = os.path.realpath(repo / run_git(repo, "rev-parse", "--git-common-dir").decode().strip())
         except OSError:
             continue
         if common not in seen:
@@ -331,7 +332,7 @@ def git_repositories(home: Path) -> list[Path]:
 
 def _blobs(repo: Path) -> Iterator[tuple[str, str, bytes]]:
     """(blob id, the path it was first seen at, its bytes) for every blob any ref or reflog reaches."""
-    listing = _git(repo, "rev-list", "--all", "--reflog", "--objects").decode("utf-8", "replace")
+    listing = run_git(repo, "rev-list", "--all", "--reflog", "--objects").decode("utf-8", "replace")
     paths = {}
     for line in listing.splitlines():
         sha, _, path = line.partition(" ")
@@ -339,7 +340,7 @@ def _blobs(repo: Path) -> Iterator[tuple[str, str, bytes]]:
             paths[sha] = path
     if not paths:
         return
-    out = _git(repo, "cat-file", "--batch", data="".join(f"{s}\n" for s in paths).encode())
+    out = run_git(repo, "cat-file", "--batch", data="".join(f"{s}\n" for s in paths).encode())
     at = 0
     while at < len(out):
         header_end = out.index(b"\n", at)
@@ -351,7 +352,7 @@ def _blobs(repo: Path) -> Iterator[tuple[str, str, bytes]]:
 
 
 def _first_commit(repo: Path, blob: str) -> str:
-    found = _git(repo, "log", "--all", "--reverse", "--format=%h", f"--find-object={blob}").decode().split()
+    found = run_git(repo, "log", "--all", "--reverse", "--format=%h", f"--find-object={blob}").decode().split()
     return found[0] if found else "unreachable"
 
 
@@ -359,7 +360,7 @@ def scan_git(repo: Path, label: str, scan: Scan) -> None:
     """Every blob and commit message of the repository at `repo` (labelled `label`, relative to the workspace)."""
     prefix = "" if label in ("", ".") else f"{label}/"
     try:
-        log = _git(repo, "log", "--all", "--reflog", "--format=%h%x1f%B%x1e").decode("utf-8", "replace")
+        log = run_git(repo, "log", "--all", "--reflog", "--format=%h%x1f%B%x1e").decode("utf-8", "replace")
         for entry in log.split("\x1e"):
             sha, _, message = entry.strip("\n").partition("\x1f")
             if sha:
@@ -374,13 +375,13 @@ def scan_git(repo: Path, label: str, scan: Scan) -> None:
                 scan.findings += [Finding(f"{prefix}.git", f"commit {commit}, file {path}, line "
                                           f"{_line_of(text, f.start)}", f.kind) for f in found]  # fmt: skip
     except (OSError, ValueError) as exc:
-        scan.problems.append(f"{prefix}.git: its history cannot be read ({_first_line(exc)})")
+        scan.problems.append(f"{prefix}.git: its history cannot be read ({first_line(exc)})")
 
 
 # --- the whole workspace -------------------------------------------------------------------------------------
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
