@@ -7,8 +7,9 @@ each split's families are planned together, among N unrelated notes carrying num
 (`benchmarks/unrelated_notes.py`). Scored per split:
 
 - current first: a version family whose latest memory is not superseded and every earlier one is;
-- as-of: for a day, the memory that held then is the only one of its family valid that day (stated by then, not
-  yet superseded: a window that starts later than it was said needs the store to hold a start, see RESULTS.md);
+- as-of: for a day, the memory that held then is the only one of its family valid that day (holding by then —
+  from when it was stated, or from the later start it states, `statements.starts.holds_from`, as reading does —
+  and not yet superseded: the plan's `valid_until`);
 - false supersessions: any supersession inside a look-alike or unrelated family, across two families, or
   touching a note.
 
@@ -39,6 +40,7 @@ def score(families: list[dict[str, Any]], notes: int) -> dict[str, Any]:
     """One plan over the families (and `notes` unrelated notes), scored as the module says."""
     from benchmarks.unrelated_notes import unrelated_notes
     from memory_pipeline.abstraction.versions import plan
+    from memory_pipeline.statements.starts import holds_from
     from memory_pipeline.store.validity import FactRow
 
     rows, family_of = [], {}
@@ -65,8 +67,8 @@ def score(families: list[dict[str, Any]], notes: int) -> dict[str, Any]:
                 wrong.append(f"{f['id']}: current value not first")
             for day, expected in f.get("as_of", []):
                 at = _day(day)
-                valid = [i for i, (_, said) in zip(ids, f["memories"], strict=True)
-                         if _day(said) <= at and not (i in until and until[i] <= at)]  # fmt: skip
+                valid = [i for i, (text, said) in zip(ids, f["memories"], strict=True)
+                         if holds_from(text, _day(said)) <= at and not (i in until and until[i] <= at)]  # fmt: skip
                 out["as_of"] += 1
                 out["as_of_right"] += valid == [ids[expected]]
                 if valid != [ids[expected]]:

@@ -41,6 +41,7 @@ STARTS = [
     ("The fee from may be waived.", date(2026, 9, 29), None),  # the verb, not the month
     ("The new price holds from 31 February.", date(2026, 9, 29), None),  # no such day
     ("Booked a dentist check-up for October 14 at 8:40.", date(2026, 9, 2), None),
+    ("Calendar: Lena's onboarding week starts Monday.", date(2026, 12, 5), None),  # an event's start
 ]
 
 
