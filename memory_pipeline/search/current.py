@@ -36,8 +36,8 @@ def current_first(hits: Hits, home: Path, as_of: datetime | None = None, *, drop
     the most recently replaced first. A memory stated after `as_of` is left out (`drop_later`), or kept where it
     is unless it states a fact a hit that held then states too, or is a summary stating a fact's present: then
     it comes after what held then. A memory that does not hold yet (dated later than now, or said by then to
-    start later: "£1,250 a month from January") supersedes none of them yet, and comes after every memory that
-    holds when it is dated later or states another value of a fact one of them states; else it keeps its place."""
+    start later: "£1,250 a month from January") supersedes none of them yet: one dated later comes after every
+    memory that holds, one said to start later right after the value it will replace (else where it was)."""
     known, undone = _read(home) if any(h.source == "store" for h in hits) else (Validities({}, {}), frozenset())
     first = {h.id: datetime.fromtimestamp(h.stated, UTC).replace(tzinfo=None)
              for h in hits if h.source == "store" and h.stated}  # fmt: skip
@@ -50,10 +50,11 @@ def current_first(hits: Hits, home: Path, as_of: datetime | None = None, *, drop
         for place, h in enumerate(hits):
             if h.id in ahead:
                 h.superseded_by = h.valid_until = ""
-                dated_later = as_of is None and first[h.id] > now
-                if dated_later or _replaces(h, list(rest)[:READ_TIME_WINDOW], known):
-                    out.append(h)  # after every value that holds
-                else:  # states no fact a hit holding now states: where search put it
+                if as_of is None and first[h.id] > now:
+                    out.append(h)  # dated later than now: after every memory that holds
+                elif (old := _replaced(h, list(rest)[:READ_TIME_WINDOW], known)) is not None:
+                    out.insert(out.index(old) + 1, h)  # the value that holds until its start first, then it
+                else:  # states no fact a hit that holds states: where search put it
                     out.insert(min(place, len(out)), h)
         out.match, out.confidence = getattr(hits, "match", out.match), getattr(hits, "confidence", None)
         return out
@@ -131,21 +132,20 @@ def _started(con: DuckDBPyConnection, known: Validities) -> Validities:
     return Validities(spans, known.restated)
 
 
-def _replaces(new: Hit, others: list[Hit], known: Validities) -> bool:
-    """`new` states another value of a fact one of `others` states: the store's supersessions say so, or the
+def _replaced(new: Hit, others: list[Hit], known: Validities) -> Hit | None:
+    """The first of `others` whose fact `new` states another value of: the store's supersessions say so, or the
     read-time rules would (the same fact once values are masked, the attribute and change-word rules)."""
-    ids = {h.id for h in others}
-    if any(sp.by == new.id for mid in ids for sp in known.spans.get(mid, [])):
-        return True
     text, key = new.text or new.snippet, _key(new)
     for h in others:
+        if any(sp.by == new.id for sp in known.spans.get(h.id, [])):
+            return h
         if h.source != "store" or h.kind == "summary":
             continue
         old, other = h.text or h.snippet, _key(h)
         same = key is not None and other is not None and other.key == key.key and versions_of(other, key)
         if (same and not changes.kept_apart(old, text)) or _version(old, text):
-            return True
-    return False
+            return h
+    return None
 
 
 def _key(h: Hit) -> FactKey | None:
