@@ -36,6 +36,7 @@ from memory_pipeline.abstraction.versions import VersionPlan
 from memory_pipeline.llm.version_judge import JudgementRejected, Stated, lookalike, parse_judgement
 from memory_pipeline.similarity.clustering import single_linkage
 from memory_pipeline.similarity.linkage import LinkageParams, cluster_components
+from memory_pipeline.statements.starts import holds_from
 from memory_pipeline.statements.values import fact_key, statement
 from memory_pipeline.store import repository as repo
 from memory_pipeline.store.validity import FactRow, Supersession
@@ -210,7 +211,7 @@ def judged_plan(
                     stats.guarded += 1
                     log(f"Versioner: {older.id} / {newer.id} kept apart ({why}) though Claude joined them")
                     continue
-                mine.append(Supersession(older.id, newer.id, newer.stated_at, name))
+                mine.append(Supersession(older.id, newer.id, holds_from(newer.text, newer.stated_at), name))
         pairs = {(s.memory_id, s.superseded_by) for s in mine}
         stats.declined += sum(1 for s in inside if (s.memory_id, s.superseded_by) not in pairs)
         stats.added += sum(1 for s in mine if all((s.memory_id, s.superseded_by) != (i.memory_id, i.superseded_by)

@@ -9,8 +9,9 @@ statement of another value. Then a fact restated in other words: statements read
 night's clusters), a memory neither rule has superseded is superseded by the first later one the attribute rule
 calls its version. Then a newer memory that says the value changed ("Standup moved to 10", "Marcus took over as
 on-call lead for payments", "… is no longer allowed"; `statements.changes`) supersedes the older memory whose words
-it names the attribute in. A value stated again is a new statement: "$80, then $95, then $80 again" leaves the last
-current. A supersession an operator undid is never made again. Pure: rows in, a plan out."""
+it names the attribute in. The older value holds until the newer does: when it was stated, or the later start it
+states ("£1,250 a month from January"). A value stated again is a new statement: "$80, then $95, then $80 again"
+leaves the last current. A supersession an operator undid is never made again. Pure: rows in, a plan out."""
 
 from __future__ import annotations
 
@@ -18,10 +19,11 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 
 from memory_pipeline.distillation.distill import REPLACED
 from memory_pipeline.statements import attributes, changes
+from memory_pipeline.statements.starts import holds_from
 from memory_pipeline.statements.values import FactKey, fact_key, stated_values, versions_of
 from memory_pipeline.store.validity import FactRow, Supersession
 from memory_pipeline.verification.faithfulness import CachedEncoder, Encode
@@ -94,7 +96,7 @@ def _said_changed(
             if o.stated_at >= n.stated_at or o.superseded_by is not None or o.id in done or o.id in out:
                 continue
             if (o.id, n.id) not in undone and (attribute := changes.supersedes(o.content, n.content)) is not None:
-                out[o.id] = Supersession(o.id, n.id, n.stated_at, attribute)
+                out[o.id] = Supersession(o.id, n.id, _holds(n), attribute)
     return list(out.values())
 
 
@@ -146,8 +148,14 @@ def _reworded(
             continue
         found = next((a for a, b, change in pairs if attributes.same_attribute(a, b, change, near)), None)
         if found is not None and not changes.kept_apart(older.content, newer.content):
-            out[older.id] = Supersession(older.id, newer.id, newer.stated_at, " ".join(found.plain))
+            out[older.id] = Supersession(older.id, newer.id, _holds(newer), " ".join(found.plain))
     return list(out.values())
+
+
+def _holds(newer: FactRow) -> datetime:
+    """When the older value stops holding: when `newer` was stated, or the later start it states ("from
+    January"; `statements.starts`)."""
+    return holds_from(newer.content, newer.stated_at)
 
 
 def _chain(
@@ -160,7 +168,7 @@ def _chain(
         later = next(((r, k) for r, k in group[i + 1 :] if r.stated_at > row.stated_at and versions_of(key, k)
                       and not changes.kept_apart(row.content, r.content)), None)  # fmt: skip
         if later is not None and (row.id, later[0].id) not in undone:
-            out.append(Supersession(row.id, later[0].id, later[0].stated_at, name))
+            out.append(Supersession(row.id, later[0].id, _holds(later[0]), name))
     return out
 
 
@@ -175,19 +183,21 @@ class Dated:
     superseded_by: str | None
 
 
-def present_first(members: Sequence[Dated]) -> dict[str, str]:
+def present_first(members: Sequence[Dated], now: datetime | None = None) -> dict[str, str]:
     """What a distiller is given for each member: the current version of a fact with its earlier values after it
     ("Per-trade risk cap is 1% (since 2026-10-20; was 1.5% 2026-09-14 → 2026-10-20, 2% 2026-08-01 →
     2026-09-14)."), an earlier version that line already states marked `REPLACED` (a source, not written again),
-    a member superseded by a memory outside the cluster marked with when it stopped holding, and every other
-    member as it is."""
+    a member superseded by a memory outside the cluster marked with when it stopped holding (or, when its successor
+    starts after `now`, until when it holds), and every other member as it is."""
     ids = {m.id for m in members}
+    now = now or datetime.now(UTC).replace(tzinfo=None)
     out: dict[str, str] = {}
     for m in members:
         if m.superseded_by in ids:
             out[m.id] = REPLACED + m.content
         elif m.superseded_by is not None and m.valid_until is not None:
-            out[m.id] = f"(no longer holds since {m.valid_until:%Y-%m-%d}) {m.content}"
+            held = "holds until" if m.valid_until > now else "no longer holds since"
+            out[m.id] = f"({held} {m.valid_until:%Y-%m-%d}) {m.content}"
         else:
             older = _earlier(m.id, members)
             out[m.id] = m.content if not older else _version_line(m, older)
@@ -207,9 +217,10 @@ def _earlier(head: str, members: Sequence[Dated]) -> list[Dated]:
 
 
 def _version_line(current: Dated, older: Sequence[Dated]) -> str:
+    since = holds_from(current.content, current.created_at)  # its date, or the later start it states
     was = ", ".join(
         f"{' / '.join(stated_values(m.content)) or m.content.rstrip('.')} {m.created_at:%Y-%m-%d} → "
-        f"{(m.valid_until or current.created_at):%Y-%m-%d}"
+        f"{(m.valid_until or since):%Y-%m-%d}"
         for m in older
     )
-    return f"{current.content.strip().rstrip('.')} (since {current.created_at:%Y-%m-%d}; was {was})."
+    return f"{current.content.strip().rstrip('.')} (since {since:%Y-%m-%d}; was {was})."

@@ -67,11 +67,11 @@ _VALUE = re.compile(
     r"(?P<sign>[+\-\u2212])?(?P<cur>[$£€])?(?P<num>\d+(?:,\d{3})*(?:\.\d+)?|\d{1,2}:\d{2})"
     r"(?:[\u2013-](?P<hi>\d+(?:,\d{3})*(?:\.\d+)?))?(?P<unit>%|[a-zA-Z]{1,7})?"
 )
-# days and months: when something happened, read as the name in a slot (never a party to it)
-DAYS = frozenset(
-    """monday tuesday wednesday thursday friday saturday sunday january february march april may
-    june july august september october november december jan feb mar apr jun jul aug sep sept oct nov dec""".split()
-)
+# days and months: when something happened, read as the name in a slot (never a party to it); in calendar order
+# (a short form opens its month's name), so a stated start (`statements.starts`) reads its day from the same list
+WEEKDAYS = tuple("monday tuesday wednesday thursday friday saturday sunday".split())
+MONTHS = tuple("january february march april may june july august september october november december".split())
+DAYS = frozenset((*WEEKDAYS, *MONTHS, *"jan feb mar apr jun jul aug sep sept oct nov dec".split()))
 _FRAME = re.compile(rf"{fx.FRAME.pattern}|\(since \d{{4}}-\d{{2}}-\d{{2}}; was [^)]*\)")
 
 

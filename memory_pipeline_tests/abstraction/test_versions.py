@@ -150,3 +150,23 @@ def test_a_summary_over_versions_states_the_present_first() -> None:
     night = OfflineDistiller().distill(members, "facts", ("2026-09-01", "2026-10-20"))
     assert night.abstraction.startswith(texts["r3"]) and "[4 memories, " in night.abstraction
     assert "Also" not in night.abstraction  # earlier values stated with their ranges, never as a bare list
+
+
+def test_a_value_said_to_start_later_supersedes_the_older_from_its_start() -> None:
+    rows = [FactRow("old", "Flat rent is £1,150 a month.", datetime(2026, 8, 1, 9), None),
+            FactRow("new", "Flat rent is £1,250 a month from January.", datetime(2026, 11, 10, 9), None),
+            FactRow("std", "Daily standup is at 9:30.", T0, None),
+            FactRow("moved", "Standup moved to 10.", T0 + timedelta(days=13), None)]  # fmt: skip
+    made = {s.memory_id: (s.superseded_by, s.valid_until) for s in plan(rows).supersessions}
+    assert made == {"old": ("new", datetime(2027, 1, 1)), "std": ("moved", T0 + timedelta(days=13))}
+
+
+def test_a_summary_dates_a_value_said_to_start_later_from_its_start() -> None:
+    said, start = datetime(2026, 11, 10, 9), datetime(2027, 1, 1)
+    members = [Dated("old", "Flat rent is £1,150 a month.", datetime(2026, 8, 1), start, "new"),
+               Dated("new", "Flat rent is £1,250 a month from January.", said, None, None)]  # fmt: skip
+    assert present_first(members)["new"] == ("Flat rent is £1,250 a month from January (since 2027-01-01; was "
+                                             "£1,150 2026-08-01 → 2027-01-01).")  # fmt: skip
+    outside = [Dated("old", "Flat rent is £1,150 a month.", datetime(2026, 8, 1), start, "elsewhere")]
+    assert present_first(outside, now=datetime(2026, 12, 1))["old"].startswith("(holds until 2027-01-01) ")
+    assert present_first(outside, now=datetime(2027, 2, 1))["old"].startswith("(no longer holds since 2027-01-01) ")

@@ -111,7 +111,8 @@ def validity_updates(
     fact_versions: versions.VersionPlan,
 ) -> dg.MaterializeResult:
     """The supersessions, in one transaction: each older value marked superseded by the newer one, valid until
-    the newer was stated; logged with the run, so a rollback takes them back."""
+    the newer holds (when it was stated, or the later start it states); logged with the run, so a rollback takes
+    them back."""
     with store.open().transaction() as con:
         written = validity.apply(con, fact_versions.supersessions, context.run.run_id, engine.now())
     context.log.info(f"Versioner: memories marked superseded: {written}")
