@@ -7,9 +7,10 @@ What counts as a secret:
   PyPI, passwords in URLs, …): its regex rules, run over the whole text;
 - the shapes it misses, in `redaction_rules.json` with where each comes from (gitleaks' rules mostly): Google,
   Hugging Face and fine-grained GitHub keys, npm tokens, whole JWTs, Discord webhooks, Azure SAS signatures,
-  `redis://:pw@`, Authorization headers, passwords given to mysql, sshpass and docker or echoed into a
-  `--password-stdin` login, `.env` and `.netrc` lines, a sentence that states a password; each runs only near one
-  of its keywords; a match runs to the end of its word (no tail of a longer token is left);
+  `redis://:pw@` and URL passwords with reserved characters, Authorization headers, passwords given to curl,
+  mysql, sshpass, docker, ssh-keygen, openssl and htpasswd or echoed into a `--password-stdin` login, `.env` and
+  `.netrc` lines, a sentence that states a password or a random-looking key; each runs only near one of its
+  keywords; a match runs to the end of its word (no tail of a longer token is left);
 - a private key block, BEGIN to END (detect-secrets flags only its first line);
 - the value assigned to a name that says it is secret (`*_KEY`, `*_SECRET`, `*TOKEN*`, `PASSWORD`, …) in a shell,
   env, JSON, YAML or Python assignment: always for passwords and secrets, and for keys and tokens when the value

@@ -67,6 +67,13 @@ SHAPES = [
      "Sup3rS3cret"),
     # a token longer than its rule's shape is redacted to its end, not up to the shape's length
     ("github-pat-longer", f"cloned with {FINE_PAT}Xq7Zw yesterday", "Xq7Zw"),
+    ("url-password-reserved", "DATABASE_URL=postgresql://app:Pg5ecret!x@db.internal:5432/app", "Pg5ecret!x"),
+    ("curl-user", "curl -u admin:Adm1nPass! https://jenkins.internal/api", "Adm1nPass!"),
+    ("ssh-keygen-passphrase", "ssh-keygen -t ed25519 -N 'K3yPassphrase!' -f deploy_key", "K3yPassphrase!"),
+    ("openssl-pass", "openssl enc -aes-256-cbc -pass pass:Op3nSSLpass -in f", "Op3nSSLpass"),
+    ("htpasswd-batch", "htpasswd -cb .htpasswd admin Htp4ss!word", "Htp4ss!word"),
+    ("key-in-prose", "The Stripe API key for staging is sk_test_51HxYzAbCdEfGhIjKlMnOp.",
+     "sk_test_51HxYzAbCdEfGhIjKlMnOp"),
 ]  # fmt: skip
 
 PROSE = [
@@ -80,6 +87,12 @@ PROSE = [
     "SORT_KEY=created_at and PRIMARY_KEY=id in the export",
     "mysql -u root -p prompts for the password",
     "the signature param is sig=short in the docs",
+    'curl -u "$USER:$PASS" https://ci.internal',
+    "ssh-keygen -N '' makes a key without a passphrase",
+    "the API key for staging is in the vault",
+    "Set token expiry to 3600 seconds.",
+    "htpasswd -b takes the password on the command line, so avoid it",
+    "cloned https://github.com/acme/app and ran make",
 ]
 
 
