@@ -32,8 +32,14 @@ def _alternatives(words: list[str] | tuple[str, ...]) -> str:
 
 
 @lru_cache(maxsize=1)
+def _data() -> dict[str, list[str]]:
+    data: dict[str, list[str]] = json.loads(Path(__file__).with_name("start_words.json").read_text(encoding="utf-8"))
+    return data
+
+
+@lru_cache(maxsize=1)
 def _pattern() -> re.Pattern[str]:
-    data = json.loads(Path(__file__).with_name("start_words.json").read_text(encoding="utf-8"))
+    data = _data()
     month = _alternatives([d for d in DAYS if d not in WEEKDAYS])
     weekday = _alternatives(WEEKDAYS)
     when = "|".join((
@@ -50,7 +56,7 @@ def _pattern() -> re.Pattern[str]:
     words = _alternatives([e for e in data["range_ends"] if e.isalpha()])
     dashes = "".join(e for e in data["range_ends"] if not e.isalpha())
     return re.compile(
-        rf"\b(?:{_alternatives(data['markers'])})\s+(?:(?:{_alternatives(data['lead'])})\s+)?(?>{when})"
+        rf"\b(?P<marker>{_alternatives(data['markers'])})\s+(?:(?:{_alternatives(data['lead'])})\s+)?(?>{when})"
         rf"(?!\s*(?:(?:{words})\b|[{re.escape(dashes)}]))",
         re.I,
     )
@@ -63,6 +69,8 @@ def stated_start(text: str, said: date) -> date | None:
     for m in _pattern().finditer(text):
         if m.group("m3") == "may":
             continue  # the verb ("from may be"), not the month, which is written May
+        if m.group("marker").lower() == "from" and not _from_starts(text, m):
+            continue  # "the logs from Monday show …", "we restored the snapshot from Friday": where it came from
         try:
             day = _day(m, said)
         except ValueError:  # "31 February": no such day
@@ -70,6 +78,28 @@ def stated_start(text: str, said: date) -> date | None:
         if day is not None:
             return day
     return None
+
+
+_CLAUSE_END = re.compile(r"\s*(?:[.;,!?)]|$)")
+_OPENS = re.compile(r"(?:^|[.;:!?(]|,\s*(?:and|but)?)\s*$")
+_NOUN_BEFORE = re.compile(
+    r"\b(?:the|a|an|this|that|these|those|our|my|your|their|his|her|its)\s+(?P<noun>[\w'’-]+)\s+$", re.I
+)
+
+
+def _from_starts(text: str, m: re.Match[str]) -> bool:
+    """Whether a bare "from <day>" says when a value starts rather than where something came from: it opens its
+    clause ("From Monday, standup is at 10") or closes it after the value ("£1,250 a month from January", "opens
+    at 7:30 from Monday") and does not follow a thing of its own ("the snapshot from Friday"; a time unit is no
+    such thing: "a month from January"); a day followed by more of the clause ("the invoice from March was paid")
+    says which one."""
+    before = text[: m.start()]
+    if _OPENS.search(before):
+        return True
+    if not _CLAUSE_END.match(text, m.end()):
+        return False
+    noun = _NOUN_BEFORE.search(before)
+    return noun is None or noun.group("noun").lower() in _data()["time_units"]
 
 
 def holds_from(text: str, said: datetime) -> datetime:

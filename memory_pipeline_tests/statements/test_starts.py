@@ -38,6 +38,13 @@ STARTS = [
     ("Leave is booked from 9 Oct-12 Oct.", date(2026, 10, 1), None),
     ("From now on the team's code editor is Zed.", date(2026, 9, 29), None),
     ("Starting today the VPN is vpn2.", date(2026, 9, 29), None),
+    # a bare "from" after a thing of its own, or before more of its clause, says where it came from
+    ("The logs from Monday show a leak in the cache.", date(2026, 12, 9), None),
+    ("The invoice from March was paid twice.", date(2026, 12, 9), None),
+    ("We restored the snapshot from Friday.", date(2026, 12, 9), None),
+    ("The data from Q2 shows churn at 4%.", date(2026, 12, 9), None),
+    ("Backups from December 1 are corrupt.", date(2026, 12, 9), None),
+    ("From Monday, standup is at 10.", date(2026, 12, 9), date(2026, 12, 14)),  # it opens its clause: a start
     ("The fee from may be waived.", date(2026, 9, 29), None),  # the verb, not the month
     ("The new price holds from 31 February.", date(2026, 9, 29), None),  # no such day
     ("Booked a dentist check-up for October 14 at 8:40.", date(2026, 9, 2), None),
