@@ -7,7 +7,8 @@ What a question names, and where an answer must name it: each capitalised name n
 answer reads; a qualifier of `statements/contrasts.json` where the first hit names another of its group (the one
 judgement's `qualifiers`: "production" / "staging", "back" / "front", "per day" / "per trade") in one of the top
 hits; and the word before a noun the first hit qualifies with a word the question does not use ("passport number"
-/ "phone number") in one of the top hits. Where one is missing, the answer is `weak`: the nearest hit alone,
+/ "phone number"; not "per", an identifier or a pronoun) in one of the top hits, and the word after "per" where
+the first hit says another ("size per trade" / "size per coin"). Where one is missing, the answer is `weak`: the nearest hit alone,
 marked (search's own weak outcome, `search.confidence`). Questions about an attribute never stated of a thing the
 notes do name ("What colour is the Skoda?") are not caught: that needs a model that judges meaning."""
 
@@ -31,9 +32,10 @@ _DATED = frozenset(
     """monday tuesday wednesday thursday friday saturday sunday january february march april may june july august
     september october november december""".split()
 )
+_PER = frozenset(("per",))  # a qualifier after its noun: "size per trade" / "size per coin"
 _GRAMMAR = frozenset(
     """the a an of for to in on at by with from and or is are was were be my our your his her their its this that
-    what when who where which how does do did s""".split()
+    what when who where which how does do did s it its they them we us i you he she him""".split()
 )
 
 
@@ -42,10 +44,16 @@ def _words(text: str) -> list[str]:
 
 
 def _said(word: str, hits: Sequence[str]) -> bool:
-    """Whether a hit names `word`: as a word, or one sharing its first letters (an identifier exactly)."""
+    """Whether a hit names `word`: as a word, a part of an identifier, or one sharing its first letters (an
+    identifier exactly)."""
     if any(c.isdigit() for c in word) or "." in word or "-" in word:
         return any(word in h.lower() for h in hits)
-    return any(w == word or _one_word(w, word) for h in hits for w in _words(h))
+    return any(w == word or _one_word(w, word) for h in hits for w in _parts(_words(h)))
+
+
+def _parts(words: list[str]) -> list[str]:
+    """Words, and the parts of an identifier ("cortex-api" names the API)."""
+    return [*words, *(p for w in words if "-" in w for p in w.split("-") if p)]
 
 
 def _one_word(a: str, b: str) -> bool:
@@ -77,12 +85,21 @@ def _modifiers(question: str, top: str, hits: Sequence[str]) -> list[str]:
     q, t = _words(question), _words(top)
     out = []
     for w1, w2 in zip(q, q[1:], strict=False):  # words next to each other as asked: "passport number"
+        if w1 in _PER and not _function(w2) and not _said(w2, hits):  # "per trade" asked, "per coin" answered
+            after = {t[i + 1] for i in range(len(t) - 1) if t[i] == w1}
+            if after and w2 not in after:
+                out.append(w2)
         if w1 in _ASKING or _function(w1) or _function(w2) or _said(w1, hits):
             continue
-        before = {t[i - 1] for i in range(1, len(t)) if t[i] == w2 and not _function(t[i - 1])}
+        before = {t[i - 1] for i in range(1, len(t)) if t[i] == w2 and _modifier(t[i - 1])}
         if before and not any(_said(b, [question]) for b in before):
             out.append(w1)
     return out
+
+def _modifier(word: str) -> bool:
+    """A word that can qualify the noun after it: not grammar, not "per" (which qualifies the noun before it:
+    "risk per trade"), not an identifier ("db-03 filling up" names which, not what kind)."""
+    return not _function(word) and word not in _PER and not any(c.isdigit() for c in word)
 
 
 def _function(word: str) -> bool:

@@ -102,3 +102,30 @@ def test_a_word_of_grammar_is_never_taken_for_a_qualifier() -> None:
     assert _modifiers("what did we decide about the status page certificate?", top, [top]) == []
     phone = "Dan's phone number is 555-0134."
     assert _modifiers("What is Dan's passport number?", phone, [phone]) == ["passport"]
+
+
+def _hit(text: str) -> Any:
+    from memory_pipeline.search.hits import Hit
+
+    return Hit(id="m", kind="memory", snippet=text, score=1.0, parts={}, date="2026-09-01", source="store",
+               tier="working", categories=[], text=text)
+
+
+# (question, the first hit, what the question names that the hit does not, or None)
+PAIRS = [
+    ("What is the max position size per trade?", "Max position size per coin is 2% of the account.", "trade"),
+    ("What is the max position size per coin?", "Max position size per coin is 2% of the account.", None),
+    # "per" qualifies the noun before it, an identifier names which one, a pronoun is no qualifier
+    ("How much may I risk on a single trade?", "Risk limits: at most 2% risk per trade.", None),
+    ("Why is the third database server filling up?", "WAL piling up on db-03 and filling the disk.", None),
+    ("What should I do to avoid making it worse?", "Volume was low and it was a fakeout.", None),
+    # a name said as a part of an identifier is said
+    ("What went wrong with the API on Friday?", "Shipped cortex-api to production late on Friday.", None),
+    ("What went wrong with the Gateway on Friday?", "Shipped cortex-api to production late on Friday.", "gateway"),
+]
+
+
+@pytest.mark.parametrize(("question", "top", "missing"), PAIRS)
+def test_what_a_question_names_against_its_first_hit(question: str, top: str, missing: str | None) -> None:
+    found = unnamed(question, [_hit(top)])
+    assert (missing in found) if missing else found == [], found
