@@ -8,9 +8,10 @@ answer reads; a qualifier of `statements/contrasts.json` where the first hit nam
 judgement's `qualifiers`: "production" / "staging", "back" / "front", "per day" / "per trade") in one of the top
 hits; and the word before a noun the first hit qualifies with a word the question does not use ("passport number"
 / "phone number"; not "per", an identifier or a pronoun) in one of the top hits, and the word after "per" where
-the first hit says another ("size per trade" / "size per coin"). Where one is missing, the answer is `weak`: the nearest hit alone,
-marked (search's own weak outcome, `search.confidence`). Questions about an attribute never stated of a thing the
-notes do name ("What colour is the Skoda?") are not caught: that needs a model that judges meaning."""
+the first hit says another ("size per trade" / "size per coin"). Where one is missing, the answer is `weak`: the
+nearest hit alone, marked (search's own weak outcome, `search.confidence`). Questions about an attribute never
+stated of a thing the notes do name ("What colour is the Skoda?") are not caught: that needs a model that judges
+meaning."""
 
 from __future__ import annotations
 
