@@ -31,7 +31,7 @@ from typing import Any
 from benchmarks import common
 
 DATA = common.HERE / "version_families.json"
-SPLITS = ("dev", "held_out")
+SPLITS = ("dev", "held_out", "held_out_2")
 VERSION_KINDS = ("says_change", "shares_words")
 
 

@@ -4,6 +4,10 @@ note says the change in words of `change_words.json`, and what it names of the a
 values, the change words and filler — is all said by the older note, which states another value of it (or the same
 statement without the negation the newer one adds). Two values of one kind, or a time given as a bare hour; names
 may change together ("Jane Doyle" → "Mark Ellis"), but a name changed beside another value is another subject.
+A value the newer note says it leaves ("from Opsgenie to …", "Cloudflare replaces Route 53 as …", "took over …
+from Sara") is the older one's, not shared; attribute words are compared by their roots on both sides (pager /
+paging, lunches / lunch); a recurring day is a value ("on Thursdays", "every other Friday"); who does a thing
+("run by", "now handled by") is no part of what it is.
 
 `kept_apart` is the look-alike guard every rule of the Versioner asks: two statements a qualifier of
 `contrasts.json` sets apart (`judgement.judge` calls them DIFFERENT for it: front / back, staging / production,
@@ -26,7 +30,8 @@ MAX_WORDS = vx.MAX_FACT_WORDS
 ONE_WORD_OLDER = 2  # a newer note naming its attribute in one word supersedes an older one naming it in at most two
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9'’-]*")
 _CLAUSES = re.compile(r"\s*;\s*|(?<=[.!?])\s+|\s+[—–]\s+")
-_COMPATIBLE = {frozenset({"time", "num"}), frozenset({"slot", "time"}), frozenset({"date", "num"})}
+_COMPATIBLE = {frozenset({"time", "num"}), frozenset({"slot", "time"}), frozenset({"date", "num"}),
+               frozenset({"day", "slot"})}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -34,6 +39,8 @@ class _Words:
     phrases: tuple[re.Pattern[str], ...]
     filler: frozenset[str]
     words: frozenset[str]  # every word of a change phrase: never a word of what the attribute is
+    leaving: tuple[str, ...]  # where a newer note names the value it leaves: "from {old}", "replaces {old}"
+    doers: re.Pattern[str]  # "handled by", "run by": who does it, not what it is
 
 
 @lru_cache(maxsize=1)
@@ -44,7 +51,9 @@ def _words() -> _Words:
         parts = [r"\s+".join(map(re.escape, p.split())) for p in phrase.split("…")]
         pats.append(re.compile(r"\b" + r"\b(?:\s+\S+){0,5}?\s+\b".join(parts) + r"\b", re.I))
     words = frozenset(w.lower() for p in data["phrases"] for w in p.replace("…", " ").split())
-    return _Words(tuple(pats), frozenset(data["filler"]), words)
+    doers = re.compile(r"\b(?:" + "|".join(r"\s+".join(map(re.escape, d.split())) for d in data["doers"])
+                       + r")\s+(?=by\b)", re.I)  # fmt: skip
+    return _Words(tuple(pats), frozenset(data["filler"]), words, tuple(data["leaving"]), doers)
 
 
 def change_at(text: str) -> int | None:
@@ -60,7 +69,7 @@ def says_change(text: str) -> bool:
 def words_of(text: str) -> frozenset[str]:
     """The stems of a note's content words, by which the Versioner finds the older notes a newer one may change."""
     w = _words()
-    return frozenset(judgement.stem(t) for t in (x.lower().removesuffix("'s") for x in _WORD.findall(text))
+    return frozenset(judgement.root(t) for t in (x.lower().removesuffix("'s") for x in _WORD.findall(text))
                      if len(t) > 2 and t not in fx.STOP_WORDS and t not in vx._IGNORED and t not in w.words
                      and t not in w.filler)  # fmt: skip
 
@@ -72,6 +81,7 @@ class _Read:
     negated: bool
     spans: tuple[tuple[int, tuple[str, str]], ...] = ()  # where each value starts
     change: int = 0  # where the change words end
+    texts: tuple[tuple[tuple[str, str], str], ...] = ()  # each value as written
 
 
 def _opener(text: str, elsewhere: str) -> tuple[str, int] | None:
@@ -94,24 +104,28 @@ def _opener(text: str, elsewhere: str) -> tuple[str, int] | None:
 
 
 def _read(clause: str, elsewhere: str) -> _Read:
-    found = [v for v in vx.with_slots(clause, vx._values(clause)) if v.kind != "ref"]
+    clause = _words().doers.sub("", clause)
+    found = [v for v in vx.with_days(clause, vx.with_slots(clause, vx._values(clause))) if v.kind != "ref"]
     values = {(v.kind, v.normal) for v in found}
     spans = [(v.start, v.end) for v in found]
     starts = [(v.start, (v.kind, v.normal)) for v in found]
+    texts = [((v.kind, v.normal), v.raw) for v in found]
     opener = _opener(clause, elsewhere)
     if opener is not None and not any(not clause[:s].strip() for s, _ in spans):
         name, end = opener
         values.add(("name", name))
         spans.append((0, end))
         starts.append((0, ("name", name)))
+        texts.append((("name", name), clause[:end].strip()))
     rest = clause
     for s, e in sorted(spans, reverse=True):
         rest = rest[:s] + " | " + rest[e:]
     w = _words()
     words = [t.lower().replace("’", "'").removesuffix("'s") for t in _WORD.findall(rest)]
-    keep = tuple(judgement.stem(t) for t in words if len(t) > 1 and t not in fx.STOP_WORDS and t not in vx._IGNORED
+    keep = tuple(judgement.root(t) for t in words if len(t) > 1 and t not in fx.STOP_WORDS and t not in vx._IGNORED
                  and t not in w.words and t not in w.filler and t not in vx._EVENT_OPENERS)  # fmt: skip
-    return _Read(frozenset(values), keep, bool(fx.NEGATION.search(clause)), tuple(starts), change_at(clause) or 0)
+    return _Read(frozenset(values), keep, bool(fx.NEGATION.search(clause)), tuple(starts), change_at(clause) or 0,
+                 tuple(texts))
 
 
 def _clauses(text: str) -> list[str]:
@@ -132,11 +146,30 @@ def supersedes(older: str, newer: str) -> str | None:
         if not says_change(clause):
             continue
         ro = _read(old_clause, re.sub(r"^\s*\S+", "", both))
-        rn = _read(clause, re.sub(r"^\s*\S+", "", both))
+        rn = _leaves(ro, old_clause, _read(clause, re.sub(r"^\s*\S+", "", both)), clause)
         found = _changed(ro, rn)
         if found is not None:
             return found
     return None
+
+
+def _leaves(ro: _Read, old_clause: str, rn: _Read, clause: str) -> _Read:
+    """`rn` less the older values it names as the one it leaves ("switched paging from Opsgenie to …", "Cloudflare
+    replaces Route 53 as …", "Dev took over … from Sara"): that value is the old one, not one both notes share.
+    Said so in the older note too ("pulled from db1"), it is no value left."""
+    left = set()
+    for value, text in ro.texts:
+        if value not in rn.values:
+            continue
+        for where in _words().leaving:
+            pat = re.compile(r"(?<!\w)" + r"\s+".join(re.escape(w) if w != "{old}" else re.escape(text)
+                                                   for w in where.split()) + r"(?!\w)", re.I)  # fmt: skip
+            if pat.search(clause) and not pat.search(old_clause):
+                left.add(value)
+    if not left:
+        return rn
+    spans = tuple((s, v) for s, v in rn.spans if v not in left)
+    return _Read(rn.values - left, rn.words, rn.negated, spans, rn.change, rn.texts)
 
 
 def _changed(ro: _Read, rn: _Read) -> str | None:

@@ -170,6 +170,14 @@ def stem(word: str) -> str:
     return word[:_STEM]
 
 
+def root(word: str) -> str:
+    """`stem`, with an agent noun read as its verb: "pager" and "paging", "owner" and "owns" are one word."""
+    for suffix in ("ers", "er"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return stem(word[: -len(suffix)])
+    return stem(word)
+
+
 def _is_name(word: str, first: bool) -> bool:
     low = word.lower()
     if low in DAYS and low != "may" or word.startswith(("@", "#")):

@@ -191,6 +191,26 @@ def with_slots(text: str, values: tuple[_Value, ...]) -> tuple[_Value, ...]:
     return tuple(out)
 
 
+_EVERY = {"every other": "fortnightly", "every second": "fortnightly", "fortnightly": "fortnightly",
+          "biweekly": "fortnightly", "bi-weekly": "fortnightly", "every": "weekly", "weekly": "weekly",
+          "monthly": "monthly", "once a month": "monthly"}  # fmt: skip
+_DAYS = re.compile(r"\b(?:(" + "|".join(sorted(_EVERY, key=len, reverse=True)) + r")\s*,?\s*(?:on\s+)?)?"
+                   r"\b(mon|tues|wednes|thurs|fri|satur|sun)day(s?)\b", re.I)  # fmt: skip
+
+
+def with_days(text: str, values: tuple[_Value, ...]) -> tuple[_Value, ...]:
+    """`values` with a recurring day read as one value, "day": "on Thursdays", "every other Friday", "now weekly,
+    on Mondays" ("weekly thu", "fortnightly fri", "weekly mon"), so a meeting moved to another day or another rhythm
+    is one value changed. A single day ("on Friday", "from Friday") says when, not how often: not one."""
+    out = list(values)
+    for m in _DAYS.finditer(text):
+        every, day, plural = (m.group(1) or "").lower(), m.group(2)[:3].lower(), m.group(3)
+        if not (every or plural) or any(m.start() < v.end and v.start < m.end() for v in values):
+            continue
+        out.append(_Value("day", f"{_EVERY.get(every, 'weekly')} {day}", m.group(0), m.start(), m.end()))
+    return tuple(sorted(out, key=lambda v: v.start))
+
+
 def _is_event(text: str) -> bool:
     """Told as an action ("Closed the TIA long…", "Set a price alert…", "Moved the standup…"), not a state."""
     words = text.split()
