@@ -190,8 +190,9 @@ def _changed(ro: _Read, rn: _Read) -> str | None:
         return None
     ok, nk = {k for k, _ in olds}, {k for k, _ in news}
     named = {"name", "id"}
-    if (ok | nk) & named and not ((ok | nk) <= named and len(nk) == 1 and ok == nk):
-        return None  # a name or host changed beside another value: another subject
+    if (ok | nk) & named and not ((ok | nk) <= named and len(nk) == 1 and ok == nk and min(len(olds), len(news)) == 1):
+        return None  # a name or host changed beside another value, or two names changed: another subject
+        # ("Kate reports to Omar" / "Ben now reports to Lena")
     if not (ok | nk) & named and len(news) > 1:
         return None
     if not all(k in ok or any(frozenset({k, o}) in _COMPATIBLE for o in ok) for k in nk):

@@ -104,6 +104,7 @@ APART_STILL = [
                  id="staging / production, the old value named"),
     pytest.param("Omar owns the search service.", "Kate took over the design system from Omar.",
                  id="one person leaves another subject"),
+    pytest.param("Kate reports to Omar.", "Ben now reports to Lena.", id="two names changed: two people"),
 ]  # fmt: skip
 
 
