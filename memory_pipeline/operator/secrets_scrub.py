@@ -31,6 +31,7 @@ from memory_pipeline import redaction
 from memory_pipeline.faults import fail_point
 from memory_pipeline.operator import secrets_scan as scan_
 from memory_pipeline.operator.secrets_scan import DAGSTER_LABEL, STORE, Finding, Scan
+from memory_pipeline.store.durable import fsync_path
 
 LEASE_TTL = timedelta(hours=1)  # the outer bound; a scrub that dies is seen gone at once (its pid) on this host
 LOCK_WAIT_S = 10.0  # how long to wait for another process to let go of the store's file
@@ -90,14 +91,6 @@ def redacted_value(value: Any) -> Any:
 # --- files ---------------------------------------------------------------------------------------------------
 
 
-def _fsync_dir(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def stamp(path: Path) -> tuple[int, int]:
     st = path.stat()
     return st.st_size, st.st_mtime_ns
@@ -119,7 +112,7 @@ def replacing(path: Path, read: tuple[int, int] | None = None) -> Iterator[Path]
         if read is not None and stamp(path) != read:
             raise OSError(f"{path.name} changed while it was scrubbed: run the scrub again")
         os.replace(tmp, path)
-        _fsync_dir(path.parent)
+        fsync_path(path.parent)
     finally:
         tmp.unlink(missing_ok=True)
 
