@@ -76,7 +76,8 @@ _STATE = re.compile(
     re.I,
 )
 _LABELLED = re.compile(r"^[^:]{3,60}(:) *\S+(?: +\S+){0,3}[.!]?$")  # "Per-trade risk cap: 1%": a short value
-_CAPITALISED = re.compile(r"(?<![\w-])[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*\b(?!-)")  # "Wi-Fi" is a word
+# "Wi-Fi" is a word; "PagerDuty", "GitHub" are names (the parts of a camel-cased word)
+_CAPITALISED = re.compile(r"(?<![\w-])[A-Z][a-z]+(?:[A-Z][a-z0-9]+)*(?:\s+[A-Z][a-z]+(?:[A-Z][a-z0-9]+)*)*\b(?!-)")
 _SENTENCE_OPENING = re.compile(r"(?:^|[.!?:]\s+|[\"'(]\s*)$")
 _POSSESSIVE = re.compile(r"\b([A-Z][a-z]+)'s\b")
 _NOT_NAMES = frozenset(

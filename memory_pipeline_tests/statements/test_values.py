@@ -143,3 +143,12 @@ def test_references_and_values_in_passing_are_not_values(text: str, values: list
 )
 def test_distinct_subjects_are_not_versions(one: str, other: str, distinct: bool) -> None:
     assert distinct_subjects(one, other) is distinct
+
+
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [("Paging goes through PagerDuty.", "pagerduty"), ("The code lives on GitHub.", "github"),
+     ("Invoices are sent with FreeAgent now.", "freeagent"), ("Backups go to Backblaze B2.", "backblaze")],
+)  # fmt: skip
+def test_a_camel_cased_name_is_read_as_a_name(text: str, name: str) -> None:
+    assert any(name in v.lower() for v in stated_values(text)), stated_values(text)
