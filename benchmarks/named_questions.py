@@ -69,6 +69,23 @@ def score(data: dict[str, Any], notes: int) -> dict[str, Any]:
     return out
 
 
+def demo_weak(home: Path) -> tuple[int, int, list[str]]:
+    """On a demo workspace (`memory-pipeline demo`), the answerable questions of `demo_questions.json` that search
+    answers confidently and the check marks weak: (marked weak, answered confident, the questions marked)."""
+    from memory_pipeline.search import named, search
+
+    questions = json.loads((common.HERE / "demo_questions.json").read_text(encoding="utf-8"))["questions"]
+    confident, weak = 0, []
+    for q in questions:
+        hits = search(q["q"], 5, home=home)
+        if not hits or getattr(hits, "match", "confident") != "confident":
+            continue
+        confident += 1
+        if named.checked(q["q"], hits).match != "confident":
+            weak.append(q["q"])
+    return len(weak), confident, weak
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     p = argparse.ArgumentParser(prog="python -m benchmarks named-questions", description=__doc__.split("\n")[0])
     p.add_argument("--notes", type=int, default=500, help="unrelated notes the set's memories sit among")
@@ -76,7 +93,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--label", default="this branch")
     p.add_argument("--record", action=argparse.BooleanOptionalAction, default=True)
     p.add_argument("--show", action="store_true", help="print each question scored wrong")
+    p.add_argument("--demo-home", type=Path, help="a demo workspace: also count its answerable questions that the "
+                   "check marks weak (benchmarks/demo_questions.json)")  # fmt: skip
     args = p.parse_args(argv)
+    if args.demo_home is not None and not (args.demo_home / "memory.duckdb").is_file():
+        p.error(f"--demo-home {args.demo_home}: no memory store there; build one with `memory-pipeline demo`")
     env, load_before = common.machine(), common.load_average()
     out = score(json.loads(args.data.read_text(encoding="utf-8")), args.notes)
     rows = []
@@ -89,6 +110,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     body = ("### Questions naming what no memory names: answered confidently (default embedder, "
             f"{args.notes:,} unrelated notes)\n\n"
             + common.table(("code", "split", "never stored, answered confident", "stored, kept confident"), rows))
+    if args.demo_home is not None:
+        marked, asked, which = demo_weak(args.demo_home)
+        body += (f"\n\nDemo workspace: {marked} of {asked} answerable questions search answers confidently are marked "
+                 "weak by the check" + "".join(f"\n- {q}" for q in which))
     print(body)
     if args.record:
         common.append_results("named-questions", body, env, load_before)
