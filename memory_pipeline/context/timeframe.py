@@ -8,6 +8,7 @@ import re
 from datetime import date, timedelta
 
 from memory_pipeline.settings import parse_as_of as parse_as_of  # the one reading of as_of, for this package's callers
+from memory_pipeline.statements.judgement import WEEKDAYS
 
 _MONTHS = {m.lower(): i for i, m in enumerate(calendar.month_name) if m}
 _MONTHS |= {m.lower(): i for i, m in enumerate(calendar.month_abbr) if m}
@@ -87,7 +88,7 @@ def resolve(message: str, today: date) -> tuple[date, date] | None:
     return None
 
 
-_WEEKDAYS = {name: i for i, name in enumerate("monday tuesday wednesday thursday friday saturday sunday".split())}
+_WEEKDAYS = {name: i for i, name in enumerate(WEEKDAYS)}
 _WEEKDAYS |= {"mon": 0, "tue": 1, "tues": 1, "wed": 2, "thu": 3, "thur": 3, "thurs": 3, "fri": 4, "sat": 5, "sun": 6}
 _N = r"(\d+|a|one|two|three|four|five|six|seven|eight|nine|ten|a couple of)"
 _SAID = re.compile(

@@ -29,6 +29,8 @@ from typing import Any
 
 import numpy as np
 
+from memory_pipeline.statements.judgement import MONTHS
+
 SESSION_KEY = re.compile(r"^session_(\d+)$")
 DATE_FORMAT = "%I:%M %p on %d %B, %Y"  # "1:56 pm on 8 May, 2023"
 SUPPORT_FRACTION = 2 / 3
@@ -241,7 +243,7 @@ def _stem(word: str) -> str:
 
 
 _ISO_DATE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})(?:[T ][0-9:.]+Z?)?\b")
-_MONTH_NAMES = "january february march april may june july august september october november december".split()
+_MONTH_NAMES = list(MONTHS)
 
 
 def _spell_date(m: re.Match[str]) -> str:

@@ -29,10 +29,7 @@ _ASKING = frozenset(
     """what when who whom whose where which why how is are was were does do did can could should would will may
     might i i'm i've we you tell show give list find remind please and or the a an my our your""".split()
 )
-_DATED = frozenset(
-    """monday tuesday wednesday thursday friday saturday sunday january february march april may june july august
-    september october november december""".split()
-)
+_DATED = judgement.DAYS  # the calendar's names: "Monday", "May" name no thing
 _PER = frozenset(("per",))  # a qualifier after its noun: "size per trade" / "size per coin"
 _GRAMMAR = frozenset(
     """the a an of for to in on at by with from and or is are was were be my our your his her their its this that

@@ -18,10 +18,12 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from memory_pipeline.statements.judgement import MONTHS, WEEKDAYS
+
 MAX_FACT_WORDS = 30  # a fact is a short statement; a paragraph is a story
-_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
-_MONTH = (r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sept?(?:ember)?|"
-          r"oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)")  # fmt: skip
+# the calendar's names are the judgement's (one list): "jan", "jan(?:uary)?", and "sept" beside "sep"
+_MONTHS = tuple(m[:3] for m in MONTHS)
+_MONTH = "(?:" + "|".join(f"{m[:3]}(?:{'t|' if m == 'september' else ''}{m[3:]})?" for m in MONTHS) + ")"
 # A time's zone is part of its value: "15:00 UTC" → "15:00 CET" is a change, not the same time.
 _ZONE_NAMES = ("UTC|GMT|Z|CET|CEST|EET|EEST|WET|WEST|BST|IST|JST|KST|AEST|AEDT|ET|EST|EDT|CT|CST|CDT|MT|MST|MDT|PT|"
                "PST|PDT")  # fmt: skip
@@ -80,11 +82,7 @@ _LABELLED = re.compile(r"^[^:]{3,60}(:) *\S+(?: +\S+){0,3}[.!]?$")  # "Per-trade
 _CAPITALISED = re.compile(r"(?<![\w-])[A-Z][a-z]+(?:[A-Z][a-z0-9]+)*(?:\s+[A-Z][a-z]+(?:[A-Z][a-z0-9]+)*)*\b(?!-)")
 _SENTENCE_OPENING = re.compile(r"(?:^|[.!?:]\s+|[\"'(]\s*)$")
 _POSSESSIVE = re.compile(r"\b([A-Z][a-z]+)'s\b")
-_NOT_NAMES = frozenset(
-    """i monday tuesday wednesday thursday friday saturday sunday mondays tuesdays wednesdays thursdays fridays
-    saturdays sundays january february march april may june july august september october november december
-    utc gmt""".split()
-)
+_NOT_NAMES = frozenset(("i", "utc", "gmt", *WEEKDAYS, *(f"{d}s" for d in WEEKDAYS), *MONTHS))
 
 
 @dataclass(frozen=True)
@@ -196,7 +194,7 @@ _EVERY = {"every other": "fortnightly", "every second": "fortnightly", "fortnigh
           "biweekly": "fortnightly", "bi-weekly": "fortnightly", "every": "weekly", "weekly": "weekly",
           "monthly": "monthly", "once a month": "monthly"}  # fmt: skip
 _DAYS = re.compile(r"\b(?:(" + "|".join(sorted(_EVERY, key=len, reverse=True)) + r")\s*,?\s*(?:on\s+)?)?"
-                   r"\b(mon|tues|wednes|thurs|fri|satur|sun)day(s?)\b", re.I)  # fmt: skip
+                   r"\b(" + "|".join(d.removesuffix("day") for d in WEEKDAYS) + r")day(s?)\b", re.I)  # fmt: skip
 
 
 def with_days(text: str, values: tuple[_Value, ...]) -> tuple[_Value, ...]:
