@@ -183,8 +183,10 @@ def test_a_worker_lost_whole_costs_the_other_agent_nothing_and_its_own_night_is_
     assert all(p.returncode == 0 for p in launches), outputs
 
     w1 = start_worker(fleet, "w1")
+    said = "; ".join(f"`fleet night {a} --now` said {out.strip()!r} {err.strip()[-300:]!r}"
+                     for a, (out, err) in zip(agents, outputs, strict=True))  # fmt: skip
     victim, other = waiter.until(lambda: waiter.one_running_one_waiting(agents, before, w1), LOST_WAIT_S,
-                                 "one night running on w1 while the other waits in the broker")
+                                 f"one night running on w1 while the other waits in the broker ({said})")
     killed, killed_at = kill_worker(w1), time.time()
     w3 = start_worker(fleet, "w3")  # the operator's replacement, anywhere
 

@@ -6,7 +6,7 @@ and now, when the start is still ahead: search and the compiled prompt agree."""
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -76,20 +76,22 @@ def test_the_prompt_never_says_the_older_value_stopped_holding_before_the_start(
 
 @pytest.mark.parametrize("night", [True, False], ids=["after-a-night", "before-any-night"])
 def test_a_start_still_ahead_leaves_the_older_value_current_now(tmp_path: Path, night: bool) -> None:
+    # the texts are the same every day ("from next month"), so the hashing embedder ranks them the same every day
     now = datetime.now(UTC).replace(tzinfo=None)
-    start = (now + timedelta(days=40)).date()
+    start = date(now.year + now.month // 12, now.month % 12 + 1, 1)
     rows = [("old", "Flat rent is £1,150 a month.", now - timedelta(days=120)),
-            ("new", f"Flat rent is £1,250 a month, effective {start.isoformat()}.", now - timedelta(days=10)),
+            ("new", "Flat rent is £1,250 a month from next month.", now),
             ("hose", "The garden hose is in the shed.", now - timedelta(days=100)),
-            ("gym", f"The gym opens at 6:30 on weekdays, effective {start}.", now - timedelta(days=5))]  # fmt: skip
+            ("gym", "The gym opens at 6:30 on weekdays from next month.", now)]  # fmt: skip
     ws = _workspace(tmp_path, rows, night)
     hits = search(QUESTION, 3, home=ws, embedder=EMBED, floor=0.0)
     assert [h.id for h in hits][:2] == ["old", "new"] and hits[0].superseded_by == ""  # the coming value next
     out, _ = compile_for_agent(ws, QUESTION, budget_tokens=1000, gate=Gate(),
                                search=default_search(ws, EMBED, floor=0.0))  # fmt: skip
     assert "£1,150" in out.prompt and "no longer holds" not in out.prompt
-    ahead = {h.id: h for h in search(QUESTION, 3, home=ws, embedder=EMBED, floor=0.0,
-                                     as_of=(now + timedelta(days=41)).isoformat(timespec="seconds"))}  # fmt: skip
+    after = datetime.combine(start, datetime.min.time()) + timedelta(days=1)
+    ahead = {h.id: h for h in search(QUESTION, len(rows), home=ws, embedder=EMBED, floor=0.0,
+                                     as_of=after.isoformat(timespec="seconds"))}  # fmt: skip
     assert next(iter(ahead)) == "new" and ahead["old"].valid_until[:10] == start.isoformat()
     # a value said to start later that replaces nothing keeps its place: it is what is known of the gym
     assert search("When does the gym open on weekdays?", 3, home=ws, embedder=EMBED, floor=0.0)[0].id == "gym"
